@@ -1,0 +1,5 @@
+"""cgplan: a CUDA-graph capture planner and profiler for vLLM."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""`python -m cgplan` runs the CLI."""
+
+from cgplan.cli import main
+
+main()

@@ -1,0 +1,19 @@
+"""The pure planning core: frozen inputs in, frozen plans out; stdlib only, no I/O."""
+
+from __future__ import annotations
+
+from cgplan.core.plan import build_plan
+from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
+from cgplan.core.spec import ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.types import Plan
+
+__all__ = [
+    "LATEST_VERSION",
+    "SUPPORTED_VERSIONS",
+    "ModelShape",
+    "Plan",
+    "PlanInput",
+    "SpeculativeSpec",
+    "build_plan",
+    "rules_for",
+]

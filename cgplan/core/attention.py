@@ -1,0 +1,63 @@
+"""Attention backend a GPU host picks, and the CUDA-graph support level it reports.
+
+Mirrors the first entry of `vllm/platforms/cuda.py:_get_backend_priorities` and each
+metadata builder's `get_cudagraph_support` (vllm/v1/attention/backends/*.py). The
+support level decides the attention downgrade in `resolve_cudagraph_mode_and_sizes`.
+"""
+
+from __future__ import annotations
+
+from cgplan.core.modes import CGSupport, Platform
+
+# Default backend by (platform, MLA?): the head of vLLM's priority list.
+DEFAULT_BACKEND: dict[tuple[Platform, bool], str] = {
+    (Platform.HOPPER, False): "FLASH_ATTN",
+    (Platform.HOPPER, True): "FLASH_ATTN_MLA",
+    (Platform.BLACKWELL, False): "FLASHINFER",
+    (Platform.BLACKWELL, True): "FLASHINFER_MLA",
+    (Platform.AMPERE, False): "FLASH_ATTN",
+    (Platform.AMPERE, True): "FLASH_ATTN_MLA",
+    (Platform.RTX_BLACKWELL, False): "FLASH_ATTN",
+    (Platform.RTX_BLACKWELL, True): "FLASH_ATTN_MLA",
+}
+
+KNOWN_BACKENDS: tuple[str, ...] = (
+    "FLASH_ATTN",
+    "FLASHINFER",
+    "TRITON_ATTN",
+    "FLEX_ATTENTION",
+    "FLASH_ATTN_MLA",
+    "FLASHMLA",
+    "FLASHINFER_MLA",
+    "CUTLASS_MLA",
+    "TRITON_MLA",
+)
+"""Backends whose support level cgplan knows (`AttentionBackendEnum` names)."""
+
+
+def default_backend(platform: Platform, use_mla: bool) -> str:
+    """The backend vLLM's selector picks first on `platform`."""
+    return DEFAULT_BACKEND[(platform, use_mla)]
+
+
+def cudagraph_support(backend: str, platform: Platform, version: str) -> CGSupport:
+    """The support level `backend`'s metadata builder reports on `platform`.
+
+    FLASH_ATTN is FA3 on SM90 (ALWAYS) and FA2 elsewhere (UNIFORM_BATCH; FA4 on SM10x
+    from 0.33.0 reports ALWAYS). FlashInfer reaches UNIFORM_BATCH through its TRT-LLM
+    decode kernels on SM90/SM100, otherwise single-token decode only.
+    """
+    major = platform.compute_capability[0]
+    if backend == "FLASH_ATTN":
+        return CGSupport.ALWAYS if major == 9 else CGSupport.UNIFORM_BATCH
+    if backend == "FLASHINFER":
+        return (
+            CGSupport.UNIFORM_BATCH if major in (9, 10) else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+        )
+    if backend in ("TRITON_ATTN", "FLEX_ATTENTION"):
+        return CGSupport.ALWAYS
+    if backend in ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA"):
+        return CGSupport.UNIFORM_BATCH
+    if backend == "CUTLASS_MLA":
+        return CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+    raise KeyError(backend)

@@ -1,0 +1,116 @@
+"""Dynamic speculative decoding: the batch-size → K schedule, as vLLM expands it.
+
+Mirrors vllm/v1/spec_decode/dynamic/utils.py, byte-identical in 0.26.0–0.33.0:
+`validate_and_normalize_dynamic_sd_schedule` and `build_dynamic_sd_schedule_lookup`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ScheduleError(ValueError):
+    """vLLM's ValueError for an invalid schedule, with vLLM's own words."""
+
+
+def normalize_schedule(schedule: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
+    """Validate and sort a schedule exactly as vLLM does.
+
+    >>> normalize_schedule([(32, 128, 2), (1, 16, 5)])
+    [(1, 16, 5), (32, 128, 2)]
+    """
+    if not schedule:
+        raise ScheduleError("num_speculative_tokens_per_batch_size must not be empty.")
+    parsed: list[tuple[int, int, int]] = []
+    for entry in schedule:
+        if len(entry) != 3:
+            raise ScheduleError(
+                "Each num_speculative_tokens_per_batch_size entry must be a 3-item "
+                "sequence: (range_start, range_end, num_speculative_tokens)."
+            )
+        start, end, k = (int(x) for x in entry)
+        if start <= 0 or end <= 0:
+            raise ScheduleError(f"Batch-size range ({start}, {end}) must be positive.")
+        if start > end:
+            raise ScheduleError(
+                f"Batch-size range start must be <= end for ({start}, {end}, {k})."
+            )
+        if k < 0:
+            raise ScheduleError("num_speculative_tokens_per_batch_size values must be >= 0.")
+        parsed.append((start, end, k))
+    parsed.sort(key=lambda e: e[0])
+    previous_end = 0
+    for start, end, _ in parsed:
+        if start <= previous_end:
+            raise ScheduleError("Batch-size ranges must be non-overlapping and sorted.")
+        previous_end = end
+    if parsed[0][0] != 1:
+        raise ScheduleError(
+            "The first batch-size range must start at 1 so every runtime batch size "
+            "has a defined schedule."
+        )
+    return parsed
+
+
+def build_lookup(
+    schedule: Sequence[Sequence[int]], max_batch_size: int, num_speculative_tokens: int
+) -> list[int]:
+    """Dense 1-indexed batch size → K table (index 0 unused), as the scheduler runs it.
+
+    K is clamped to `num_speculative_tokens`; gaps and the tail carry the previous K.
+
+    >>> build_lookup([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3)
+    [0, 3, 3, 3, 1, 1]
+    """
+    if max_batch_size <= 0:
+        raise ScheduleError("vllm_max_batch_size must be > 0.")
+    if num_speculative_tokens <= 0:
+        raise ScheduleError("vllm_num_speculative_tokens must be > 0.")
+    parsed = normalize_schedule(schedule)
+    dense = [0] * (max_batch_size + 1)
+    next_batch = 1
+    last_k: int | None = None
+    for start, end, k in parsed:
+        if start > next_batch and last_k is not None:
+            fill = min(num_speculative_tokens, last_k)
+            for b in range(next_batch, min(start, max_batch_size + 1)):
+                dense[b] = fill
+        fill = min(num_speculative_tokens, k)
+        for b in range(max(start, next_batch), min(end, max_batch_size) + 1):
+            dense[b] = fill
+        next_batch = max(next_batch, end + 1)
+        last_k = k
+        if next_batch > max_batch_size:
+            break
+    assert last_k is not None  # normalize_schedule rejects an empty schedule
+    fill = min(num_speculative_tokens, last_k)
+    for b in range(next_batch, max_batch_size + 1):
+        dense[b] = fill
+    return dense
+
+
+def compress_lookup(dense: list[int]) -> list[tuple[int, int, int]]:
+    """Equal-K runs of a dense lookup as (first_batch, last_batch, K).
+
+    >>> compress_lookup([0, 3, 3, 1])
+    [(1, 2, 3), (3, 3, 1)]
+    """
+    runs: list[tuple[int, int, int]] = []
+    for b, k in enumerate(dense[1:], start=1):
+        if runs and runs[-1][2] == k:
+            runs[-1] = (runs[-1][0], b, k)
+        else:
+            runs.append((b, b, k))
+    return runs
+
+
+def widest_batch_per_query_len(dense: list[int]) -> dict[int, int]:
+    """query_len (K+1) → the largest batch size that runs at it, in ascending query_len.
+
+    >>> widest_batch_per_query_len([0, 3, 3, 1])
+    {2: 3, 4: 2}
+    """
+    widest: dict[int, int] = {}
+    for b, k in enumerate(dense[1:], start=1):
+        widest[k + 1] = b
+    return dict(sorted(widest.items()))

@@ -1,0 +1,180 @@
+"""build_plan: one config under one vLLM release → graphs, dispatch, gaps and fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
+from cgplan.core.gaps import find_gaps, propose_fixes
+from cgplan.core.graphs import Outcome, V1Dispatcher, V2Manager
+from cgplan.core.ladder import capture_ladder
+from cgplan.core.modes import Mode
+from cgplan.core.resolve import (
+    attention,
+    config_time_mode,
+    model_runner,
+    resolve_mode,
+    sequence_parallel_on,
+    uses_dynamic_sd,
+    v1_round_sizes,
+)
+from cgplan.core.rules import V2Tiers, VllmRules, rules_for
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected
+
+
+def _dense_lookup(inp: PlanInput) -> list[int] | None:
+    """The scheduler's batch → K table; vLLM's scheduler refuses an invalid schedule."""
+    if not uses_dynamic_sd(inp):
+        return None
+    spec = inp.speculative
+    assert spec is not None and spec.num_speculative_tokens_per_batch_size is not None
+    try:
+        return build_lookup(
+            spec.num_speculative_tokens_per_batch_size, inp.max_num_seqs, spec.num_speculative_tokens
+        )
+    except ScheduleError as e:
+        raise Rejected("speculative_config.num_speculative_tokens_per_batch_size", str(e)) from e
+
+
+def _v2_query_lens(
+    inp: PlanInput, rules: VllmRules, decode_query_len: int, dense: list[int] | None
+) -> list[int]:
+    """`CudaGraphManager._init_candidates`' decode query lengths, release by release."""
+    k = inp.num_speculative_tokens
+    if dense is None or inp.speculative is None:
+        return [decode_query_len]
+    sampled_per_step = decode_query_len - k
+    if rules.v2_tiers is V2Tiers.RAW_SCHEDULE:
+        schedule = inp.speculative.num_speculative_tokens_per_batch_size or ()
+        return [entry[2] + sampled_per_step for entry in schedule]
+    if rules.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K and decode_query_len <= k:
+        return [decode_query_len]
+    return sorted({kb + sampled_per_step for kb in dense[1:]})
+
+
+def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
+    out: list[DispatchRange] = []
+    for n, o in rows:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.mode == o.mode.value
+            and last.padded_tokens == o.padded_tokens
+            and last.padded_reqs == o.padded_reqs
+            and last.last == n - 1
+        ):
+            out[-1] = DispatchRange(last.first, n, last.mode, last.padded_tokens, last.padded_reqs)
+        else:
+            out.append(DispatchRange(n, n, o.mode.value, o.padded_tokens, o.padded_reqs))
+    return tuple(out)
+
+
+def _decode_table(
+    query_len: int, max_num_seqs: int, max_tokens: int, pick: Callable[[int, int], Outcome]
+) -> tuple[DispatchRange, ...]:
+    rows = []
+    for n in range(1, max_num_seqs + 1):
+        if n * query_len > max_tokens:
+            break
+        rows.append((n, pick(n, n * query_len)))
+    return _compress(rows)
+
+
+def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
+    """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    rules = rules_for(inp.vllm_version)
+    notes: list[Note] = []
+    dense = _dense_lookup(inp)
+    sp_on = sequence_parallel_on(inp, rules, notes)
+    runner = model_runner(inp, rules, sp_on, notes)
+    decision = config_time_mode(inp, runner, sp_on, notes)
+    q = inp.uniform_decode_query_len
+    ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
+    notes.extend(ladder.notes)
+    attn = attention(inp)
+    mode = resolve_mode(decision, attn, q, notes)
+    sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
+    if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
+        sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
+
+    s, b = inp.max_num_seqs, inp.max_num_batched_tokens
+    mixed_hi = min(b, max_size + 1)
+    graphs: dict[str, tuple[Graph, ...]] = {}
+    uniform: dict[int, tuple[DispatchRange, ...]] = {}
+    spec = inp.speculative
+    if runner == "v1":
+        target = V1Dispatcher(sizes, max_size, mode, q, s)
+        graphs["target"] = target.graphs()
+        tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
+        for ql in tiers:
+            uniform[ql] = _decode_table(ql, s, b, lambda n, t, ql=ql: target.dispatch(t, ql == q))
+        mixed = _compress([(t, target.dispatch(t, False)) for t in range(1, mixed_hi + 1)])
+        if spec is not None and spec.method != "ngram":
+            drafter_mode = (
+                Mode.PIECEWISE
+                if not spec.enforce_eager and mode.mixed_mode() in (Mode.PIECEWISE, Mode.FULL)
+                else Mode.NONE
+            )
+            graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s).graphs()
+    else:
+        manager = V2Manager(
+            sizes, max_size, mode, q, _v2_query_lens(inp, rules, q, dense), s, rules.v2_candidates
+        )
+        graphs["target"] = manager.graphs()
+        tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
+        for ql in tiers:
+            uniform[ql] = _decode_table(ql, s, b, lambda n, t, ql=ql: manager.dispatch(n, t, ql))
+        mixed = _compress(
+            [(t, manager.dispatch(min(t, s), t, None)) for t in range(1, mixed_hi + 1)]
+        )
+        if spec is not None and spec.method in rules.v2_drafter_methods:
+            k = spec.num_speculative_tokens
+            prefill = V2Manager(
+                sizes, max_size, mode, k + 1, _v2_query_lens(inp, rules, k + 1, dense), s,
+                rules.v2_candidates,
+            )
+            graphs["drafter_prefill"] = prefill.graphs()
+            decode_graphs: tuple[Graph, ...] = ()
+            if k > 1 and mode.decode_mode() is Mode.FULL:
+                decode = V2Manager(
+                    sizes, max_size, Mode.FULL_DECODE_ONLY, 1, _v2_query_lens(inp, rules, 1, dense),
+                    s, rules.v2_candidates,
+                )
+                decode_graphs = decode.graphs()
+            graphs["drafter_decode"] = decode_graphs
+
+    plan = Plan(
+        vllm_version=inp.vllm_version,
+        platform=inp.platform.value,
+        model_runner=runner,
+        requested_cudagraph_mode=decision.mode.value,
+        cudagraph_mode=mode.value,
+        attention_backend=attn.backend,
+        attention_cudagraph_support=attn.support.name,
+        capture_sizes=sizes,
+        max_capture_size=max_size,
+        uniform_decode_query_len=q,
+        max_num_seqs=s,
+        max_num_batched_tokens=b,
+        dynamic_sd_lookup=tuple(compress_lookup(dense)) if dense else None,
+        graphs=graphs,
+        uniform_decode=uniform,
+        mixed=mixed,
+        notes=tuple(notes),
+        piecewise_pieces_per_graph=inp.model.num_hidden_layers + 1,
+    )
+    gaps = find_gaps(plan, dense, ladder)
+    plan = replace(plan, gaps=gaps)
+    if with_fixes and gaps:
+        plan = replace(plan, fixes=propose_fixes(plan, inp, ladder, _replan))
+    return plan
+
+
+def _replan(inp: PlanInput) -> Plan:
+    return build_plan(inp, with_fixes=False)

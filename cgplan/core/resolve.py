@@ -1,0 +1,234 @@
+"""Config-time decisions: model runner, sequence parallelism, the cudagraph mode, and
+the attention downgrade with V1's rounding (vLLM's `resolve_cudagraph_mode_and_sizes`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgplan.core.attention import cudagraph_support, default_backend
+from cgplan.core.graphs import round_up
+from cgplan.core.modes import CGSupport, Mode
+from cgplan.core.rules import Runner, VllmRules
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import Note, Rejected
+
+# vllm/compilation/passes/fusion/sequence_parallelism.py: SP_MIN_HIDDEN_SIZE and
+# SP_MIN_PER_GPU_SIZE_MB, keyed by SM major (SM10x collapsed to 100).
+_SP_MIN_HIDDEN_SIZE = {9: 8192, 10: 8192}
+
+# vllm/config/vllm.py OPTIMIZATION_LEVEL_TO_CONFIG: the default cudagraph_mode per -O level.
+LEVEL_DEFAULT_MODE = {0: Mode.NONE, 1: Mode.PIECEWISE, 2: Mode.FULL_AND_PIECEWISE, 3: Mode.FULL_AND_PIECEWISE}
+
+
+def uses_dynamic_sd(inp: PlanInput) -> bool:
+    """A dynamic-SD schedule is configured (vLLM's `uses_dynamic_speculative_decoding`)."""
+    return inp.speculative is not None and bool(inp.speculative.num_speculative_tokens_per_batch_size)
+
+
+def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) -> bool:
+    """Whether `pass_config.enable_sp` survives vLLM's checks (≤ 0.31 only)."""
+    if not inp.enable_sp:
+        return False
+    if not rules.sequence_parallel:
+        raise Rejected(
+            "compilation_config.pass_config.enable_sp",
+            f"vLLM {rules.version} has no sequence-parallelism pass (removed in 0.32.0); "
+            "PassConfig rejects 'enable_sp' as an unexpected keyword argument",
+        )
+    if inp.tensor_parallel_size == 1:
+        notes.append(Note("sp_disabled", "Sequence Parallelism requires TP>1, disabling"))
+        return False
+    if inp.sp_min_token_num is None:
+        min_hidden = _SP_MIN_HIDDEN_SIZE.get(inp.platform.compute_capability[0])
+        if min_hidden is None or inp.model.hidden_size < min_hidden:
+            notes.append(
+                Note(
+                    "sp_disabled",
+                    "Model hidden_size too small for the SP threshold heuristic, disabling. "
+                    "To force SP, set pass_config.sp_min_token_num manually.",
+                )
+            )
+            return False
+    return True
+
+
+def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
+    """"v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
+    if inp.model_runner in ("v1", "v2"):
+        return inp.model_runner
+    unsupported: list[str] = []
+    method = inp.speculative.method if inp.speculative else None
+    if rules.runner is Runner.DEFAULT_V2_DENSE and inp.model.is_moe:
+        notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
+        return "v1"
+    if method in rules.v2_runner_unsupported_methods:
+        unsupported.append(f"speculative method '{method}'")
+    if sp_on:
+        unsupported.append("sequence parallelism")
+    if unsupported:
+        notes.append(
+            Note(
+                "runner_fallback",
+                f"Model Runner V2 does not yet support {', '.join(unsupported)}; "
+                "using the V1 model runner instead.",
+            )
+        )
+        return "v1"
+    return "v2"
+
+
+@dataclass(frozen=True)
+class ModeDecision:
+    """The config-time mode and whether attention is a splitting op."""
+
+    mode: Mode
+    attention_splits: bool
+
+
+def config_time_mode(inp: PlanInput, runner: str, sp_on: bool, notes: list[Note]) -> ModeDecision:
+    """`VllmConfig.__post_init__`'s mode: level default, eager, dynamic-SD and SP overrides."""
+    if inp.enforce_eager:
+        return ModeDecision(Mode.NONE, True)
+    mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
+    if inp.optimization_level == 0 and inp.cudagraph_mode is None:
+        return ModeDecision(Mode.NONE, True)
+    if uses_dynamic_sd(inp) and mode.has_full() and runner == "v1":
+        notes.append(
+            Note(
+                "dynamic_sd_override",
+                "Dynamic speculative decoding changes the target verification length at "
+                f"runtime. Overriding cudagraph_mode from {mode.value} to PIECEWISE for "
+                "reliability. Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs.",
+            )
+        )
+        mode = Mode.PIECEWISE
+    attention_splits = True
+    if sp_on:
+        # set_splitting_ops_for_v1: SP needs full-graph compilation.
+        attention_splits = False
+        notes.append(
+            Note(
+                "sp_full_graph",
+                "Sequence parallelism requires full-graph compilation when "
+                "use_inductor_graph_partition is off. Setting splitting_ops to an empty list "
+                "to preserve SP and async TP.",
+            )
+        )
+        if mode.has_piecewise():
+            notes.append(
+                Note(
+                    "sp_mode",
+                    "Sequence parallelism is incompatible with piecewise cudagraph when "
+                    "use_inductor_graph_partition is off. Setting cudagraph_mode to FULL.",
+                )
+            )
+            mode = Mode.FULL
+    return ModeDecision(mode, attention_splits)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The attention backend and its support level."""
+
+    backend: str
+    support: CGSupport
+
+
+def attention(inp: PlanInput) -> Attention:
+    """Backend and support level: the user's override, else the platform default."""
+    backend = inp.attention_backend or default_backend(inp.platform, inp.model.use_mla)
+    support = inp.attention_cudagraph_support
+    if support is None:
+        support = cudagraph_support(backend, inp.platform, inp.vllm_version)
+    return Attention(backend, support)
+
+
+def resolve_mode(
+    decision: ModeDecision, attn: Attention, query_len: int, notes: list[Note]
+) -> Mode:
+    """The attention downgrade of `CompilationConfig.resolve_cudagraph_mode_and_sizes`."""
+    mode = decision.mode
+    if mode is Mode.NONE:
+        return mode
+    support = attn.support
+    head = f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+    if mode.mixed_mode() is Mode.FULL and support is not CGSupport.ALWAYS:
+        if support is CGSupport.NEVER:
+            raise Rejected(
+                "compilation_config.cudagraph_mode",
+                f"{head}; please try cudagraph_mode=PIECEWISE, and make sure compilation "
+                "mode is VLLM_COMPILE",
+            )
+        mode = Mode.FULL_AND_PIECEWISE if decision.attention_splits else Mode.FULL_DECODE_ONLY
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
+    if mode.decode_mode() is Mode.FULL and support is CGSupport.NEVER:
+        head = f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+        if decision.attention_splits:
+            mode = Mode.PIECEWISE
+            why = "because attention is compiled piecewise"
+        else:
+            mode = Mode.NONE
+            why = "because attention is not compiled piecewise"
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value} {why}"))
+    if (
+        mode.decode_mode() is Mode.FULL
+        and query_len > 1
+        and support < CGSupport.UNIFORM_BATCH
+    ):
+        head = (
+            f"CUDAGraphMode.{mode.value} is not supported with spec-decode for attention "
+            f"backend {attn.backend} (support: {support.name})"
+        )
+        mode = Mode.PIECEWISE if decision.attention_splits else Mode.NONE
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
+    if mode.has_full() and support is CGSupport.NEVER:
+        raise Rejected(
+            "compilation_config.cudagraph_mode",
+            f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
+            f"(support:{support.name}); please try cudagraph_mode=PIECEWISE",
+        )
+    return mode
+
+
+def v1_round_sizes(
+    sizes: tuple[int, ...],
+    max_size: int,
+    query_len: int,
+    tp: int,
+    sp_on: bool,
+    notes: list[Note],
+) -> tuple[tuple[int, ...], int]:
+    """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q."""
+    multiple = query_len
+    if tp > 1 and sp_on:
+        multiple = max(query_len, tp)
+        if multiple % query_len or multiple % tp:
+            raise Rejected(
+                "speculative_config.num_speculative_tokens",
+                f"Can't determine cudagraph shapes that are both a multiple of {query_len} "
+                f"(num_speculative_tokens + 1) required by spec-decode and {tp} "
+                "(tensor_parallel_size) required by sequence parallelism please adjust "
+                "num_speculative_tokens or disable sequence parallelism",
+            )
+    if not sizes or multiple <= 1:
+        return sizes, max_size
+    rounded = sorted({round_up(x, multiple) for x in sizes if round_up(x, multiple) <= max_size})
+    if not rounded and multiple <= max_size:
+        rounded = [multiple]
+    if not rounded:
+        raise Rejected(
+            "compilation_config.cudagraph_capture_sizes",
+            f"No valid cudagraph sizes after rounding to multiple of {multiple} "
+            f"(num_speculative_tokens + 1) please adjust num_speculative_tokens "
+            f"({query_len - 1}) or max_cudagraph_capture_size ({max_size}) or "
+            f"cudagraph_capture_sizes ({list(sizes)})",
+        )
+    if tuple(rounded) != sizes:
+        notes.append(
+            Note(
+                "v1_rounding",
+                f"Model runner V1 rounds capture sizes up to multiples of {multiple}: "
+                f"{len(sizes)} sizes → {len(rounded)}, max {max_size} → {rounded[-1]}",
+            )
+        )
+    return tuple(rounded), rounded[-1]

@@ -1,0 +1,142 @@
+"""vLLM's capture rules, release by release, as data.
+
+Each release is the previous one plus the changes it shipped (`dataclasses.replace`),
+each change commented with the vLLM file and PR it mirrors. Adding a release is one
+entry at the bottom of `RELEASES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+
+class DecodeSizes(Enum):
+    """Which uniform-decode sizes `_set_cudagraph_sizes` appends to the token grid."""
+
+    NONE = "none"
+    """Nothing appended (≤ 0.28)."""
+    SPEC = "spec"
+    """Request-count grid × query length per tier, with speculation only (#50488 + #54418)."""
+    SPEC_AND_MAX_NUM_SEQS = "spec_and_max_num_seqs"
+    """Also max_num_seqs itself without speculation (#57355)."""
+
+
+class V2Tiers(Enum):
+    """How the V2 CudaGraphManager derives decode query lengths under dynamic SD."""
+
+    RAW_SCHEDULE = "raw_schedule"
+    """K_entry + 1 of each schedule tuple, unclamped (0.26–0.28)."""
+    DENSE_LOOKUP = "dense_lookup"
+    """Distinct lookup[b] + 1 over the dense lookup (0.29–0.31)."""
+    DENSE_LOOKUP_IF_Q_GT_K = "dense_lookup_if_q_gt_k"
+    """As DENSE_LOOKUP, only when decode_query_len > K (0.32+)."""
+
+
+class V2Candidates(Enum):
+    """How the V2 manager maps a token count to candidate graphs."""
+
+    SMALLEST_ANY_MODE = "smallest_any_mode"
+    """Descriptors of the smallest captured token count ≥ t over all modes (0.26–0.28)."""
+    PER_MODE = "per_mode"
+    """Next FULL group, then next PIECEWISE group (0.29+)."""
+
+
+class Runner(Enum):
+    """The release's default model-runner rule (VLLM_USE_V2_MODEL_RUNNER unset)."""
+
+    DEFAULT_V2_DENSE = "default_v2_dense"
+    """V2 for dense generate models; V1 for MoE, ngram, draft_model, SP (0.26–0.28)."""
+    V2_UNLESS_UNSUPPORTED = "v2_unless_unsupported"
+    """V2 unless a feature it lacks is on (0.29+)."""
+
+
+@dataclass(frozen=True)
+class VllmRules:
+    """The capture-relevant behaviour of one vLLM release."""
+
+    version: str
+    """Release, e.g. "0.33.0"."""
+    sm100_ceiling_1024: bool
+    """Default max capture size ceiling is 1024 on SM10x (#49390) instead of 512."""
+    decode_sizes: DecodeSizes
+    """Uniform-decode sizes appended to an inferred ladder."""
+    sequence_parallel: bool
+    """The SP pass (and `pass_config.enable_sp`) exists."""
+    v2_tiers: V2Tiers
+    """V2 decode query lengths under dynamic SD."""
+    v2_candidates: V2Candidates
+    """V2 dispatch candidate map."""
+    runner: Runner
+    """Default model-runner choice."""
+    v2_runner_unsupported_methods: tuple[str, ...]
+    """Speculative methods that make `auto` fall back to V1."""
+    drafter_decode_per_k: bool
+    """V2 drafter decode graphs are specialised per dynamic-SD K (`target_dependent_ar`)."""
+    v2_drafter_methods: tuple[str, ...]
+    """Methods whose V2 speculator captures prefill/decode graphs."""
+
+
+_V0_26 = VllmRules(
+    version="0.26.0",
+    sm100_ceiling_1024=False,
+    decode_sizes=DecodeSizes.NONE,
+    sequence_parallel=True,
+    v2_tiers=V2Tiers.RAW_SCHEDULE,
+    v2_candidates=V2Candidates.SMALLEST_ANY_MODE,
+    runner=Runner.DEFAULT_V2_DENSE,
+    v2_runner_unsupported_methods=("ngram", "draft_model"),
+    drafter_decode_per_k=False,
+    # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
+    v2_drafter_methods=("eagle", "eagle3", "mtp"),
+)
+
+RELEASES: dict[str, VllmRules] = {}
+
+
+def _release(rules: VllmRules) -> VllmRules:
+    RELEASES[rules.version] = rules
+    return rules
+
+
+_r = _release(_V0_26)
+_r = _release(replace(_r, version="0.27.1"))
+# vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390).
+_r = _release(replace(_r, version="0.28.0", sm100_ceiling_1024=True))
+# #50488 + #54418: request-count decode sizes capped at the ceiling; V2 manager reads
+# the dense lookup and keeps per-mode candidate ranges; V2 is the default runner.
+_r = _release(
+    replace(
+        _r,
+        version="0.29.0",
+        decode_sizes=DecodeSizes.SPEC,
+        v2_tiers=V2Tiers.DENSE_LOOKUP,
+        v2_candidates=V2Candidates.PER_MODE,
+        runner=Runner.V2_UNLESS_UNSUPPORTED,
+        v2_runner_unsupported_methods=(),
+    )
+)
+_r = _release(replace(_r, version="0.30.0"))
+# #57355: a non-speculative max_num_seqs gets its own exact size.
+_r = _release(replace(_r, version="0.31.0", decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS))
+# The SP pass is removed; V2 tiers only when q > K; drafter decode per K.
+_r = _release(
+    replace(
+        _r,
+        version="0.32.0",
+        sequence_parallel=False,
+        v2_tiers=V2Tiers.DENSE_LOOKUP_IF_Q_GT_K,
+        drafter_decode_per_k=True,
+    )
+)
+_r = _release(replace(_r, version="0.33.0"))
+
+SUPPORTED_VERSIONS: tuple[str, ...] = tuple(RELEASES)
+"""Every release cgplan knows, oldest first."""
+LATEST_VERSION: str = SUPPORTED_VERSIONS[-1]
+"""The default `vllm_version`."""
+
+
+def rules_for(version: str) -> VllmRules:
+    """The rules of `version`; KeyError for an unknown release (callers validate first)."""
+    return RELEASES[version]

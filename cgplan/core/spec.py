@@ -1,0 +1,119 @@
+"""Planner inputs: a vLLM serve config, already parsed and typed, frozen.
+
+Field names are vLLM's own (`max_num_seqs`, `cudagraph_capture_sizes`, ...), so a
+cgplan YAML reads like the `vllm serve --config` file it predicts. `None` means
+"not given": the chosen vLLM release's default applies, as it would on a GPU host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgplan.core.modes import CGSupport, Mode, Platform
+
+SPEC_METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model")
+"""Speculative methods cgplan models (vLLM's `speculative_config.method`)."""
+
+MODEL_RUNNERS = ("auto", "v1", "v2")
+"""Model-runner choices: `auto` lets the vLLM release decide (VLLM_USE_V2_MODEL_RUNNER unset)."""
+
+PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+"""vLLM's `performance_mode` values."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What cgplan needs to know about the model, read from its Hugging Face config.json."""
+
+    architecture: str = "LlamaForCausalLM"
+    """First entry of `architectures`."""
+    hidden_size: int = 4096
+    """Model width."""
+    num_hidden_layers: int = 32
+    """Decoder layers of the target model."""
+    num_attention_heads: int = 32
+    """Query heads."""
+    num_key_value_heads: int = 32
+    """KV heads (GQA)."""
+    head_dim: int = 128
+    """Per-head width."""
+    intermediate_size: int = 11008
+    """MLP width (dense layers)."""
+    vocab_size: int = 32000
+    """Vocabulary size."""
+    dtype: str = "bfloat16"
+    """`torch_dtype` of the checkpoint."""
+    is_moe: bool = False
+    """Mixture-of-experts layers present (n_routed_experts / num_local_experts > 0)."""
+    use_mla: bool = False
+    """Multi-head latent attention (DeepSeek-V2/V3 style, `kv_lora_rank` set)."""
+    num_nextn_predict_layers: int = 0
+    """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
+
+
+@dataclass(frozen=True)
+class SpeculativeSpec:
+    """vLLM's `speculative_config`, the fields that shape capture."""
+
+    method: str
+    """One of SPEC_METHODS."""
+    num_speculative_tokens: int
+    """K: draft tokens per step; a uniform decode step is 1 + K tokens per request."""
+    num_speculative_tokens_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
+    """Dynamic-SD schedule: inclusive (first_batch, last_batch, K) ranges."""
+    enforce_eager: bool = False
+    """Run the drafter without CUDA graphs."""
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """One vLLM serve config plus what vLLM cannot infer off a GPU."""
+
+    vllm_version: str
+    """Release whose rules apply, e.g. "0.33.0"."""
+    platform: Platform
+    """GPU family."""
+    model: ModelShape
+    """Target model shape."""
+    max_num_seqs: int
+    """Scheduler's request limit per step (S)."""
+    max_num_batched_tokens: int
+    """Scheduler's token limit per step (B), after vLLM's defaulting."""
+    max_model_len: int = 4096
+    """Context length."""
+    tensor_parallel_size: int = 1
+    """TP degree."""
+    enforce_eager: bool = False
+    """No CUDA graphs at all."""
+    performance_mode: str | None = None
+    """vLLM's `performance_mode` (None = the release's default)."""
+    optimization_level: int = 2
+    """vLLM's -O level (0..3); picks the default cudagraph_mode."""
+    speculative: SpeculativeSpec | None = None
+    """Speculative decoding, or None."""
+    cudagraph_mode: Mode | None = None
+    """Requested `compilation_config.cudagraph_mode` (None = level default)."""
+    max_cudagraph_capture_size: int | None = None
+    """Requested scalar maximum (None = inferred)."""
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    """Requested explicit size list (None = inferred)."""
+    enable_sp: bool = False
+    """`compilation_config.pass_config.enable_sp` (removed in vLLM 0.32)."""
+    sp_min_token_num: int | None = None
+    """`pass_config.sp_min_token_num`: disables vLLM's SP size heuristic when set."""
+    model_runner: str = "auto"
+    """One of MODEL_RUNNERS."""
+    attention_backend: str | None = None
+    """Force an attention backend by vLLM's `AttentionBackendEnum` name."""
+    attention_cudagraph_support: CGSupport | None = None
+    """Force the attention CUDA-graph support level."""
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        """K, or 0 without speculation."""
+        return self.speculative.num_speculative_tokens if self.speculative else 0
+
+    @property
+    def uniform_decode_query_len(self) -> int:
+        """Tokens per request in a uniform decode step: 1 + K."""
+        return 1 + self.num_speculative_tokens
