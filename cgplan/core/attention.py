@@ -45,14 +45,14 @@ def cudagraph_support(backend: str, platform: Platform, version: str) -> CGSuppo
 
     FLASH_ATTN is FA3 on SM90 (ALWAYS) and FA2 elsewhere (UNIFORM_BATCH; FA4 on SM10x
     from 0.33.0 reports ALWAYS). FlashInfer reaches UNIFORM_BATCH through its TRT-LLM
-    decode kernels on SM90/SM100, otherwise single-token decode only.
+    decode kernels on SM100, otherwise single-token decode only.
     """
     major = platform.compute_capability[0]
     if backend == "FLASH_ATTN":
         return CGSupport.ALWAYS if major == 9 else CGSupport.UNIFORM_BATCH
     if backend == "FLASHINFER":
         return (
-            CGSupport.UNIFORM_BATCH if major in (9, 10) else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+            CGSupport.UNIFORM_BATCH if major == 10 else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
         )
     if backend in ("TRITON_ATTN", "FLEX_ATTENTION"):
         return CGSupport.ALWAYS

@@ -38,6 +38,16 @@ def _dense_lookup(inp: PlanInput) -> list[int] | None:
         raise Rejected("speculative_config.num_speculative_tokens_per_batch_size", str(e)) from e
 
 
+def validate_limits(inp: PlanInput) -> None:
+    """SchedulerConfig's own checks (vllm/config/scheduler.py `_verify_args`)."""
+    if inp.max_num_batched_tokens < inp.max_num_seqs:
+        raise Rejected(
+            "max_num_batched_tokens",
+            f"max_num_batched_tokens ({inp.max_num_batched_tokens}) must be greater than or "
+            f"equal to max_num_seqs ({inp.max_num_seqs})",
+        )
+
+
 def _v2_query_lens(
     inp: PlanInput, rules: VllmRules, decode_query_len: int, dense: list[int] | None
 ) -> list[int]:
@@ -90,6 +100,7 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
     """
     rules = rules_for(inp.vllm_version)
     notes: list[Note] = []
+    validate_limits(inp)
     dense = _dense_lookup(inp)
     sp_on = sequence_parallel_on(inp, rules, notes)
     runner = model_runner(inp, rules, sp_on, notes)

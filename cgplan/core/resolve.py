@@ -54,17 +54,23 @@ def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) ->
 
 def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
     """"v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
-    if inp.model_runner in ("v1", "v2"):
-        return inp.model_runner
     unsupported: list[str] = []
     method = inp.speculative.method if inp.speculative else None
+    if method in rules.v2_runner_unsupported_methods:
+        unsupported.append(rules.v2_runner_unsupported_methods[method])
+    if sp_on:
+        unsupported.append("sequence parallelism")
+    if inp.model_runner == "v2" and unsupported:
+        # _validate_v2_model_runner: forcing V2 with a feature it lacks is an error.
+        raise Rejected(
+            "cgplan.model_runner",
+            f"Model Runner V2 does not yet support: {', '.join(unsupported)}",
+        )
+    if inp.model_runner in ("v1", "v2"):
+        return inp.model_runner
     if rules.runner is Runner.DEFAULT_V2_DENSE and inp.model.is_moe:
         notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
         return "v1"
-    if method in rules.v2_runner_unsupported_methods:
-        unsupported.append(f"speculative method '{method}'")
-    if sp_on:
-        unsupported.append("sequence parallelism")
     if unsupported:
         notes.append(
             Note(

@@ -69,8 +69,8 @@ class VllmRules:
     """V2 dispatch candidate map."""
     runner: Runner
     """Default model-runner choice."""
-    v2_runner_unsupported_methods: tuple[str, ...]
-    """Speculative methods that make `auto` fall back to V1."""
+    v2_runner_unsupported_methods: dict[str, str]
+    """Speculative methods V2 lacks → vLLM's feature text: `auto` falls back to V1, `v2` is refused."""
     drafter_decode_per_k: bool
     """V2 drafter decode graphs are specialised per dynamic-SD K (`target_dependent_ar`)."""
     v2_drafter_methods: tuple[str, ...]
@@ -85,7 +85,10 @@ _V0_26 = VllmRules(
     v2_tiers=V2Tiers.RAW_SCHEDULE,
     v2_candidates=V2Candidates.SMALLEST_ANY_MODE,
     runner=Runner.DEFAULT_V2_DENSE,
-    v2_runner_unsupported_methods=("ngram", "draft_model"),
+    v2_runner_unsupported_methods={
+        "ngram": "ngram/ngram_gpu speculative decoding",
+        "draft_model": "speculative method 'draft_model'",
+    },
     drafter_decode_per_k=False,
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
@@ -113,7 +116,6 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         runner=Runner.V2_UNLESS_UNSUPPORTED,
-        v2_runner_unsupported_methods=(),
     )
 )
 _r = _release(replace(_r, version="0.30.0"))

@@ -1,0 +1,105 @@
+"""Machine-readable output: the `cgplan plan --json` contract (schema_version 1)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cgplan import __version__
+from cgplan.core.gaps import graph_count, padding_tokens
+from cgplan.core.types import DispatchRange, Plan
+
+SCHEMA_VERSION = 1
+"""Bumped on any incompatible change of the JSON below; fields may be added freely."""
+
+
+def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
+    return {
+        f"from_{unit}": r.first,
+        f"to_{unit}": r.last,
+        "mode": r.mode,
+        "padded_tokens": r.padded_tokens,
+        "padded_reqs": r.padded_reqs,
+    }
+
+
+def plan_to_dict(plan: Plan, *, source: str | None = None, ignored_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The plan as the JSON contract's dict (sorted keys when dumped)."""
+    counts = {
+        family: {
+            "PIECEWISE": sum(1 for g in graphs if g.mode == "PIECEWISE"),
+            "FULL": sum(1 for g in graphs if g.mode == "FULL"),
+        }
+        for family, graphs in plan.graphs.items()
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "plan",
+        "cgplan_version": __version__,
+        "source": source,
+        "vllm_version": plan.vllm_version,
+        "platform": plan.platform,
+        "model_runner": plan.model_runner,
+        "attention_backend": plan.attention_backend,
+        "attention_cudagraph_support": plan.attention_cudagraph_support,
+        "requested_cudagraph_mode": plan.requested_cudagraph_mode,
+        "cudagraph_mode": plan.cudagraph_mode,
+        "capture_sizes": list(plan.capture_sizes),
+        "max_capture_size": plan.max_capture_size,
+        "uniform_decode_query_len": plan.uniform_decode_query_len,
+        "max_num_seqs": plan.max_num_seqs,
+        "max_num_batched_tokens": plan.max_num_batched_tokens,
+        "dynamic_sd": None
+        if plan.dynamic_sd_lookup is None
+        else {"lookup": [list(r) for r in plan.dynamic_sd_lookup]},
+        "graphs": {
+            family: [
+                {"mode": g.mode, "num_tokens": g.num_tokens, "num_reqs": g.num_reqs, "query_len": g.query_len}
+                for g in graphs
+            ]
+            for family, graphs in plan.graphs.items()
+        },
+        "graph_counts": counts,
+        "total_graphs": graph_count(plan),
+        "piecewise_pieces_per_graph": plan.piecewise_pieces_per_graph,
+        "uniform_decode": {
+            str(ql): [_range(r, "reqs") for r in ranges] for ql, ranges in sorted(plan.uniform_decode.items())
+        },
+        "mixed": [_range(r, "tokens") for r in plan.mixed],
+        "decode_padding_tokens": padding_tokens(plan),
+        "gaps": [
+            {
+                "family": g.family,
+                "query_len": g.query_len,
+                "from_reqs": g.first,
+                "to_reqs": g.last,
+                "from_tokens": g.first * (g.query_len or 1),
+                "to_tokens": g.last * (g.query_len or 1),
+                "mode": g.mode,
+                "reason": g.reason,
+            }
+            for g in plan.gaps
+        ],
+        "fixes": [
+            {
+                "flags": list(f.flags),
+                "config_change": {k: v for k, v in f.config_change},
+                "closes_gaps": list(f.closes),
+                "remaining_gaps": f.remaining_gaps,
+                "graphs_before": f.graphs_before,
+                "graphs_after": f.graphs_after,
+                "num_capture_sizes_after": f.num_capture_sizes_after,
+                "decode_padding_before_tokens": f.padding_before_tokens,
+                "decode_padding_after_tokens": f.padding_after_tokens,
+                "summary": f.summary,
+            }
+            for f in plan.fixes
+        ],
+        "notes": [{"kind": n.kind, "message": n.message} for n in plan.notes],
+        "ignored_keys": list(ignored_keys),
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Stable JSON text: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

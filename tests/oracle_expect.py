@@ -1,0 +1,79 @@
+"""Read a recorded oracle answer (tests/data/oracle/*.json) into the JSON contract's shape.
+
+The oracle runs vLLM's own code; this only renames its fields. See
+scripts/record_golden.py for how the files were made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ranges(rows: list[dict[str, Any]], unit: str) -> list[dict[str, Any]]:
+    return [
+        {
+            f"from_{unit}": r["from"],
+            f"to_{unit}": r["to"],
+            "mode": r["mode"],
+            "padded_tokens": r["padded_tokens"],
+            "padded_reqs": r["padded_reqs"],
+        }
+        for r in rows
+    ]
+
+
+def _v1_graphs(capture: list[dict[str, Any]], q: int) -> list[dict[str, Any]]:
+    out = []
+    for block in capture:
+        uniform = True in block["uniform"]
+        for t, r in zip(block["num_tokens"], block["num_reqs"], strict=True):
+            out.append({"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": q if uniform else None})
+    return out
+
+
+def _v2_graphs(capture: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": u}
+        for block in capture
+        for t, r, u in block["descs"]
+    ]
+
+
+def expected(doc: dict[str, Any]) -> dict[str, Any]:
+    """The contract fields vLLM's own code computed, or {"error": text} when it refused."""
+    if doc.get("error"):
+        return {"error": doc["error"]}
+    if doc.get("runtime_error"):
+        return {"error": doc["runtime_error"]}
+    cfg, rt = doc["config"], doc["runtime"]
+    q = cfg["uniform_decode_query_len"]
+    v2 = bool(cfg["use_v2_model_runner"])
+    dyn = doc.get("dynamic_sd")
+    out: dict[str, Any] = {
+        "vllm_version": doc["_recorded"]["vllm_version"],
+        "model_runner": "v2" if v2 else "v1",
+        "cudagraph_mode": rt["resolved_cudagraph_mode"],
+        "capture_sizes": rt["cudagraph_capture_sizes"],
+        "max_capture_size": rt["max_cudagraph_capture_size"],
+        "dynamic_sd": None if not dyn else {"lookup": dyn.get("lookup_ranges")},
+        "attention_backend": doc.get("attention", {}).get("backend"),
+        "attention_cudagraph_support": doc.get("attention", {}).get("cg_support"),
+    }
+    if v2:
+        side = rt["v2"]
+        out["graphs"] = {"target": _v2_graphs(side["target"]["capture"])}
+        if "drafter_prefill" in side:
+            out["graphs"]["drafter_prefill"] = _v2_graphs(side["drafter_prefill"]["capture"])
+            decode = _v2_graphs(side["drafter_decode"]["capture"])
+            out["graphs"]["drafter_decode"] = decode if cfg["num_speculative_tokens"] > 1 else []
+        ud = side["target"]["uniform_decode_dispatch"]
+        out["uniform_decode"] = {k: _ranges(v, "reqs") for k, v in ud.items()}
+        out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
+    else:
+        side = rt["v1"]
+        out["graphs"] = {"target": _v1_graphs(side["target"]["capture"], q)}
+        if "drafter" in side:
+            out["graphs"]["drafter"] = _v1_graphs(side["drafter"]["capture"], 1)
+        out["uniform_decode"] = {str(q): _ranges(side["target"]["uniform_decode_dispatch"], "reqs")}
+        out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
+    return out
