@@ -153,9 +153,19 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
             graphs["drafter_prefill"] = prefill.graphs()
             decode_graphs: tuple[Graph, ...] = ()
             if k > 1 and mode.decode_mode() is Mode.FULL:
+                decode_lens = _v2_query_lens(inp, rules, 1, dense)
+                if 0 in decode_lens:
+                    # The decode manager recovers "sampled tokens per step" as 1 − K and
+                    # adds it to each tier's K: a tier at K − 1 gives query length 0, and
+                    # round_up divides by it while the engine starts.
+                    raise Rejected(
+                        "speculative_config.num_speculative_tokens_per_batch_size",
+                        f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph "
+                        "manager (ZeroDivisionError in round_up): a dynamic-SD tier at "
+                        f"K = {k - 1} = num_speculative_tokens − 1 yields decode query length 0",
+                    )
                 decode = V2Manager(
-                    sizes, max_size, Mode.FULL_DECODE_ONLY, 1, _v2_query_lens(inp, rules, 1, dense),
-                    s, rules.v2_candidates,
+                    sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
                 )
                 decode_graphs = decode.graphs()
             graphs["drafter_decode"] = decode_graphs

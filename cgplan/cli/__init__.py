@@ -1,0 +1,66 @@
+"""The `cgplan` command line: one small module per command, errors → exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cgplan import __version__
+from cgplan.cli import plan as plan_cmd
+from cgplan.errors import CgplanError, ExitCode
+
+EPILOG = (
+    "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
+    "3 environment cannot capture · 4 capture failed."
+)
+
+app = typer.Typer(
+    name="cgplan",
+    help="CUDA-graph capture planner and profiler for vLLM.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    epilog=EPILOG,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cgplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """CUDA-graph capture planner and profiler for vLLM."""
+
+
+app.command("plan", epilog=EPILOG)(plan_cmd.plan)
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turn CgplanError into a one-line message."""
+    try:
+        app(standalone_mode=False)
+    except CgplanError as e:
+        sys.stderr.write(f"cgplan: error: {e.message}\n")
+        sys.exit(int(e.exit_code))
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("cgplan: aborted\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.stderr.write("cgplan: interrupted\n")
+        sys.exit(130)
+    except Exception as e:  # click usage errors and friends
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(int(ExitCode.USAGE))
+        raise
+    sys.exit(0)

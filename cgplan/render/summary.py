@@ -1,0 +1,92 @@
+"""Facts every human-facing renderer shows, computed once (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgplan.core.gaps import graph_count, tier_batches
+from cgplan.core.types import DispatchRange, Plan
+
+FAMILY_LABELS = {
+    "target": "target",
+    "drafter": "drafter (V1, PIECEWISE)",
+    "drafter_prefill": "drafter prefill",
+    "drafter_decode": "drafter decode",
+}
+
+
+@dataclass(frozen=True)
+class FamilyRow:
+    """Graph counts of one family."""
+
+    label: str
+    piecewise: int
+    full: int
+    sizes: str
+
+
+def family_rows(plan: Plan) -> list[FamilyRow]:
+    """One row per graph family with its counts and size span."""
+    rows = []
+    for family, graphs in plan.graphs.items():
+        pw = [g.num_tokens for g in graphs if g.mode == "PIECEWISE"]
+        full = [g for g in graphs if g.mode == "FULL"]
+        parts = []
+        if pw:
+            parts.append(f"PIECEWISE {min(pw)}..{max(pw)} tokens")
+        if full:
+            qls = sorted({g.query_len for g in full if g.query_len})
+            lo, hi = min(g.num_tokens for g in full), max(g.num_tokens for g in full)
+            parts.append(f"FULL {lo}..{hi} tokens" + (f" (query len {', '.join(map(str, qls))})" if qls else ""))
+        rows.append(FamilyRow(FAMILY_LABELS.get(family, family), len(pw), len(full), "; ".join(parts) or "none"))
+    return rows
+
+
+def tier_rows(plan: Plan, ql: int, full: bool) -> list[tuple[str, str, str]]:
+    """(requests, outcome, tokens) rows for one decode tier, compressed unless `full`."""
+    rows: list[tuple[str, str, str]] = []
+    ranges: list[DispatchRange] = []
+    for lo, hi in tier_batches(plan, ql):
+        for r in plan.uniform_decode.get(ql, ()):
+            a, b = max(lo, r.first), min(hi, r.last)
+            if a <= b:
+                ranges.append(DispatchRange(a, b, r.mode, r.padded_tokens, r.padded_reqs))
+    merged: list[tuple[int, int, str, int, int]] = []  # first, last, mode, padded_waste_total, max_pad
+    for r in ranges:
+        waste = 0 if r.padded_tokens is None else sum(r.padded_tokens - n * ql for n in range(r.first, r.last + 1))
+        exact = r.padded_tokens is not None and r.padded_tokens == r.last * ql and r.first == r.last
+        key = r.mode if not full else f"{r.mode}@{r.padded_tokens}"
+        if merged and merged[-1][2] == key and merged[-1][1] == r.first - 1 and (not full):
+            f0, _, m, w, _x = merged[-1]
+            merged[-1] = (f0, r.last, m, w + waste, 0)
+        else:
+            merged.append((r.first, r.last, key, waste, int(exact)))
+    for first, last, key, waste, _ in merged:
+        reqs = f"{first}" if first == last else f"{first}-{last}"
+        tokens = f"{first * ql}" if first == last else f"{first * ql}..{last * ql}"
+        mode = key.split("@")[0]
+        if mode == "NONE":
+            outcome = "EAGER"
+        elif full:
+            outcome = f"{mode} @{key.split('@')[1]}"
+        else:
+            outcome = mode + (", exact fit" if waste == 0 else f", {waste} padded tokens in all")
+        rows.append((reqs, outcome, tokens))
+    return rows
+
+
+def headline(plan: Plan, source: str | None) -> list[str]:
+    """The two header lines."""
+    from cgplan import __version__
+
+    return [
+        f"cgplan {__version__} · vLLM {plan.vllm_version} rules · {plan.platform} · model runner "
+        f"{plan.model_runner.upper()} · attention {plan.attention_backend} (cudagraph support "
+        f"{plan.attention_cudagraph_support})" + (f" · {source}" if source else ""),
+        f"cudagraph_mode {plan.cudagraph_mode}"
+        + (f" (requested {plan.requested_cudagraph_mode})" if plan.requested_cudagraph_mode != plan.cudagraph_mode else "")
+        + f" · {len(plan.capture_sizes)} capture sizes"
+        + (f", {plan.capture_sizes[0]}..{plan.max_capture_size}" if plan.capture_sizes else "")
+        + f" · uniform decode = {plan.uniform_decode_query_len} tokens per request"
+        + f" · {graph_count(plan)} graphs",
+    ]
