@@ -36,8 +36,13 @@ class ConfigError(CgplanError):
         super().__init__(f"{where}: {problem}" if where else problem)
 
     def located(self, source: str) -> ConfigError:
-        """The same error, with the file it came from in front."""
-        return ConfigError(self.path, self.problem, source=source)
+        """The same error (same class), with the file it came from in front."""
+        err = self.__class__.__new__(self.__class__)
+        err.__dict__.update(self.__dict__)
+        err.source = source
+        err.message = f"{source}:{self.path}: {self.problem}" if self.path else f"{source}: {self.problem}"
+        err.args = (err.message,)
+        return err
 
 
 class ConfigRejected(ConfigError):

@@ -8,7 +8,7 @@ import typer
 
 from cgplan import __version__
 from cgplan.cli import plan as plan_cmd
-from cgplan.errors import CgplanError, ExitCode
+from cgplan.errors import CgplanError
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -42,25 +42,12 @@ app.command("plan", epilog=EPILOG)(plan_cmd.plan)
 
 
 def main() -> None:
-    """Console-script entry point: run the app, turn CgplanError into a one-line message."""
+    """Console-script entry point: run the app, turn CgplanError into a one-line message.
+
+    Click (inside typer) handles its own usage errors (exit 2), Ctrl-C and --help.
+    """
     try:
-        app(standalone_mode=False)
+        app()
     except CgplanError as e:
         sys.stderr.write(f"cgplan: error: {e.message}\n")
         sys.exit(int(e.exit_code))
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        sys.stderr.write("cgplan: aborted\n")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        sys.stderr.write("cgplan: interrupted\n")
-        sys.exit(130)
-    except Exception as e:  # click usage errors and friends
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(int(ExitCode.USAGE))
-        raise
-    sys.exit(0)

@@ -10,9 +10,9 @@ from pathlib import Path
 import typer
 
 from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides, load_config
-from cgplan.core.plan import build_plan
+from cgplan.config import Overrides
 from cgplan.errors import ExitCode
+from cgplan.planning import plan_file
 from cgplan.render import OutputFormat, render
 
 
@@ -31,8 +31,7 @@ def plan(
     """Plan CUDA-graph capture for CONFIG exactly as the chosen vLLM release would."""
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
-    loaded = load_config(config, Overrides(vllm_version, platform, model_runner))
-    result = build_plan(loaded.input)
+    loaded, result = plan_file(config, Overrides(vllm_version, platform, model_runner))
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
     tty = sys.stdout.isatty() and output is None
     color = tty and not no_color and not os.environ.get("NO_COLOR")
