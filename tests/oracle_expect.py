@@ -62,7 +62,11 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
     if v2:
         side = rt["v2"]
         out["graphs"] = {"target": _v2_graphs(side["target"]["capture"])}
-        if "drafter_prefill" in side:
+        # The oracle builds EAGLE-style speculator managers for draft_model too, but
+        # vLLM's V2 StandaloneARSpeculator.init_cudagraph_manager is `pass` ("CUDA
+        # graph not yet supported for standalone AR speculator",
+        # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py): no graphs.
+        if "drafter_prefill" in side and cfg.get("speculative_method") != "draft_model":
             out["graphs"]["drafter_prefill"] = _v2_graphs(side["drafter_prefill"]["capture"])
             decode = _v2_graphs(side["drafter_decode"]["capture"])
             out["graphs"]["drafter_decode"] = decode if cfg["num_speculative_tokens"] > 1 else []

@@ -8,6 +8,7 @@ support level decides the attention downgrade in `resolve_cudagraph_mode_and_siz
 from __future__ import annotations
 
 from cgplan.core.modes import CGSupport, Platform
+from cgplan.core.rules import VllmRules
 
 # Default backend by (platform, MLA?): the head of vLLM's priority list.
 DEFAULT_BACKEND: dict[tuple[Platform, bool], str] = {
@@ -40,7 +41,7 @@ def default_backend(platform: Platform, use_mla: bool) -> str:
     return DEFAULT_BACKEND[(platform, use_mla)]
 
 
-def cudagraph_support(backend: str, platform: Platform, version: str) -> CGSupport:
+def cudagraph_support(backend: str, platform: Platform, rules: VllmRules) -> CGSupport:
     """The support level `backend`'s metadata builder reports on `platform`.
 
     FLASH_ATTN is FA3 on SM90 (ALWAYS) and FA2 elsewhere (UNIFORM_BATCH; FA4 on SM10x
@@ -52,8 +53,12 @@ def cudagraph_support(backend: str, platform: Platform, version: str) -> CGSuppo
         return CGSupport.ALWAYS if major == 9 else CGSupport.UNIFORM_BATCH
     if backend == "FLASHINFER":
         return (
-            CGSupport.UNIFORM_BATCH if major == 10 else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+            CGSupport.UNIFORM_BATCH
+            if major == 10 or (major == 9 and rules.flashinfer_uniform_batch_sm90)
+            else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
         )
+    if backend == "FLASHINFER_MLA" and rules.flashinfer_mla_always:
+        return CGSupport.ALWAYS
     if backend in ("TRITON_ATTN", "FLEX_ATTENTION"):
         return CGSupport.ALWAYS
     if backend in ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA"):

@@ -108,7 +108,7 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
     q = inp.uniform_decode_query_len
     ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
     notes.extend(ladder.notes)
-    attn = attention(inp)
+    attn = attention(inp, rules)
     mode = resolve_mode(decision, attn, q, notes)
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:

@@ -140,12 +140,12 @@ class Attention:
     support: CGSupport
 
 
-def attention(inp: PlanInput) -> Attention:
+def attention(inp: PlanInput, rules: VllmRules) -> Attention:
     """Backend and support level: the user's override, else the platform default."""
     backend = inp.attention_backend or default_backend(inp.platform, inp.model.use_mla)
     support = inp.attention_cudagraph_support
     if support is None:
-        support = cudagraph_support(backend, inp.platform, inp.vllm_version)
+        support = cudagraph_support(backend, inp.platform, rules)
     return Attention(backend, support)
 
 

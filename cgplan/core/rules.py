@@ -75,6 +75,10 @@ class VllmRules:
     """V2 drafter decode graphs are specialised per dynamic-SD K (`target_dependent_ar`)."""
     v2_drafter_methods: tuple[str, ...]
     """Methods whose V2 speculator captures prefill/decode graphs."""
+    flashinfer_uniform_batch_sm90: bool = False
+    """FlashInfer's TRT-LLM decode path reaches UNIFORM_BATCH on SM90 too (else SM100 only)."""
+    flashinfer_mla_always: bool = False
+    """FLASHINFER_MLA's builder reports ALWAYS (else UNIFORM_BATCH)."""
 
 
 _V0_26 = VllmRules(
@@ -131,7 +135,16 @@ _r = _release(
         drafter_decode_per_k=True,
     )
 )
-_r = _release(replace(_r, version="0.33.0"))
+# ngram and draft_model run on V2; FlashInfer support levels rise.
+_r = _release(
+    replace(
+        _r,
+        version="0.33.0",
+        v2_runner_unsupported_methods={},
+        flashinfer_uniform_batch_sm90=True,
+        flashinfer_mla_always=True,
+    )
+)
 
 SUPPORTED_VERSIONS: tuple[str, ...] = tuple(RELEASES)
 """Every release cgplan knows, oldest first."""
