@@ -1,0 +1,87 @@
+"""Invariants of every plan over random valid configs (hypothesis)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cgplan.core.modes import Mode, Platform
+from cgplan.core.plan import build_plan
+from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.core.spec import ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.types import Rejected
+
+
+@st.composite
+def plan_inputs(draw: st.DrawFn) -> PlanInput:
+    s = draw(st.integers(1, 300))
+    spec = None
+    if draw(st.booleans()):
+        k = draw(st.integers(1, 16))
+        method = draw(st.sampled_from(["eagle", "eagle3", "mtp", "ngram", "draft_model"]))
+        sched = None
+        if draw(st.booleans()):
+            cut = draw(st.integers(1, max(1, s)))
+            sched = ((1, cut, draw(st.integers(0, 20))), (cut + 1, cut + draw(st.integers(1, 400)), draw(st.integers(0, 20))))
+        spec = SpeculativeSpec(method, k, sched)
+    explicit = None
+    if draw(st.integers(0, 4)) == 0:
+        explicit = tuple(draw(st.lists(st.integers(1, 2048), min_size=1, max_size=40)))
+    max_size = None if explicit is not None or draw(st.booleans()) else draw(st.integers(1, 2048))
+    return PlanInput(
+        vllm_version=draw(st.sampled_from(SUPPORTED_VERSIONS)),
+        platform=draw(st.sampled_from(list(Platform))),
+        model=ModelShape(is_moe=draw(st.booleans()), use_mla=draw(st.booleans())),
+        max_num_seqs=s,
+        max_num_batched_tokens=draw(st.integers(s, 16384)),
+        speculative=spec,
+        cudagraph_mode=draw(st.sampled_from([None, *Mode])),
+        max_cudagraph_capture_size=max_size,
+        cudagraph_capture_sizes=explicit,
+        performance_mode=draw(st.sampled_from([None, "interactivity"])),
+        model_runner=draw(st.sampled_from(["auto", "v1", "v2"])),
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs())
+def test_plan_invariants(inp: PlanInput) -> None:
+    try:
+        plan = build_plan(inp, with_fixes=False)
+    except Rejected:
+        return
+    sizes = list(plan.capture_sizes)
+    assert sizes == sorted(set(sizes))
+    assert all(1 <= x <= inp.max_num_batched_tokens for x in sizes)
+    assert plan.max_capture_size == (sizes[-1] if sizes else 0)
+    for graphs in plan.graphs.values():
+        for g in graphs:
+            assert g.num_tokens <= max(plan.max_capture_size, 0)
+            assert g.num_reqs is None or g.num_reqs <= inp.max_num_seqs
+    gap_cover = {(g.query_len, n) for g in plan.gaps for n in range(g.first, g.last + 1)}
+    for ql, ranges in plan.uniform_decode.items():
+        for r in ranges:
+            for n in range(r.first, r.last + 1):
+                if r.mode == "NONE":
+                    in_tier = plan.dynamic_sd_lookup is None or any(
+                        a <= n <= b and k + 1 == ql for a, b, k in plan.dynamic_sd_lookup
+                    )
+                    if in_tier and plan.cudagraph_mode != "NONE":
+                        assert (ql, n) in gap_cover, (ql, n)
+                else:
+                    assert r.padded_tokens is not None and r.padded_tokens >= n * ql
+                    assert r.padded_tokens in plan.capture_sizes or plan.model_runner == "v2"
+    for r in plan.mixed:
+        if r.mode != "NONE":
+            assert r.padded_tokens is not None and r.padded_tokens >= r.last
+
+
+@settings(max_examples=60, deadline=None)
+@given(plan_inputs())
+def test_fixes_close_what_they_claim(inp: PlanInput) -> None:
+    try:
+        plan = build_plan(inp)
+    except Rejected:
+        return
+    for fix in plan.fixes:
+        assert fix.remaining_gaps < len(plan.gaps)
