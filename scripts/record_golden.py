@@ -25,9 +25,9 @@ For every version it:
    default max_num_batched_tokens / max_num_seqs);
 3. writes tests/data/oracle/<stem>.<version>.json: the oracle's output plus
    `"_recorded": {"vllm_version", "corpus_file", "usage_context"}`. Two
-   normalisations keep the data machine-independent and diff-stable: the
-   absolute repository path in any string is replaced by "<repo>", and the
-   oracle's wall-clock `elapsed_s` is dropped.
+   normalisations keep the data machine-independent and diff-stable: absolute
+   paths in any string become "<repo>", "<site-packages>", "<venv>" or
+   "<oracle>", and the oracle's wall-clock `elapsed_s` is dropped.
 
 Configs vLLM rejects are recorded with an `error` field (wanted test data). A
 config on which the oracle process itself crashes is reported as FAILED and
@@ -169,13 +169,15 @@ def oracle_child(argv: list[str]) -> int:
 # --------------------------------------------------------------------------
 # parent
 # --------------------------------------------------------------------------
-def _normalise(obj, repo_prefix: str):
+def _normalise(obj, prefixes: list[tuple[str, str]]):
     if isinstance(obj, str):
-        return obj.replace(repo_prefix, "<repo>")
+        for prefix, placeholder in prefixes:
+            obj = obj.replace(prefix, placeholder)
+        return obj
     if isinstance(obj, list):
-        return [_normalise(x, repo_prefix) for x in obj]
+        return [_normalise(x, prefixes) for x in obj]
     if isinstance(obj, dict):
-        return {k: _normalise(v, repo_prefix) for k, v in obj.items()}
+        return {k: _normalise(v, prefixes) for k, v in obj.items()}
     return obj
 
 
@@ -236,7 +238,11 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
         if proc.returncode != 0:
             print(proc.stderr[-4000:], file=sys.stderr)
             raise SystemExit(f"oracle batch for {version} exited {proc.returncode}")
-        repo_prefix = str(REPO)
+        # machine-specific paths (in `input`, log lines, trace tails)
+        prefixes = [(str(p), "<site-packages>") for p in sorted(
+            (venv_root / f"venv-{version}").resolve().glob("lib/python*/site-packages"))]
+        prefixes += [(str(venv_root / f"venv-{version}"), "<venv>"),
+                     (str(oracle_path.parent), "<oracle>"), (str(REPO), "<repo>")]
         n_ok = 0
         for p in corpus:
             word, res = status.get(p.stem, ("missing", res_dir / "-"))
@@ -249,7 +255,7 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
             if got is not None and got != version:
                 raise SystemExit(f"venv-{version} runs vLLM {got}")
             data.pop("elapsed_s", None)
-            data = _normalise(data, repo_prefix)
+            data = _normalise(data, prefixes)
             data["_recorded"] = {
                 "vllm_version": version,
                 "corpus_file": f"{p.stem}.yaml",
@@ -287,6 +293,7 @@ def main() -> int:
     if not args.corpus or not args.versions:
         ap.error("need --versions and at least one corpus YAML")
 
+    args.venv_root = args.venv_root.absolute()
     oracle_path = args.oracle
     if oracle_path is None:
         oracle_path = next((p for p in ORACLE_CANDIDATES if p.exists()), None)

@@ -41,6 +41,11 @@ def padding_tokens(plan: Plan) -> int:
     return total
 
 
+def gap_batches(plan: Plan) -> int:
+    """(tier, request count) pairs inside a gap: what a fix must drive to zero."""
+    return sum(g.last - g.first + 1 for g in plan.gaps)
+
+
 def graph_count(plan: Plan) -> int:
     """Graph descriptors over every family."""
     return sum(len(g) for g in plan.graphs.values())
@@ -135,7 +140,7 @@ def propose_fixes(plan: Plan, inp: PlanInput, ladder: Ladder, replan: Replan) ->
         except ValueError:
             continue
         remaining = len(after.gaps)
-        if remaining >= len(plan.gaps):
+        if gap_batches(after) >= gap_batches(plan):
             continue
         closed = tuple(
             i for i, g in enumerate(plan.gaps) if not any(
@@ -161,5 +166,5 @@ def propose_fixes(plan: Plan, inp: PlanInput, ladder: Ladder, replan: Replan) ->
                 ),
             )
         )
-    fixes.sort(key=lambda f: (f.remaining_gaps, f.graphs_after, len(" ".join(f.flags))))
+    fixes.sort(key=lambda f: (f.remaining_gaps, f.padding_after_tokens, f.graphs_after, len(" ".join(f.flags))))
     return tuple(fixes)
