@@ -14,6 +14,7 @@ Usage: python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -48,7 +49,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--oracle-python", default=os.environ.get("ORACLE_PYTHON"))
-    ap.add_argument("--oracle", default=os.environ.get("ORACLE_SCRIPT", str(ROOT.parent / "shared/oracle/oracle.py")))
+    ap.add_argument(
+        "--oracle", default=os.environ.get("ORACLE_SCRIPT", str(ROOT.parent / "shared/oracle/oracle.py"))
+    )
     args = ap.parse_args()
 
     cgplan_exe = [sys.executable, "-m", "cgplan", "plan", str(CONFIG), "--json"]
@@ -57,9 +60,15 @@ def main() -> int:
     inproc_s = _median_s(lambda: build_plan(inp), args.runs * 3)
     inproc_nofix_s = _median_s(lambda: build_plan(inp, with_fixes=False), args.runs * 3)
 
-    sweep = [dataclasses.replace(inp, max_num_seqs=s, max_num_batched_tokens=max(s, 8192),
-                                 speculative=dataclasses.replace(inp.speculative, num_speculative_tokens_per_batch_size=None))
-             for s in range(8, 1008)]
+    sweep = [
+        dataclasses.replace(
+            inp,
+            max_num_seqs=s,
+            max_num_batched_tokens=max(s, 8192),
+            speculative=dataclasses.replace(inp.speculative, num_speculative_tokens_per_batch_size=None),
+        )
+        for s in range(8, 1008)
+    ]
     t0 = time.perf_counter()
     for x in sweep:
         build_plan(x, with_fixes=False)
@@ -67,8 +76,13 @@ def main() -> int:
 
     result: dict[str, object] = {
         "command": "make bench  (python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json"
-                   + (f" --oracle-python {args.oracle_python}" if args.oracle_python else "") + ")",
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        + (f" --oracle-python {args.oracle_python}" if args.oracle_python else "")
+        + ")",
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "config": str(CONFIG.relative_to(ROOT)),
         "cgplan_process_median_s": round(process_s, 4),
         "cgplan_in_process_plan_median_ms": round(inproc_s * 1000, 2),
@@ -77,24 +91,43 @@ def main() -> int:
         "targets": {"speedup_vs_vllm": ">= 20x", "in_process_ms": "< 20", "sweep_1000_s": "< 5"},
     }
     if args.oracle_python and Path(args.oracle_python).exists():
-        cfg = {"model_dir": str(ROOT / "configs/models/tiny-llama"), "max_model_len": 8192, "max_num_seqs": 1024,
-               "max_num_batched_tokens": 16384, "platform": "hopper",
-               "speculative": {"method": "eagle", "num_speculative_tokens": 16,
-                               "num_speculative_tokens_per_batch_size": [[1, 8, 16], [9, 64, 7], [65, 256, 3], [257, 1024, 1]]}}
+        cfg = {
+            "model_dir": str(ROOT / "configs/models/tiny-llama"),
+            "max_model_len": 8192,
+            "max_num_seqs": 1024,
+            "max_num_batched_tokens": 16384,
+            "platform": "hopper",
+            "speculative": {
+                "method": "eagle",
+                "num_speculative_tokens": 16,
+                "num_speculative_tokens_per_batch_size": [
+                    [1, 8, 16],
+                    [9, 64, 7],
+                    [65, 256, 3],
+                    [257, 1024, 1],
+                ],
+            },
+        }
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(cfg, fh)
         t0 = time.perf_counter()
-        proc = subprocess.run([args.oracle_python, args.oracle, fh.name, "--compact"], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [args.oracle_python, args.oracle, fh.name, "--compact"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         oracle_s = time.perf_counter() - t0
         result["vllm_oracle_process_s"] = round(oracle_s, 3)
         result["vllm_oracle_ok"] = proc.returncode == 0
         result["speedup_process_vs_vllm"] = round(oracle_s / process_s, 1)
-        try:
+        with contextlib.suppress(OSError):
             result["vllm_oracle_version"] = subprocess.run(
                 [args.oracle_python, "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
-                capture_output=True, text=True, check=False).stdout.strip()
-        except OSError:
-            pass
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -19,47 +19,124 @@ import yaml
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
 from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS
-from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS, ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.spec import (
+    MODEL_RUNNERS,
+    PERFORMANCE_MODES,
+    SPEC_METHODS,
+    ModelShape,
+    PlanInput,
+    SpeculativeSpec,
+)
 from cgplan.errors import ConfigError
 
 # vLLM serve keys cgplan reads.
 _TOP_KEYS = (
-    "model", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size",
-    "enforce_eager", "performance_mode", "optimization_level", "speculative_config",
-    "compilation_config", "cgplan",
+    "model",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "tensor_parallel_size",
+    "enforce_eager",
+    "performance_mode",
+    "optimization_level",
+    "speculative_config",
+    "compilation_config",
+    "cgplan",
 )
 # vLLM serve keys that do not change what is captured: accepted and listed.
 IGNORED_TOP_KEYS = (
-    "host", "port", "served_model_name", "dtype", "gpu_memory_utilization", "kv_cache_dtype",
-    "enable_prefix_caching", "trust_remote_code", "tokenizer", "tokenizer_mode", "load_format",
-    "seed", "block_size", "swap_space", "disable_log_stats", "disable_log_requests",
-    "enable_chunked_prefill", "api_key", "uvicorn_log_level", "download_dir", "revision",
-    "max_logprobs", "generation_config", "chat_template", "enable_auto_tool_choice",
-    "tool_call_parser", "reasoning_parser", "quantization", "skip_tokenizer_init",
-    "async_scheduling", "distributed_executor_backend", "cudagraph_metrics", "kv_transfer_config",
+    "host",
+    "port",
+    "served_model_name",
+    "dtype",
+    "gpu_memory_utilization",
+    "kv_cache_dtype",
+    "enable_prefix_caching",
+    "trust_remote_code",
+    "tokenizer",
+    "tokenizer_mode",
+    "load_format",
+    "seed",
+    "block_size",
+    "swap_space",
+    "disable_log_stats",
+    "disable_log_requests",
+    "enable_chunked_prefill",
+    "api_key",
+    "uvicorn_log_level",
+    "download_dir",
+    "revision",
+    "max_logprobs",
+    "generation_config",
+    "chat_template",
+    "enable_auto_tool_choice",
+    "tool_call_parser",
+    "reasoning_parser",
+    "quantization",
+    "skip_tokenizer_init",
+    "async_scheduling",
+    "distributed_executor_backend",
+    "cudagraph_metrics",
+    "kv_transfer_config",
 )
 # vLLM keys that change capture but that cgplan does not model yet: refused by name.
 UNMODELLED_TOP_KEYS = (
-    "pipeline_parallel_size", "data_parallel_size", "enable_lora", "max_loras", "enable_dbo",
-    "decode_context_parallel_size", "prefill_context_parallel_size", "enable_expert_parallel",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "enable_lora",
+    "max_loras",
+    "enable_dbo",
+    "decode_context_parallel_size",
+    "prefill_context_parallel_size",
+    "enable_expert_parallel",
     "all2all_backend",
 )
 _SPEC_KEYS = (
-    "method", "num_speculative_tokens", "num_speculative_tokens_per_batch_size", "model",
-    "enforce_eager", "prompt_lookup_max", "prompt_lookup_min", "draft_tensor_parallel_size",
+    "method",
+    "num_speculative_tokens",
+    "num_speculative_tokens_per_batch_size",
+    "model",
+    "enforce_eager",
+    "prompt_lookup_max",
+    "prompt_lookup_min",
+    "draft_tensor_parallel_size",
 )
-_CC_KEYS = ("cudagraph_mode", "max_cudagraph_capture_size", "cudagraph_capture_sizes", "pass_config", "level", "mode")
-_CC_UNMODELLED = ("splitting_ops", "use_inductor_graph_partition", "cudagraph_specialize_lora", "compile_sizes")
+_CC_KEYS = (
+    "cudagraph_mode",
+    "max_cudagraph_capture_size",
+    "cudagraph_capture_sizes",
+    "pass_config",
+    "level",
+    "mode",
+)
+_CC_UNMODELLED = (
+    "splitting_ops",
+    "use_inductor_graph_partition",
+    "cudagraph_specialize_lora",
+    "compile_sizes",
+)
 _PASS_KEYS = ("enable_sp", "sp_min_token_num", "fuse_gemm_comms")
-_CGPLAN_KEYS = ("vllm_version", "platform", "model_runner", "attention_backend", "attention_cudagraph_support")
+_CGPLAN_KEYS = (
+    "vllm_version",
+    "platform",
+    "model_runner",
+    "attention_backend",
+    "attention_cudagraph_support",
+)
 
 # `vllm serve` defaults (UsageContext.OPENAI_API_SERVER) per platform, as vLLM's
 # EngineArgs._set_default_args picks them from device memory and name.
 SERVE_DEFAULT_MAX_NUM_SEQS = {
-    Platform.HOPPER: 1024, Platform.BLACKWELL: 1024, Platform.AMPERE: 256, Platform.RTX_BLACKWELL: 1024,
+    Platform.HOPPER: 1024,
+    Platform.BLACKWELL: 1024,
+    Platform.AMPERE: 256,
+    Platform.RTX_BLACKWELL: 1024,
 }
 SERVE_DEFAULT_MAX_NUM_BATCHED_TOKENS = {
-    Platform.HOPPER: 8192, Platform.BLACKWELL: 8192, Platform.AMPERE: 2048, Platform.RTX_BLACKWELL: 8192,
+    Platform.HOPPER: 8192,
+    Platform.BLACKWELL: 8192,
+    Platform.AMPERE: 2048,
+    Platform.RTX_BLACKWELL: 8192,
 }
 
 MAX_REASONABLE = 10**7
@@ -98,8 +175,14 @@ def _err(path: str, problem: str, got: object = ..., expected: str | None = None
     return ConfigError(path, problem + (f" ({'; '.join(detail)})" if detail else ""))
 
 
-def _check_keys(section: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, *,
-                ignored: tuple[str, ...] = (), unmodelled: tuple[str, ...] = ()) -> list[str]:
+def _check_keys(
+    section: Mapping[str, Any],
+    allowed: tuple[str, ...],
+    prefix: str,
+    *,
+    ignored: tuple[str, ...] = (),
+    unmodelled: tuple[str, ...] = (),
+) -> list[str]:
     seen_ignored = []
     for key in section:
         if not isinstance(key, str):
@@ -114,7 +197,10 @@ def _check_keys(section: Mapping[str, Any], allowed: tuple[str, ...], prefix: st
             seen_ignored.append(path)
             continue
         if key in unmodelled:
-            raise _err(path, "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it")
+            raise _err(
+                path,
+                "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it",
+            )
         close = difflib.get_close_matches(key, allowed + ignored, n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(path, f"unknown key{hint} (expected one of {', '.join(allowed)})")
@@ -187,21 +273,28 @@ def parse_platform(value: object, path: str) -> Platform:
         for gpu, plat in GPU_NAME_TO_PLATFORM.items():
             if key.startswith(gpu):
                 return plat
-    raise _err(path, "unknown platform", value, "one of " + ", ".join(names) + " or a GPU name such as H200 or B200")
+    raise _err(
+        path, "unknown platform", value, "one of " + ", ".join(names) + " or a GPU name such as H200 or B200"
+    )
 
 
 def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     cfg_file = folder / "config.json" if folder.is_dir() else folder
     if not cfg_file.is_file():
-        raise _err(path, "model folder has no config.json", str(folder), "a local folder with a Hugging Face config.json")
+        raise _err(
+            path,
+            "model folder has no config.json",
+            str(folder),
+            "a local folder with a Hugging Face config.json",
+        )
     try:
         hf = json.loads(cfg_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _err(path, f"cannot read {cfg_file}: {e}") from None
     if not isinstance(hf, dict):
         raise _err(path, f"{cfg_file} is not a JSON object")
-    text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else hf
+    text: dict[str, Any] = hf["text_config"] if isinstance(hf.get("text_config"), dict) else hf
 
     def num(key: str, default: int) -> int:
         v = text.get(key, default)
@@ -223,18 +316,27 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         dtype=str(text.get("torch_dtype") or text.get("dtype") or "bfloat16"),
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
-        num_nextn_predict_layers=num("num_nextn_predict_layers", 0) if "num_nextn_predict_layers" in text else 0,
+        num_nextn_predict_layers=num("num_nextn_predict_layers", 0)
+        if "num_nextn_predict_layers" in text
+        else 0,
     )
 
 
 def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
     if not isinstance(value, list) or not value:
-        raise _err(path, "must be a non-empty list of [first_batch, last_batch, K]", value, "e.g. [[1, 16, 5], [17, 64, 3]]")
+        raise _err(
+            path,
+            "must be a non-empty list of [first_batch, last_batch, K]",
+            value,
+            "e.g. [[1, 16, 5], [17, 64, 3]]",
+        )
     out = []
     for i, entry in enumerate(value):
         p = f"{path}[{i}]"
-        if not isinstance(entry, list | tuple) or len(entry) != 3 or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in entry
+        if (
+            not isinstance(entry, list | tuple)
+            or len(entry) != 3
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in entry)
         ):
             raise _err(p, "must be three integers [first_batch, last_batch, K]", entry)
         if abs(entry[0]) > MAX_REASONABLE or abs(entry[1]) > MAX_REASONABLE or abs(entry[2]) > MAX_REASONABLE:
@@ -243,7 +345,9 @@ def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-def parse_config(raw: object, base_dir: Path, overrides: Overrides = Overrides()) -> tuple[PlanInput, list[str]]:
+def parse_config(
+    raw: object, base_dir: Path, overrides: Overrides = Overrides()
+) -> tuple[PlanInput, list[str]]:
     """Validate a parsed YAML document and build the planner input.
 
     Raises:
@@ -257,25 +361,40 @@ def parse_config(raw: object, base_dir: Path, overrides: Overrides = Overrides()
     _check_keys(cg, _CGPLAN_KEYS, "cgplan")
 
     version = overrides.vllm_version or cg.get("vllm_version") or LATEST_VERSION
-    version = _choice(str(version) if isinstance(version, int | float) else version,
-                      "cgplan.vllm_version" if not overrides.vllm_version else "--vllm-version", SUPPORTED_VERSIONS)
-    platform = parse_platform(overrides.platform or cg.get("platform", "hopper"),
-                              "--platform" if overrides.platform else "cgplan.platform")
-    runner = _choice(overrides.model_runner or cg.get("model_runner", "auto"),
-                     "--model-runner" if overrides.model_runner else "cgplan.model_runner", MODEL_RUNNERS, fold=True).lower()
+    version = _choice(
+        str(version) if isinstance(version, int | float) else version,
+        "cgplan.vllm_version" if not overrides.vllm_version else "--vllm-version",
+        SUPPORTED_VERSIONS,
+    )
+    platform = parse_platform(
+        overrides.platform or cg.get("platform", "hopper"),
+        "--platform" if overrides.platform else "cgplan.platform",
+    )
+    runner = _choice(
+        overrides.model_runner or cg.get("model_runner", "auto"),
+        "--model-runner" if overrides.model_runner else "cgplan.model_runner",
+        MODEL_RUNNERS,
+        fold=True,
+    ).lower()
     backend = cg.get("attention_backend")
     if backend is not None:
         backend = _choice(backend, "cgplan.attention_backend", KNOWN_BACKENDS, fold=True)
     support_name = cg.get("attention_cudagraph_support")
     support = None
     if support_name is not None:
-        support = CGSupport[_choice(support_name, "cgplan.attention_cudagraph_support", tuple(CGSupport.__members__), fold=True)]
+        support = CGSupport[
+            _choice(
+                support_name, "cgplan.attention_cudagraph_support", tuple(CGSupport.__members__), fold=True
+            )
+        ]
 
     if "model" not in doc:
         raise ConfigError("model", "missing (expected a local folder with a Hugging Face config.json)")
     model_value = doc["model"]
     if not isinstance(model_value, str) or not model_value.strip():
-        raise _err("model", "must be a folder path", model_value, "a local folder with a Hugging Face config.json")
+        raise _err(
+            "model", "must be a folder path", model_value, "a local folder with a Hugging Face config.json"
+        )
     model_dir = Path(model_value).expanduser()
     if not model_dir.is_absolute():
         model_dir = base_dir / model_dir
@@ -302,24 +421,38 @@ def parse_config(raw: object, base_dir: Path, overrides: Overrides = Overrides()
         sc = _mapping(doc["speculative_config"], "speculative_config")
         _check_keys(sc, _SPEC_KEYS, "speculative_config")
         if "method" not in sc:
-            raise ConfigError("speculative_config.method", "missing (expected one of " + ", ".join(SPEC_METHODS) + ")")
+            raise ConfigError(
+                "speculative_config.method", "missing (expected one of " + ", ".join(SPEC_METHODS) + ")"
+            )
         method = _choice(sc["method"], "speculative_config.method", SPEC_METHODS)
         k = _int(sc, "num_speculative_tokens", "speculative_config")
         if k is None:
             if method == "mtp" and shape.num_nextn_predict_layers:
                 k = shape.num_nextn_predict_layers
             else:
-                raise ConfigError("speculative_config.num_speculative_tokens", "missing (expected an integer >= 1)")
+                raise ConfigError(
+                    "speculative_config.num_speculative_tokens", "missing (expected an integer >= 1)"
+                )
         sched = None
         if sc.get("num_speculative_tokens_per_batch_size") is not None:
-            sched = _schedule(sc["num_speculative_tokens_per_batch_size"], "speculative_config.num_speculative_tokens_per_batch_size")
+            sched = _schedule(
+                sc["num_speculative_tokens_per_batch_size"],
+                "speculative_config.num_speculative_tokens_per_batch_size",
+            )
         spec = SpeculativeSpec(method, k, sched, bool(_bool(sc, "enforce_eager", "speculative_config")))
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)
     mode = None
     if cc.get("cudagraph_mode") is not None:
-        mode = Mode(_choice(cc["cudagraph_mode"], "compilation_config.cudagraph_mode", tuple(m.value for m in Mode), fold=True))
+        mode = Mode(
+            _choice(
+                cc["cudagraph_mode"],
+                "compilation_config.cudagraph_mode",
+                tuple(m.value for m in Mode),
+                fold=True,
+            )
+        )
     max_size = _int(cc, "max_cudagraph_capture_size", "compilation_config")
     sizes = None
     if cc.get("cudagraph_capture_sizes") is not None:
@@ -335,16 +468,30 @@ def parse_config(raw: object, base_dir: Path, overrides: Overrides = Overrides()
     pc = _mapping(cc.get("pass_config") or {}, "compilation_config.pass_config")
     _check_keys(pc, _PASS_KEYS, "compilation_config.pass_config")
     enable_sp = bool(_bool(pc, "enable_sp", "compilation_config.pass_config")) or bool(
-        _bool(pc, "fuse_gemm_comms", "compilation_config.pass_config"))
+        _bool(pc, "fuse_gemm_comms", "compilation_config.pass_config")
+    )
     sp_min = _int(pc, "sp_min_token_num", "compilation_config.pass_config")
 
     inp = PlanInput(
-        vllm_version=version, platform=platform, model=shape, max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=mbt, max_model_len=max_model_len, tensor_parallel_size=tp,
-        enforce_eager=enforce_eager, performance_mode=perf, optimization_level=level_raw,
-        speculative=spec, cudagraph_mode=mode, max_cudagraph_capture_size=max_size,
-        cudagraph_capture_sizes=sizes, enable_sp=enable_sp, sp_min_token_num=sp_min,
-        model_runner=runner, attention_backend=backend, attention_cudagraph_support=support,
+        vllm_version=version,
+        platform=platform,
+        model=shape,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=mbt,
+        max_model_len=max_model_len,
+        tensor_parallel_size=tp,
+        enforce_eager=enforce_eager,
+        performance_mode=perf,
+        optimization_level=level_raw,
+        speculative=spec,
+        cudagraph_mode=mode,
+        max_cudagraph_capture_size=max_size,
+        cudagraph_capture_sizes=sizes,
+        enable_sp=enable_sp,
+        sp_min_token_num=sp_min,
+        model_runner=runner,
+        attention_backend=backend,
+        attention_cudagraph_support=support,
     )
     return inp, ignored
 

@@ -27,7 +27,9 @@ def _v1_graphs(capture: list[dict[str, Any]], q: int) -> list[dict[str, Any]]:
     for block in capture:
         uniform = True in block["uniform"]
         for t, r in zip(block["num_tokens"], block["num_reqs"], strict=True):
-            out.append({"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": q if uniform else None})
+            out.append(
+                {"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": q if uniform else None}
+            )
     return out
 
 

@@ -14,7 +14,9 @@ ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
 
 
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+def run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["cgplan", *args])
     with pytest.raises(SystemExit) as info:
         main()
@@ -41,9 +43,13 @@ def test_json_contract_pr50488(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     assert best["flags"] == [f"--max-cudagraph-capture-size {32 * q}"]
 
 
-def test_fix_replans_clean(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_fix_replans_clean(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     fixed = tmp_path / "fixed.yaml"
-    text = EXAMPLE.read_text().replace("model: ../models/tiny-llama", f"model: {ROOT / 'configs/models/tiny-llama'}")
+    text = EXAMPLE.read_text().replace(
+        "model: ../models/tiny-llama", f"model: {ROOT / 'configs/models/tiny-llama'}"
+    )
     fixed.write_text(text + "compilation_config:\n  max_cudagraph_capture_size: 544\n")
     code, out, _ = run(monkeypatch, capsys, "plan", str(fixed), "--json", "--fail-on-gap")
     assert code == 0
@@ -63,17 +69,23 @@ def test_table_and_markdown(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     assert code == 0 and out.startswith("### cgplan plan") and "| 31-32 | **EAGER** |" in out
 
 
-def test_output_file_atomic(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_output_file_atomic(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     target = tmp_path / "plan.json"
     target.write_text("previous")
-    code, out, _ = run(monkeypatch, capsys, "plan", str(ROOT / "tests/data/bad/unknown-key.yaml"), "-o", str(target))
+    code, out, _ = run(
+        monkeypatch, capsys, "plan", str(ROOT / "tests/data/bad/unknown-key.yaml"), "-o", str(target)
+    )
     assert code == 2 and target.read_text() == "previous"
     code, out, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json", "-o", str(target))
     assert code == 0 and out == "" and json.loads(target.read_text())["schema_version"] == 1
 
 
 def test_overrides(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json", "--vllm-version", "0.26.0", "--platform", "B200")
+    code, out, _ = run(
+        monkeypatch, capsys, "plan", str(EXAMPLE), "--json", "--vllm-version", "0.26.0", "--platform", "B200"
+    )
     doc = json.loads(out)
     assert code == 0 and doc["vllm_version"] == "0.26.0" and doc["platform"] == "blackwell"
 

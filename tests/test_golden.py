@@ -55,7 +55,14 @@ def test_plan_matches_vllm(record: Path) -> None:
         assert "error" in got, f"vLLM refuses this config ({exp['error'][:200]}), cgplan planned it"
         return
     assert "error" not in got, f"vLLM accepts this config, cgplan refused: {got.get('error')}"
-    for key in ("vllm_version", "model_runner", "cudagraph_mode", "capture_sizes", "max_capture_size", "dynamic_sd"):
+    for key in (
+        "vllm_version",
+        "model_runner",
+        "cudagraph_mode",
+        "capture_sizes",
+        "max_capture_size",
+        "dynamic_sd",
+    ):
         assert got[key] == exp[key], key
     for key in ("attention_backend", "attention_cudagraph_support"):
         if exp[key] is not None:

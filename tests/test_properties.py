@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cgplan.core.gaps import gap_batches, graph_count
 from cgplan.core.modes import Mode, Platform
 from cgplan.core.plan import build_plan
 from cgplan.core.rules import SUPPORTED_VERSIONS
@@ -22,7 +25,10 @@ def plan_inputs(draw: st.DrawFn) -> PlanInput:
         sched = None
         if draw(st.booleans()):
             cut = draw(st.integers(1, max(1, s)))
-            sched = ((1, cut, draw(st.integers(0, 20))), (cut + 1, cut + draw(st.integers(1, 400)), draw(st.integers(0, 20))))
+            sched = (
+                (1, cut, draw(st.integers(0, 20))),
+                (cut + 1, cut + draw(st.integers(1, 400)), draw(st.integers(0, 20))),
+            )
         spec = SpeculativeSpec(method, k, sched)
     explicit = None
     if draw(st.integers(0, 4)) == 0:
@@ -84,4 +90,10 @@ def test_fixes_close_what_they_claim(inp: PlanInput) -> None:
     except Rejected:
         return
     for fix in plan.fixes:
-        assert fix.remaining_gaps < len(plan.gaps)
+        changes = {key.split(".")[-1]: value for key, value in fix.config_change}
+        if "cudagraph_capture_sizes" in changes:
+            changes["cudagraph_capture_sizes"] = tuple(changes["cudagraph_capture_sizes"])  # type: ignore[arg-type]
+        after = build_plan(dataclasses.replace(inp, **changes), with_fixes=False)  # type: ignore[arg-type]
+        assert gap_batches(after) < gap_batches(plan)
+        assert len(after.gaps) == fix.remaining_gaps
+        assert graph_count(after) == fix.graphs_after

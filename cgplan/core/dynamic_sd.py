@@ -32,9 +32,7 @@ def normalize_schedule(schedule: Sequence[Sequence[int]]) -> list[tuple[int, int
         if start <= 0 or end <= 0:
             raise ScheduleError(f"Batch-size range ({start}, {end}) must be positive.")
         if start > end:
-            raise ScheduleError(
-                f"Batch-size range start must be <= end for ({start}, {end}, {k})."
-            )
+            raise ScheduleError(f"Batch-size range start must be <= end for ({start}, {end}, {k}).")
         if k < 0:
             raise ScheduleError("num_speculative_tokens_per_batch_size values must be >= 0.")
         parsed.append((start, end, k))
@@ -46,8 +44,7 @@ def normalize_schedule(schedule: Sequence[Sequence[int]]) -> list[tuple[int, int
         previous_end = end
     if parsed[0][0] != 1:
         raise ScheduleError(
-            "The first batch-size range must start at 1 so every runtime batch size "
-            "has a defined schedule."
+            "The first batch-size range must start at 1 so every runtime batch size has a defined schedule."
         )
     return parsed
 

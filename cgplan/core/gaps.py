@@ -62,7 +62,8 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, ql: int, a: int, b: int) ->
             rules = rules_for(plan.vllm_version)
             inferred = ladder.inferred_max_tokens
             why += (
-                f"; vLLM {plan.vllm_version} infers the maximum as min(max_num_seqs×{plan.uniform_decode_query_len}×2, "
+                f"; vLLM {plan.vllm_version} infers the maximum as "
+                f"min(max_num_seqs×{plan.uniform_decode_query_len}×2, "
                 f"{ladder.ceiling_tokens}) = {inferred}"
             )
             if rules.decode_sizes is DecodeSizes.NONE:
@@ -87,16 +88,18 @@ def find_gaps(plan: Plan, dense: list[int] | None, ladder: Ladder | None = None)
     """Every tier's request counts that run eager, or PIECEWISE under a FULL decode mode."""
     gaps: list[Gap] = []
     decode_full = Mode(plan.cudagraph_mode).decode_mode() is Mode.FULL
-    downgraded = (
-        Mode(plan.requested_cudagraph_mode).decode_mode() is Mode.FULL and not decode_full
-    )
+    downgraded = Mode(plan.requested_cudagraph_mode).decode_mode() is Mode.FULL and not decode_full
     for ql, a, b, mode, _ in decode_outcomes(plan):
         if mode == "NONE":
             gaps.append(Gap("uniform_decode", ql, a, b, "NONE", _eager_reason(plan, ladder, ql, a, b)))
         elif mode == "PIECEWISE" and decode_full:
             gaps.append(
                 Gap(
-                    "uniform_decode", ql, a, b, "PIECEWISE",
+                    "uniform_decode",
+                    ql,
+                    a,
+                    b,
+                    "PIECEWISE",
                     f"no FULL graph for {a}..{b} requests × {ql} tokens; the {plan.model_runner} "
                     "dispatcher falls back to a PIECEWISE graph",
                 )
@@ -107,7 +110,9 @@ def find_gaps(plan: Plan, dense: list[int] | None, ladder: Ladder | None = None)
     return tuple(gaps)
 
 
-def _candidates(plan: Plan, inp: PlanInput) -> Iterator[tuple[tuple[str, ...], tuple[tuple[str, object], ...], PlanInput]]:
+def _candidates(
+    plan: Plan, inp: PlanInput
+) -> Iterator[tuple[tuple[str, ...], tuple[tuple[str, object], ...], PlanInput]]:
     needed = sorted({b * g.query_len for g in plan.gaps if g.query_len for b in (g.last,)})
     if not needed:
         return
@@ -127,7 +132,11 @@ def _candidates(plan: Plan, inp: PlanInput) -> Iterator[tuple[tuple[str, ...], t
     if new_max is not None:
         flags += (f"-cc.max_cudagraph_capture_size={new_max}",)
         change += (("compilation_config.max_cudagraph_capture_size", new_max),)
-    yield flags, change, replace(inp, cudagraph_capture_sizes=tuple(sizes), max_cudagraph_capture_size=new_max)
+    yield (
+        flags,
+        change,
+        replace(inp, cudagraph_capture_sizes=tuple(sizes), max_cudagraph_capture_size=new_max),
+    )
 
 
 def propose_fixes(plan: Plan, inp: PlanInput, ladder: Ladder, replan: Replan) -> tuple[Fix, ...]:
@@ -143,9 +152,10 @@ def propose_fixes(plan: Plan, inp: PlanInput, ladder: Ladder, replan: Replan) ->
         if gap_batches(after) >= gap_batches(plan):
             continue
         closed = tuple(
-            i for i, g in enumerate(plan.gaps) if not any(
-                h.query_len == g.query_len and h.first <= g.last and g.first <= h.last
-                for h in after.gaps
+            i
+            for i, g in enumerate(plan.gaps)
+            if not any(
+                h.query_len == g.query_len and h.first <= g.last and g.first <= h.last for h in after.gaps
             )
         )
         after_graphs, after_pad = graph_count(after), padding_tokens(after)
@@ -166,5 +176,7 @@ def propose_fixes(plan: Plan, inp: PlanInput, ladder: Ladder, replan: Replan) ->
                 ),
             )
         )
-    fixes.sort(key=lambda f: (f.remaining_gaps, f.padding_after_tokens, f.graphs_after, len(" ".join(f.flags))))
+    fixes.sort(
+        key=lambda f: (f.remaining_gaps, f.padding_after_tokens, f.graphs_after, len(" ".join(f.flags)))
+    )
     return tuple(fixes)

@@ -45,9 +45,7 @@ class Mode(str, Enum):
 
     def without_piecewise(self) -> Mode:
         """vLLM 0.30+'s `without_piecewise()`: PIECEWISE → NONE, F&P → FULL_DECODE_ONLY."""
-        return {Mode.PIECEWISE: Mode.NONE, Mode.FULL_AND_PIECEWISE: Mode.FULL_DECODE_ONLY}.get(
-            self, self
-        )
+        return {Mode.PIECEWISE: Mode.NONE, Mode.FULL_AND_PIECEWISE: Mode.FULL_DECODE_ONLY}.get(self, self)
 
 
 _HALVES: dict[Mode, tuple[Mode, Mode]] = {

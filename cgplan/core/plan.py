@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
 from cgplan.core.gaps import find_gaps, propose_fixes
@@ -92,6 +93,15 @@ def _decode_table(
     return _compress(rows)
 
 
+def _v1_decode(dispatcher: V1Dispatcher, uniform: bool, num_reqs: int, num_tokens: int) -> Outcome:
+    # V1's runner flags a batch uniform only at the configured query length 1 + K.
+    return dispatcher.dispatch(num_tokens, uniform)
+
+
+def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: int) -> Outcome:
+    return manager.dispatch(num_reqs, num_tokens, query_len)
+
+
 def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
     """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
 
@@ -124,7 +134,7 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
         graphs["target"] = target.graphs()
         tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
         for ql in tiers:
-            uniform[ql] = _decode_table(ql, s, b, lambda n, t, ql=ql: target.dispatch(t, ql == q))
+            uniform[ql] = _decode_table(ql, s, b, partial(_v1_decode, target, ql == q))
         mixed = _compress([(t, target.dispatch(t, False)) for t in range(1, mixed_hi + 1)])
         if spec is not None and spec.method != "ngram":
             drafter_mode = (
@@ -140,14 +150,17 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
         graphs["target"] = manager.graphs()
         tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
         for ql in tiers:
-            uniform[ql] = _decode_table(ql, s, b, lambda n, t, ql=ql: manager.dispatch(n, t, ql))
-        mixed = _compress(
-            [(t, manager.dispatch(min(t, s), t, None)) for t in range(1, mixed_hi + 1)]
-        )
+            uniform[ql] = _decode_table(ql, s, b, partial(_v2_decode, manager, ql))
+        mixed = _compress([(t, manager.dispatch(min(t, s), t, None)) for t in range(1, mixed_hi + 1)])
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
             prefill = V2Manager(
-                sizes, max_size, mode, k + 1, _v2_query_lens(inp, rules, k + 1, dense), s,
+                sizes,
+                max_size,
+                mode,
+                k + 1,
+                _v2_query_lens(inp, rules, k + 1, dense),
+                s,
                 rules.v2_candidates,
             )
             graphs["drafter_prefill"] = prefill.graphs()

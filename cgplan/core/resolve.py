@@ -53,7 +53,7 @@ def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) ->
 
 
 def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
-    """"v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
+    """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
     unsupported: list[str] = []
     method = inp.speculative.method if inp.speculative else None
     if method in rules.v2_runner_unsupported_methods:
@@ -149,15 +149,22 @@ def attention(inp: PlanInput, rules: VllmRules) -> Attention:
     return Attention(backend, support)
 
 
-def resolve_mode(
-    decision: ModeDecision, attn: Attention, query_len: int, notes: list[Note]
-) -> Mode:
+def _unsupported(mode: Mode, attn: Attention) -> str:
+    return (
+        f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
+        f"(support: {attn.support.name})"
+    )
+
+
+def resolve_mode(decision: ModeDecision, attn: Attention, query_len: int, notes: list[Note]) -> Mode:
     """The attention downgrade of `CompilationConfig.resolve_cudagraph_mode_and_sizes`."""
     mode = decision.mode
     if mode is Mode.NONE:
         return mode
     support = attn.support
-    head = f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+    head = (
+        f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+    )
     if mode.mixed_mode() is Mode.FULL and support is not CGSupport.ALWAYS:
         if support is CGSupport.NEVER:
             raise Rejected(
@@ -168,7 +175,7 @@ def resolve_mode(
         mode = Mode.FULL_AND_PIECEWISE if decision.attention_splits else Mode.FULL_DECODE_ONLY
         notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
     if mode.decode_mode() is Mode.FULL and support is CGSupport.NEVER:
-        head = f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+        head = _unsupported(mode, attn)
         if decision.attention_splits:
             mode = Mode.PIECEWISE
             why = "because attention is compiled piecewise"
@@ -176,11 +183,7 @@ def resolve_mode(
             mode = Mode.NONE
             why = "because attention is not compiled piecewise"
         notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value} {why}"))
-    if (
-        mode.decode_mode() is Mode.FULL
-        and query_len > 1
-        and support < CGSupport.UNIFORM_BATCH
-    ):
+    if mode.decode_mode() is Mode.FULL and query_len > 1 and support < CGSupport.UNIFORM_BATCH:
         head = (
             f"CUDAGraphMode.{mode.value} is not supported with spec-decode for attention "
             f"backend {attn.backend} (support: {support.name})"

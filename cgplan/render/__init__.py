@@ -21,8 +21,16 @@ class OutputFormat(str, Enum):
     markdown = "markdown"
 
 
-def render(plan: Plan, fmt: OutputFormat, *, source: str | None = None, full: bool = False,
-           ignored_keys: tuple[str, ...] = (), width: int = 100, color: bool = False) -> str:
+def render(
+    plan: Plan,
+    fmt: OutputFormat,
+    *,
+    source: str | None = None,
+    full: bool = False,
+    ignored_keys: tuple[str, ...] = (),
+    width: int = 100,
+    color: bool = False,
+) -> str:
     """Render `plan` in `fmt` (pure: model → string)."""
     match fmt:
         case OutputFormat.table:

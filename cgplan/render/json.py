@@ -23,7 +23,9 @@ def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
     }
 
 
-def plan_to_dict(plan: Plan, *, source: str | None = None, ignored_keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def plan_to_dict(
+    plan: Plan, *, source: str | None = None, ignored_keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
     counts = {
         family: {
@@ -83,7 +85,7 @@ def plan_to_dict(plan: Plan, *, source: str | None = None, ignored_keys: tuple[s
         "fixes": [
             {
                 "flags": list(f.flags),
-                "config_change": {k: v for k, v in f.config_change},
+                "config_change": dict(f.config_change),
                 "closes_gaps": list(f.closes),
                 "remaining_gaps": f.remaining_gaps,
                 "graphs_before": f.graphs_before,

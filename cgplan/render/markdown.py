@@ -17,12 +17,20 @@ def render_markdown(plan: Plan, *, source: str | None = None) -> str:
         rows = tier_rows(plan, ql, full=False)
         if not rows:
             continue
-        out += ["", f"**uniform decode, {ql} tokens/request**", "", "| requests | outcome | tokens |", "|---|---|---|"]
+        out += [
+            "",
+            f"**uniform decode, {ql} tokens/request**",
+            "",
+            "| requests | outcome | tokens |",
+            "|---|---|---|",
+        ]
         out += [f"| {a} | {'**EAGER**' if b == 'EAGER' else b} | {c} |" for a, b, c in rows]
     out.append("")
     if plan.gaps:
         out.append(f"**{len(plan.gaps)} gap(s)**")
-        out += [f"- {g.first}-{g.last} requests × {g.query_len} tokens: {g.mode} — {g.reason}" for g in plan.gaps]
+        out += [
+            f"- {g.first}-{g.last} requests × {g.query_len} tokens: {g.mode} — {g.reason}" for g in plan.gaps
+        ]
         for f in plan.fixes[:2]:
             out.append(f"- fix: `{' '.join(f.flags)}` → {f.summary}")
     else:

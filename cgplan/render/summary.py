@@ -37,8 +37,12 @@ def family_rows(plan: Plan) -> list[FamilyRow]:
         if full:
             qls = sorted({g.query_len for g in full if g.query_len})
             lo, hi = min(g.num_tokens for g in full), max(g.num_tokens for g in full)
-            parts.append(f"FULL {lo}..{hi} tokens" + (f" (query len {', '.join(map(str, qls))})" if qls else ""))
-        rows.append(FamilyRow(FAMILY_LABELS.get(family, family), len(pw), len(full), "; ".join(parts) or "none"))
+            parts.append(
+                f"FULL {lo}..{hi} tokens" + (f" (query len {', '.join(map(str, qls))})" if qls else "")
+            )
+        rows.append(
+            FamilyRow(FAMILY_LABELS.get(family, family), len(pw), len(full), "; ".join(parts) or "none")
+        )
     return rows
 
 
@@ -53,7 +57,11 @@ def tier_rows(plan: Plan, ql: int, full: bool) -> list[tuple[str, str, str]]:
                 ranges.append(DispatchRange(a, b, r.mode, r.padded_tokens, r.padded_reqs))
     merged: list[tuple[int, int, str, int, int]] = []  # first, last, mode, padded_waste_total, max_pad
     for r in ranges:
-        waste = 0 if r.padded_tokens is None else sum(r.padded_tokens - n * ql for n in range(r.first, r.last + 1))
+        waste = (
+            0
+            if r.padded_tokens is None
+            else sum(r.padded_tokens - n * ql for n in range(r.first, r.last + 1))
+        )
         exact = r.padded_tokens is not None and r.padded_tokens == r.last * ql and r.first == r.last
         key = r.mode if not full else f"{r.mode}@{r.padded_tokens}"
         if merged and merged[-1][2] == key and merged[-1][1] == r.first - 1 and (not full):
@@ -84,7 +92,11 @@ def headline(plan: Plan, source: str | None) -> list[str]:
         f"{plan.model_runner.upper()} · attention {plan.attention_backend} (cudagraph support "
         f"{plan.attention_cudagraph_support})" + (f" · {source}" if source else ""),
         f"cudagraph_mode {plan.cudagraph_mode}"
-        + (f" (requested {plan.requested_cudagraph_mode})" if plan.requested_cudagraph_mode != plan.cudagraph_mode else "")
+        + (
+            f" (requested {plan.requested_cudagraph_mode})"
+            if plan.requested_cudagraph_mode != plan.cudagraph_mode
+            else ""
+        )
         + f" · {len(plan.capture_sizes)} capture sizes"
         + (f", {plan.capture_sizes[0]}..{plan.max_capture_size}" if plan.capture_sizes else "")
         + f" · uniform decode = {plan.uniform_decode_query_len} tokens per request"

@@ -12,12 +12,19 @@ from cgplan.core.types import Plan
 from cgplan.render.summary import family_rows, headline, tier_rows
 
 
-def render_table(plan: Plan, *, source: str | None = None, full: bool = False, width: int = 100,
-                 color: bool = False) -> str:
+def render_table(
+    plan: Plan, *, source: str | None = None, full: bool = False, width: int = 100, color: bool = False
+) -> str:
     """The human report of `cgplan plan`."""
     buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system="standard" if color else None,
-                      force_terminal=color, highlight=False, soft_wrap=False)
+    console = Console(
+        file=buf,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        highlight=False,
+        soft_wrap=False,
+    )
     for line in headline(plan, source):
         console.print(line)
     console.print()
@@ -35,7 +42,8 @@ def render_table(plan: Plan, *, source: str | None = None, full: bool = False, w
     console.print(t)
     if total_pw:
         console.print(
-            f"(a PIECEWISE descriptor is {plan.piecewise_pieces_per_graph} CUDA graphs: one per compiled piece)"
+            f"(a PIECEWISE descriptor is {plan.piecewise_pieces_per_graph} CUDA graphs: "
+            "one per compiled piece)"
         )
     if plan.dynamic_sd_lookup:
         console.print()
@@ -57,7 +65,9 @@ def render_table(plan: Plan, *, source: str | None = None, full: bool = False, w
         u.add_column("outcome")
         u.add_column("tokens")
         for reqs, outcome, tokens in rows:
-            style = "bold red" if outcome == "EAGER" else ("yellow" if outcome.startswith("PIECEWISE") else "")
+            style = (
+                "bold red" if outcome == "EAGER" else ("yellow" if outcome.startswith("PIECEWISE") else "")
+            )
             u.add_row(reqs, Text(outcome, style=style), tokens)
         console.print(u)
     notes = [n for n in plan.notes if n.kind != "runner"]
@@ -68,8 +78,11 @@ def render_table(plan: Plan, *, source: str | None = None, full: bool = False, w
             console.print(f"  - {n.message}", overflow="fold")
     console.print()
     if not plan.gaps:
-        console.print(Text("no gaps: every uniform decode batch of every tier replays a decode-mode graph",
-                           style="green"))
+        console.print(
+            Text(
+                "no gaps: every uniform decode batch of every tier replays a decode-mode graph", style="green"
+            )
+        )
     else:
         console.print(Text(f"{len(plan.gaps)} gap(s):", style="bold red"))
         for g in plan.gaps:
@@ -79,8 +92,9 @@ def render_table(plan: Plan, *, source: str | None = None, full: bool = False, w
         if plan.fixes:
             best = plan.fixes[0]
             console.print(Text(f"fix: {' '.join(best.flags)}", style="bold green"), overflow="fold")
-            console.print(f"  → {best.summary} (checked: the changed config was planned again)",
-                          overflow="fold")
+            console.print(
+                f"  → {best.summary} (checked: the changed config was planned again)", overflow="fold"
+            )
             for other in plan.fixes[1:]:
                 console.print(f"or:  {' '.join(other.flags)}", overflow="fold")
                 console.print(f"  → {other.summary}", overflow="fold")
