@@ -112,6 +112,10 @@ class _Desc:
     num_reqs: int | None
     query_len: int | None
 
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome(self.mode, self.num_tokens, self.num_reqs)
+
 
 class V2Manager:
     """vLLM's V2 `CudaGraphManager`: candidates and dispatch."""
@@ -129,6 +133,7 @@ class V2Manager:
         self.mode = mode
         self.s = max_num_seqs
         self.by_mode: dict[Mode, list[_Desc]] = {}
+        self._outcomes: dict[_Desc, Outcome] = {}
         self._groups: list[tuple[list[int], list[list[_Desc]]]] = []
         if mode is Mode.NONE or not sizes:
             return
@@ -157,6 +162,7 @@ class V2Manager:
         for descs in by_mode.values():
             descs.sort(key=lambda d: d.num_tokens, reverse=True)
         self.by_mode = by_mode
+        self._outcomes = {d: d.outcome for descs in by_mode.values() for d in descs}
         if candidates is V2Candidates.SMALLEST_ANY_MODE:
             counts = sorted(by_token)
             self._groups = [(counts, [by_token[c] for c in counts])]
@@ -196,5 +202,5 @@ class V2Manager:
                     and (d.num_reqs is None or d.num_reqs >= num_reqs)
                     and d.num_tokens >= num_tokens
                 ):
-                    return Outcome(d.mode, d.num_tokens, d.num_reqs)
+                    return self._outcomes[d]
         return EAGER

@@ -66,19 +66,17 @@ def _v2_query_lens(
 
 
 def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
-    out: list[DispatchRange] = []
+    """Merge consecutive rows with the same outcome (Outcome objects are shared per graph)."""
+    runs: list[list[object]] = []  # [first, last, outcome]
     for n, o in rows:
-        last = out[-1] if out else None
-        if (
-            last is not None
-            and last.mode == o.mode.value
-            and last.padded_tokens == o.padded_tokens
-            and last.padded_reqs == o.padded_reqs
-            and last.last == n - 1
-        ):
-            out[-1] = DispatchRange(last.first, n, last.mode, last.padded_tokens, last.padded_reqs)
+        if runs and runs[-1][2] == o and runs[-1][1] == n - 1:
+            runs[-1][1] = n
         else:
-            out.append(DispatchRange(n, n, o.mode.value, o.padded_tokens, o.padded_reqs))
+            runs.append([n, n, o])
+    out = []
+    for first, last, o in runs:
+        assert isinstance(first, int) and isinstance(last, int) and isinstance(o, Outcome)
+        out.append(DispatchRange(first, last, o.mode.value, o.padded_tokens, o.padded_reqs))
     return tuple(out)
 
 
@@ -102,8 +100,11 @@ def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: in
     return manager.dispatch(num_reqs, num_tokens, query_len)
 
 
-def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
+def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = True) -> Plan:
     """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
+
+    `with_mixed=False` skips the mixed-batch dispatch table (the fix search only needs
+    the decode tables).
 
     Raises:
         Rejected: the release refuses to start with this config.
@@ -125,7 +126,7 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
         sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
 
     s, b = inp.max_num_seqs, inp.max_num_batched_tokens
-    mixed_hi = min(b, max_size + 1)
+    mixed_hi = min(b, max_size + 1) if with_mixed else 0
     graphs: dict[str, tuple[Graph, ...]] = {}
     uniform: dict[int, tuple[DispatchRange, ...]] = {}
     spec = inp.speculative
@@ -211,4 +212,4 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True) -> Plan:
 
 
 def _replan(inp: PlanInput) -> Plan:
-    return build_plan(inp, with_fixes=False)
+    return build_plan(inp, with_fixes=False, with_mixed=False)
