@@ -18,7 +18,8 @@ import yaml
 
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
-from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS
+from cgplan.core.defaults import serve_defaults
+from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import (
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
@@ -124,20 +125,6 @@ _CGPLAN_KEYS = (
     "attention_cudagraph_support",
 )
 
-# `vllm serve` defaults (UsageContext.OPENAI_API_SERVER) per platform, as vLLM's
-# EngineArgs._set_default_args picks them from device memory and name.
-SERVE_DEFAULT_MAX_NUM_SEQS = {
-    Platform.HOPPER: 1024,
-    Platform.BLACKWELL: 1024,
-    Platform.AMPERE: 256,
-    Platform.RTX_BLACKWELL: 1024,
-}
-SERVE_DEFAULT_MAX_NUM_BATCHED_TOKENS = {
-    Platform.HOPPER: 8192,
-    Platform.BLACKWELL: 8192,
-    Platform.AMPERE: 2048,
-    Platform.RTX_BLACKWELL: 8192,
-}
 
 MAX_REASONABLE = 10**7
 """Upper bound on any count or size; larger values are refused before planning."""
@@ -316,9 +303,8 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         dtype=str(text.get("torch_dtype") or text.get("dtype") or "bfloat16"),
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
-        num_nextn_predict_layers=num("num_nextn_predict_layers", 0)
-        if "num_nextn_predict_layers" in text
-        else 0,
+        num_nextn_predict_layers=num("num_nextn_predict_layers", 0) if "num_nextn_predict_layers" in text else 0,
+        max_position_embeddings=num("max_position_embeddings", 2048),
     )
 
 
@@ -400,22 +386,26 @@ def parse_config(
         model_dir = base_dir / model_dir
     shape = read_model_shape(model_dir, "model")
 
-    max_model_len = _int(doc, "max_model_len", "") or 4096
-    max_num_seqs = _int(doc, "max_num_seqs", "") or SERVE_DEFAULT_MAX_NUM_SEQS[platform]
-    mbt = _int(doc, "max_num_batched_tokens", "")
-    if mbt is None:
-        mbt = SERVE_DEFAULT_MAX_NUM_BATCHED_TOKENS[platform]
+    max_model_len = _int(doc, "max_model_len", "") or shape.max_position_embeddings
     tp = _int(doc, "tensor_parallel_size", "") or 1
-    enforce_eager = bool(_bool(doc, "enforce_eager", ""))
     perf = doc.get("performance_mode")
     if perf is not None:
         perf = _choice(perf, "performance_mode", PERFORMANCE_MODES)
+    enforce_eager = bool(_bool(doc, "enforce_eager", ""))
     level_raw = doc.get("optimization_level", 2)
     if isinstance(level_raw, str) and level_raw.upper().lstrip("O").isdigit():
         level_raw = int(level_raw.upper().lstrip("O"))
     if isinstance(level_raw, bool) or not isinstance(level_raw, int) or not 0 <= level_raw <= 3:
         raise _err("optimization_level", "out of range", level_raw, "0, 1, 2 or 3")
 
+    max_num_seqs, mbt = serve_defaults(
+        platform,
+        rules_for(version),
+        max_model_len=max_model_len,
+        max_num_seqs=_int(doc, "max_num_seqs", ""),
+        max_num_batched_tokens=_int(doc, "max_num_batched_tokens", ""),
+        performance_mode=perf,
+    )
     spec = None
     if doc.get("speculative_config") is not None:
         sc = _mapping(doc["speculative_config"], "speculative_config")

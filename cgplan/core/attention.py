@@ -17,9 +17,9 @@ DEFAULT_BACKEND: dict[tuple[Platform, bool], str] = {
     (Platform.BLACKWELL, False): "FLASHINFER",
     (Platform.BLACKWELL, True): "FLASHINFER_MLA",
     (Platform.AMPERE, False): "FLASH_ATTN",
-    (Platform.AMPERE, True): "FLASH_ATTN_MLA",
+    (Platform.AMPERE, True): "TRITON_MLA",
     (Platform.RTX_BLACKWELL, False): "FLASH_ATTN",
-    (Platform.RTX_BLACKWELL, True): "FLASH_ATTN_MLA",
+    (Platform.RTX_BLACKWELL, True): "TRITON_MLA",
 }
 
 KNOWN_BACKENDS: tuple[str, ...] = (
@@ -41,27 +41,36 @@ def default_backend(platform: Platform, use_mla: bool) -> str:
     return DEFAULT_BACKEND[(platform, use_mla)]
 
 
-def cudagraph_support(backend: str, platform: Platform, rules: VllmRules) -> CGSupport:
-    """The support level `backend`'s metadata builder reports on `platform`.
+def cudagraph_support(backend: str, platform: Platform, head_dim: int, rules: VllmRules) -> CGSupport:
+    """The support level `backend`'s metadata builder reports on `platform` under `rules`.
 
-    FLASH_ATTN is FA3 on SM90 (ALWAYS) and FA2 elsewhere (UNIFORM_BATCH; FA4 on SM10x
-    from 0.33.0 reports ALWAYS). FlashInfer reaches UNIFORM_BATCH through its TRT-LLM
-    decode kernels on SM100, otherwise single-token decode only.
+    FLASH_ATTN is FA3 on SM90 (ALWAYS), FA4 on SM10x (UNIFORM_BATCH, ALWAYS from 0.33.0)
+    and FA2 elsewhere (UNIFORM_BATCH). FlashInfer reaches UNIFORM_BATCH through TRT-LLM
+    decode kernels on SM100 (cgplan assumes the cubins are reachable, as on a normal GPU
+    host) and, release by release, through XQA on SM12x and SM90.
     """
     major = platform.compute_capability[0]
     if backend == "FLASH_ATTN":
-        return CGSupport.ALWAYS if major == 9 else CGSupport.UNIFORM_BATCH
+        if major == 9 or (major == 10 and rules.fa4_always):
+            return CGSupport.ALWAYS
+        return CGSupport.UNIFORM_BATCH
     if backend == "FLASHINFER":
-        return (
-            CGSupport.UNIFORM_BATCH
-            if major == 10 or (major == 9 and rules.flashinfer_uniform_batch_sm90)
-            else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
-        )
-    if backend == "FLASHINFER_MLA" and rules.flashinfer_mla_always:
-        return CGSupport.ALWAYS
+        xqa_head = 16 <= head_dim <= 256 and head_dim % 16 == 0
+        if (
+            major == 10
+            or (major == 12 and rules.flashinfer_xqa_sm12x)
+            or (major == 9 and rules.flashinfer_xqa_sm90 and xqa_head)
+            or (major < 9 and rules.flashinfer_fa2_native_below_sm90)
+        ):
+            return CGSupport.UNIFORM_BATCH
+        return CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
     if backend in ("TRITON_ATTN", "FLEX_ATTENTION"):
         return CGSupport.ALWAYS
-    if backend in ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA"):
+    if backend == "FLASHINFER_MLA":
+        return CGSupport.ALWAYS if rules.mla_uniform_levels_raised else CGSupport.UNIFORM_BATCH
+    if backend == "TRITON_MLA":
+        return CGSupport.UNIFORM_BATCH if rules.mla_uniform_levels_raised else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+    if backend in ("FLASH_ATTN_MLA", "FLASHMLA"):
         return CGSupport.UNIFORM_BATCH
     if backend == "CUTLASS_MLA":
         return CGSupport.UNIFORM_SINGLE_TOKEN_DECODE

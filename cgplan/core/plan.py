@@ -115,7 +115,9 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
     dense = _dense_lookup(inp)
     sp_on = sequence_parallel_on(inp, rules, notes)
     runner = model_runner(inp, rules, sp_on, notes)
-    decision = config_time_mode(inp, runner, sp_on, notes)
+    sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
+    runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
+    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
     q = inp.uniform_decode_query_len
     ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
     notes.extend(ladder.notes)

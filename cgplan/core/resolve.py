@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from cgplan.core.attention import cudagraph_support, default_backend
 from cgplan.core.graphs import round_up
 from cgplan.core.modes import CGSupport, Mode
-from cgplan.core.rules import Runner, VllmRules
+from cgplan.core.rules import VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
 
@@ -68,7 +68,8 @@ def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note
         )
     if inp.model_runner in ("v1", "v2"):
         return inp.model_runner
-    if rules.runner is Runner.DEFAULT_V2_DENSE and inp.model.is_moe:
+    default_moe = rules.v2_default_moe_architectures
+    if default_moe is not None and inp.model.is_moe and inp.model.architecture not in default_moe:
         notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
         return "v1"
     if unsupported:
@@ -91,14 +92,19 @@ class ModeDecision:
     attention_splits: bool
 
 
-def config_time_mode(inp: PlanInput, runner: str, sp_on: bool, notes: list[Note]) -> ModeDecision:
-    """`VllmConfig.__post_init__`'s mode: level default, eager, dynamic-SD and SP overrides."""
+def config_time_mode(
+    inp: PlanInput, rules: VllmRules, runner_before_sp: str, sp_on: bool, notes: list[Note]
+) -> ModeDecision:
+    """`VllmConfig.__post_init__`'s mode, in vLLM's order: level default, dynamic-SD
+    override, the non-VLLM_COMPILE normalisation, then SP's full-graph forcing.
+
+    `runner_before_sp` is the runner as the dynamic-SD override sees it: vLLM evaluates
+    `use_v2_model_runner` there before the SP heuristic may switch `enable_sp` off.
+    """
     if inp.enforce_eager:
         return ModeDecision(Mode.NONE, True)
     mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
-    if inp.optimization_level == 0 and inp.cudagraph_mode is None:
-        return ModeDecision(Mode.NONE, True)
-    if uses_dynamic_sd(inp) and mode.has_full() and runner == "v1":
+    if uses_dynamic_sd(inp) and mode.has_full() and runner_before_sp == "v1":
         notes.append(
             Note(
                 "dynamic_sd_override",
@@ -108,6 +114,15 @@ def config_time_mode(inp: PlanInput, runner: str, sp_on: bool, notes: list[Note]
             )
         )
         mode = Mode.PIECEWISE
+    if inp.optimization_level == 0:
+        # -O0 compiles nothing: no piecewise graphs, and attention is no splitting op.
+        if mode.has_piecewise():
+            new = mode.without_piecewise() if rules.non_compile_keeps_full_decode else Mode.NONE
+            notes.append(
+                Note("non_compile", f"-O0 (no VLLM_COMPILE): cudagraph_mode {mode.value} → {new.value}")
+            )
+            mode = new
+        return ModeDecision(mode, False)
     attention_splits = True
     if sp_on:
         # set_splitting_ops_for_v1: SP needs full-graph compilation.
@@ -145,7 +160,7 @@ def attention(inp: PlanInput, rules: VllmRules) -> Attention:
     backend = inp.attention_backend or default_backend(inp.platform, inp.model.use_mla)
     support = inp.attention_cudagraph_support
     if support is None:
-        support = cudagraph_support(backend, inp.platform, rules)
+        support = cudagraph_support(backend, inp.platform, inp.model.head_dim, rules)
     return Attention(backend, support)
 
 

@@ -42,15 +42,6 @@ class V2Candidates(Enum):
     """Next FULL group, then next PIECEWISE group (0.29+)."""
 
 
-class Runner(Enum):
-    """The release's default model-runner rule (VLLM_USE_V2_MODEL_RUNNER unset)."""
-
-    DEFAULT_V2_DENSE = "default_v2_dense"
-    """V2 for dense generate models; V1 for MoE, ngram, draft_model, SP (0.26–0.28)."""
-    V2_UNLESS_UNSUPPORTED = "v2_unless_unsupported"
-    """V2 unless a feature it lacks is on (0.29+)."""
-
-
 @dataclass(frozen=True)
 class VllmRules:
     """The capture-relevant behaviour of one vLLM release."""
@@ -67,18 +58,30 @@ class VllmRules:
     """V2 decode query lengths under dynamic SD."""
     v2_candidates: V2Candidates
     """V2 dispatch candidate map."""
-    runner: Runner
-    """Default model-runner choice."""
+    v2_default_moe_architectures: tuple[str, ...] | None
+    """`_is_default_v2_model_runner_model` (0.26–0.28): MoE models run V2 only when listed.
+    None: the check is gone (0.29+), every model defaults to V2."""
     v2_runner_unsupported_methods: dict[str, str]
     """Speculative methods V2 lacks → vLLM's feature text: `auto` falls back to V1, `v2` is refused."""
     drafter_decode_per_k: bool
     """V2 drafter decode graphs are specialised per dynamic-SD K (`target_dependent_ar`)."""
     v2_drafter_methods: tuple[str, ...]
     """Methods whose V2 speculator captures prefill/decode graphs."""
-    flashinfer_uniform_batch_sm90: bool = False
-    """FlashInfer's TRT-LLM decode path reaches UNIFORM_BATCH on SM90 too (else SM100 only)."""
-    flashinfer_mla_always: bool = False
-    """FLASHINFER_MLA's builder reports ALWAYS (else UNIFORM_BATCH)."""
+    flashinfer_xqa_sm12x: bool = False
+    """FlashInfer counts SM12x XQA decode as TRT-LLM support: UNIFORM_BATCH there (0.28+)."""
+    flashinfer_xqa_sm90: bool = False
+    """FlashInfer's SM90 XQA decode reaches UNIFORM_BATCH for head_dim 16..256, %16 (0.30+)."""
+    flashinfer_fa2_native_below_sm90: bool = False
+    """FlashInfer below SM90 decodes natively with FA2: UNIFORM_BATCH (0.33+)."""
+    fa4_always: bool = False
+    """FLASH_ATTN with FA4 (SM10x) reports ALWAYS, not UNIFORM_BATCH (0.33+)."""
+    mla_uniform_levels_raised: bool = False
+    """FLASHINFER_MLA reports ALWAYS and TRITON_MLA UNIFORM_BATCH (0.31+)."""
+    non_compile_keeps_full_decode: bool = False
+    """Without VLLM_COMPILE (-O0), FULL_AND_PIECEWISE becomes FULL_DECODE_ONLY instead of NONE
+    (`_normalize_piecewise_cudagraph_mode`, 0.30+)."""
+    serve_b200_batched_tokens: int = 8192
+    """`vllm serve`'s default max_num_batched_tokens on a B200-class (≥160 GiB) GPU."""
 
 
 _V0_26 = VllmRules(
@@ -88,7 +91,15 @@ _V0_26 = VllmRules(
     sequence_parallel=True,
     v2_tiers=V2Tiers.RAW_SCHEDULE,
     v2_candidates=V2Candidates.SMALLEST_ANY_MODE,
-    runner=Runner.DEFAULT_V2_DENSE,
+    # vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES.
+    v2_default_moe_architectures=(
+        "DeepseekV2ForCausalLM",
+        "GraniteMoeForCausalLM",
+        "InklingForCausalLM",
+        "InklingForConditionalGeneration",
+        "LongcatFlashNgramForCausalLM",
+        "Qwen2MoeForCausalLM",
+    ),
     v2_runner_unsupported_methods={
         "ngram": "ngram/ngram_gpu speculative decoding",
         "draft_model": "speculative method 'draft_model'",
@@ -107,9 +118,25 @@ def _release(rules: VllmRules) -> VllmRules:
 
 
 _r = _release(_V0_26)
-_r = _release(replace(_r, version="0.27.1"))
-# vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390).
-_r = _release(replace(_r, version="0.28.0", sm100_ceiling_1024=True))
+_r = _release(
+    replace(
+        _r,
+        version="0.27.1",
+        v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "KimiK3ForConditionalGeneration"),
+    )
+)
+# vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
+# FlashInfer's SM12x XQA decode.
+_r = _release(
+    replace(
+        _r,
+        version="0.28.0",
+        sm100_ceiling_1024=True,
+        serve_b200_batched_tokens=16384,
+        flashinfer_xqa_sm12x=True,
+        v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
+    )
+)
 # #50488 + #54418: request-count decode sizes capped at the ceiling; V2 manager reads
 # the dense lookup and keeps per-mode candidate ranges; V2 is the default runner.
 _r = _release(
@@ -119,13 +146,23 @@ _r = _release(
         decode_sizes=DecodeSizes.SPEC,
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
-        runner=Runner.V2_UNLESS_UNSUPPORTED,
+        v2_default_moe_architectures=None,
     )
 )
-_r = _release(replace(_r, version="0.30.0"))
-# #57355: a non-speculative max_num_seqs gets its own exact size.
-_r = _release(replace(_r, version="0.31.0", decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS))
-# The SP pass is removed; V2 tiers only when q > K; drafter decode per K.
+# `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
+_r = _release(replace(_r, version="0.30.0", non_compile_keeps_full_decode=True, flashinfer_xqa_sm90=True))
+# #57355: a non-speculative max_num_seqs gets its own exact size. draft_model runs on V2
+# (its speculator captures nothing); MLA builders report higher support.
+_r = _release(
+    replace(
+        _r,
+        version="0.31.0",
+        decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS,
+        v2_runner_unsupported_methods={"ngram": "ngram/ngram_gpu speculative decoding"},
+        mla_uniform_levels_raised=True,
+    )
+)
+# The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
 _r = _release(
     replace(
         _r,
@@ -133,18 +170,11 @@ _r = _release(
         sequence_parallel=False,
         v2_tiers=V2Tiers.DENSE_LOOKUP_IF_Q_GT_K,
         drafter_decode_per_k=True,
-    )
-)
-# ngram and draft_model run on V2; FlashInfer support levels rise.
-_r = _release(
-    replace(
-        _r,
-        version="0.33.0",
         v2_runner_unsupported_methods={},
-        flashinfer_uniform_batch_sm90=True,
-        flashinfer_mla_always=True,
     )
 )
+# FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2.
+_r = _release(replace(_r, version="0.33.0", fa4_always=True, flashinfer_fa2_native_below_sm90=True))
 
 SUPPORTED_VERSIONS: tuple[str, ...] = tuple(RELEASES)
 """Every release cgplan knows, oldest first."""

@@ -49,6 +49,8 @@ class ModelShape:
     """Multi-head latent attention (DeepSeek-V2/V3 style, `kv_lora_rank` set)."""
     num_nextn_predict_layers: int = 0
     """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
+    max_position_embeddings: int = 2048
+    """Context length the checkpoint declares: vLLM's default max_model_len."""
 
 
 @dataclass(frozen=True)
