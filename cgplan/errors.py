@@ -39,6 +39,8 @@ class ConfigError(CgplanError):
         """The same error (same class), with the file it came from in front."""
         err = self.__class__.__new__(self.__class__)
         err.__dict__.update(self.__dict__)
+        if self.path.startswith("--"):  # a command-line option: the file is not where it went wrong
+            return self
         err.source = source
         err.message = f"{source}:{self.path}: {self.problem}" if self.path else f"{source}: {self.problem}"
         err.args = (err.message,)

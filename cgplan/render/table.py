@@ -26,7 +26,7 @@ def render_table(
         soft_wrap=False,
     )
     for line in headline(plan, source):
-        console.print(line)
+        console.print(line, soft_wrap=True)
     console.print()
     t = Table(title=None, show_edge=False, pad_edge=False, box=None, header_style="bold")
     t.add_column("graphs")
