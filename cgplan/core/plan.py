@@ -185,6 +185,17 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
                 )
                 decode_graphs = decode.graphs()
             graphs["drafter_decode"] = decode_graphs
+            per_k = sorted(set(dense or []) - {0, 1})
+            if rules.drafter_decode_per_k and decode_graphs and per_k:
+                notes.append(
+                    Note(
+                        "drafter_decode_per_k",
+                        f"vLLM {inp.vllm_version} captures the {len(decode_graphs)} drafter decode graphs "
+                        f"once per dynamic-SD K in {per_k} when the drafter's attention backend supports "
+                        "fused decode-metadata updates (FLASH_ATTN, TRITON_ATTN, TRITON_MLA, FlashInfer "
+                        f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
+                    )
+                )
 
     plan = Plan(
         vllm_version=inp.vllm_version,
