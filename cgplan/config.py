@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from cgplan.core.attention import KNOWN_BACKENDS
-from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
 from cgplan.core.defaults import serve_defaults
+from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
 from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import (
     MODEL_RUNNERS,
@@ -303,7 +303,9 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         dtype=str(text.get("torch_dtype") or text.get("dtype") or "bfloat16"),
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
-        num_nextn_predict_layers=num("num_nextn_predict_layers", 0) if "num_nextn_predict_layers" in text else 0,
+        num_nextn_predict_layers=num("num_nextn_predict_layers", 0)
+        if "num_nextn_predict_layers" in text
+        else 0,
         max_position_embeddings=num("max_position_embeddings", 2048),
     )
 

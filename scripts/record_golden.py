@@ -23,7 +23,7 @@ For every version it:
    `engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)`),
    the usage context is OPENAI_API_SERVER instead of None (it decides the
    default max_num_batched_tokens / max_num_seqs);
-3. writes tests/data/oracle/<stem>.<version>.json: the oracle's output plus
+3. writes tests/data/oracle/<stem>.<version>.json.gz: the oracle's output plus
    `"_recorded": {"vllm_version", "corpus_file", "usage_context"}`. Two
    normalisations keep the data machine-independent and diff-stable: absolute
    paths in any string become "<repo>", "<site-packages>", "<venv>" or
@@ -38,10 +38,11 @@ This is a data-generation tool: tests must only read the JSON, never import it.
 
 from __future__ import annotations
 
+import gzip
+
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -203,8 +204,14 @@ def dumps(o, ind: int = 0) -> str:
     return "[\n" + body + "\n" + " " * ind + "]"
 
 
-def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: list[Path],
-                   translated: dict[str, dict], out_dir: Path) -> tuple[int, int, float]:
+def record_version(
+    version: str,
+    venv_root: Path,
+    oracle_path: Path,
+    corpus: list[Path],
+    translated: dict[str, dict],
+    out_dir: Path,
+) -> tuple[int, int, float]:
     py = venv_root / f"venv-{version}" / "bin" / "python"
     if not py.exists():
         raise SystemExit(f"no venv python for {version}: {py}")
@@ -223,10 +230,16 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
         env = dict(os.environ)
         env["CGPLAN_ORACLE_PATH"] = str(oracle_path)
         env.setdefault("ORACLE_CACHE_DIR", str(venv_root / "vllm-oracle-cache"))
-        cmd = [str(py), str(Path(__file__).resolve()), "--_oracle-child",
-               "--out-dir", str(res_dir), "--compact", *files]
-        proc = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+        cmd = [
+            str(py),
+            str(Path(__file__).resolve()),
+            "--_oracle-child",
+            "--out-dir",
+            str(res_dir),
+            "--compact",
+            *files,
+        ]
+        proc = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         status: dict[str, tuple[str, Path]] = {}
         for line in proc.stdout.splitlines():
             if ": " in line and " -> " in line:
@@ -239,10 +252,15 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
             print(proc.stderr[-4000:], file=sys.stderr)
             raise SystemExit(f"oracle batch for {version} exited {proc.returncode}")
         # machine-specific paths (in `input`, log lines, trace tails)
-        prefixes = [(str(p), "<site-packages>") for p in sorted(
-            (venv_root / f"venv-{version}").resolve().glob("lib/python*/site-packages"))]
-        prefixes += [(str(venv_root / f"venv-{version}"), "<venv>"),
-                     (str(oracle_path.parent), "<oracle>"), (str(REPO), "<repo>")]
+        prefixes = [
+            (str(p), "<site-packages>")
+            for p in sorted((venv_root / f"venv-{version}").resolve().glob("lib/python*/site-packages"))
+        ]
+        prefixes += [
+            (str(venv_root / f"venv-{version}"), "<venv>"),
+            (str(oracle_path.parent), "<oracle>"),
+            (str(REPO), "<repo>"),
+        ]
         n_ok = 0
         for p in corpus:
             word, res = status.get(p.stem, ("missing", res_dir / "-"))
@@ -261,10 +279,12 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
                 "corpus_file": f"{p.stem}.yaml",
                 "usage_context": USAGE_CONTEXT,
             }
-            target = out_dir / f"{p.stem}.{version}.json"
+            # gzip (mtime 0, so re-recording the same answers gives the same bytes):
+            # 18 MB of JSON becomes ~1.5 MB, small enough to travel with the tree.
+            target = out_dir / f"{p.stem}.{version}.json.gz"
             text = dumps(data) + "\n"
             assert json.loads(text) == json.loads(json.dumps(data, default=str))
-            target.write_text(text)
+            target.write_bytes(gzip.compress(text.encode(), mtime=0))
             n_ok += 1
         if failed:
             # the oracle's tracebacks for crashed children go to stderr
@@ -275,11 +295,11 @@ def record_version(version: str, venv_root: Path, oracle_path: Path, corpus: lis
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--_oracle-child":
         return oracle_child(sys.argv[2:])
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", nargs="*", type=Path, help="cgplan config YAMLs")
-    ap.add_argument("--venv-root", type=Path, required=True,
-                    help="folder holding venv-<version>/ for every version")
+    ap.add_argument(
+        "--venv-root", type=Path, required=True, help="folder holding venv-<version>/ for every version"
+    )
     ap.add_argument("--versions", nargs="+", required=True)
     ap.add_argument("--only", help="only corpus files whose stem contains this")
     ap.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
@@ -313,11 +333,11 @@ def main() -> int:
     total_failed = 0
     for version in args.versions:
         print(f"vLLM {version}: {len(corpus)} configs ...", flush=True)
-        n_ok, failed, secs = record_version(version, args.venv_root, oracle_path,
-                                            corpus, translated, args.out_dir)
+        n_ok, failed, secs = record_version(
+            version, args.venv_root, oracle_path, corpus, translated, args.out_dir
+        )
         total_failed += failed
-        print(f"vLLM {version}: wrote {n_ok}, oracle crashes {failed}, {secs:.0f}s",
-              flush=True)
+        print(f"vLLM {version}: wrote {n_ok}, oracle crashes {failed}, {secs:.0f}s", flush=True)
     return 1 if total_failed else 0
 
 

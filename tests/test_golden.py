@@ -7,6 +7,7 @@ tests/data/corpus/<config>.yaml. Nothing here is typed by hand.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,11 @@ from cgplan.render.json import plan_to_dict
 from tests.oracle_expect import expected
 
 DATA = Path(__file__).parent / "data"
-RECORDS = sorted((DATA / "oracle").glob("*.json"))
+RECORDS = sorted((DATA / "oracle").glob("*.json.gz"))
 
 
 def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    doc = json.loads(path.read_text())
+    doc = json.loads(gzip.decompress(path.read_bytes()))
     exp = expected(doc)
     # The engine's Scheduler validates the dynamic-SD schedule at start in every
     # release, so a schedule vLLM's own lookup rejects means vLLM refuses to start
@@ -43,12 +44,13 @@ def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_corpus_is_large_enough() -> None:
     configs = {p.name.split(".")[0] for p in RECORDS}
+    assert len(RECORDS) == len(configs) * 8  # every config under every release
     versions = {".".join(p.name.split(".")[1:4]) for p in RECORDS}
     assert len(configs) >= 80
     assert {"0.26.0", "0.29.0", "0.33.0"} <= versions
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=[p.stem for p in RECORDS])
+@pytest.mark.parametrize("record", RECORDS, ids=[p.name.removesuffix(".json.gz") for p in RECORDS])
 def test_plan_matches_vllm(record: Path) -> None:
     exp, got = _load(record)
     if "error" in exp:

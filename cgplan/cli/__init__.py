@@ -7,6 +7,7 @@ import sys
 import typer
 
 from cgplan import __version__
+from cgplan.cli import capture as capture_cmd
 from cgplan.cli import plan as plan_cmd
 from cgplan.errors import CgplanError
 
@@ -41,6 +42,7 @@ def _root(
 
 
 app.command("plan", epilog=EPILOG)(plan_cmd.plan)
+app.command("capture", epilog=EPILOG)(capture_cmd.capture)
 
 
 def main() -> None:

@@ -69,7 +69,11 @@ def cudagraph_support(backend: str, platform: Platform, head_dim: int, rules: Vl
     if backend == "FLASHINFER_MLA":
         return CGSupport.ALWAYS if rules.mla_uniform_levels_raised else CGSupport.UNIFORM_BATCH
     if backend == "TRITON_MLA":
-        return CGSupport.UNIFORM_BATCH if rules.mla_uniform_levels_raised else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+        return (
+            CGSupport.UNIFORM_BATCH
+            if rules.mla_uniform_levels_raised
+            else CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
+        )
     if backend in ("FLASH_ATTN_MLA", "FLASHMLA"):
         return CGSupport.UNIFORM_BATCH
     if backend == "CUTLASS_MLA":

@@ -67,17 +67,20 @@ def _v2_query_lens(
 
 def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
     """Merge consecutive rows with the same outcome (Outcome objects are shared per graph)."""
-    runs: list[list[object]] = []  # [first, last, outcome]
+    firsts: list[int] = []
+    lasts: list[int] = []
+    outcomes: list[Outcome] = []
     for n, o in rows:
-        if runs and runs[-1][2] == o and runs[-1][1] == n - 1:
-            runs[-1][1] = n
+        if outcomes and outcomes[-1] == o and lasts[-1] == n - 1:
+            lasts[-1] = n
         else:
-            runs.append([n, n, o])
-    out = []
-    for first, last, o in runs:
-        assert isinstance(first, int) and isinstance(last, int) and isinstance(o, Outcome)
-        out.append(DispatchRange(first, last, o.mode.value, o.padded_tokens, o.padded_reqs))
-    return tuple(out)
+            firsts.append(n)
+            lasts.append(n)
+            outcomes.append(o)
+    return tuple(
+        DispatchRange(a, b, o.mode.value, o.padded_tokens, o.padded_reqs)
+        for a, b, o in zip(firsts, lasts, outcomes, strict=True)
+    )
 
 
 def _decode_table(

@@ -122,7 +122,10 @@ _r = _release(
     replace(
         _r,
         version="0.27.1",
-        v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "KimiK3ForConditionalGeneration"),
+        v2_default_moe_architectures=(
+            *(_r.v2_default_moe_architectures or ()),
+            "KimiK3ForConditionalGeneration",
+        ),
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;

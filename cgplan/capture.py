@@ -1,0 +1,190 @@
+"""The library entry point behind `cgplan capture --gpu`: config in, capture report out.
+
+Whatever happens after the engine starts (out of memory, Ctrl-C, SIGTERM, an engine
+error), the report written so far is kept: it is marked `partial` and carries the
+failure, and the caller maps the failure class to an exit code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import yaml
+
+from cgplan.config import Overrides, load_config
+from cgplan.core.fingerprint import fingerprint
+from cgplan.core.measure import MeasuredCapture, compare
+from cgplan.core.plan import build_plan
+from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
+from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
+from cgplan.reports import capture_report, write_report
+
+BACKENDS = ("auto", "vllm", "torch")
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; raised in the main thread so the partial report is written."""
+
+
+@contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    """The report and how the capture ended."""
+
+    report: dict[str, Any]
+    failure: CaptureError | None
+
+
+def gpu_unavailable_reason() -> str | None:
+    """Why this machine cannot capture, or None."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed (pip install 'cgplan[gpu]')"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to PyTorch (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
+    from cgplan.gpu.nvml import nvml_unavailable_reason
+
+    return nvml_unavailable_reason()
+
+
+def choose_backend(requested: str) -> str:
+    """`auto` → vllm when importable, else torch."""
+    if requested != "auto":
+        return requested
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return "torch"
+    return "vllm"
+
+
+def run_capture(
+    config: Path,
+    overrides: Overrides,
+    *,
+    backend: str = "auto",
+    device_index: int = 0,
+    progress: ProgressSink | None = None,
+    output: Path | None = None,
+    allow_unknown_vllm: bool = False,
+) -> CaptureOutcome:
+    """Capture every graph of `config` on this GPU and compare with the plan.
+
+    Raises:
+        ConfigError: bad config (exit 2).
+        GpuUnavailableError: this machine cannot capture (exit 3).
+    """
+    progress = progress or NullProgress()
+    loaded = load_config(config, overrides)
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        raise GpuUnavailableError(f"cannot capture here: {reason}")
+    chosen = choose_backend(backend)
+    inp = loaded.input
+    if chosen == "vllm":
+        from cgplan.gpu.vllm_backend import installed_vllm_version
+
+        version = installed_vllm_version()
+        if version not in SUPPORTED_VERSIONS and not allow_unknown_vllm:
+            raise GpuUnavailableError(
+                f"vLLM {version} is installed; cgplan knows the rules of {', '.join(SUPPORTED_VERSIONS)} "
+                "(use --allow-unknown-vllm to capture anyway and compare with the newest rules)"
+            )
+        if version in SUPPORTED_VERSIONS and version != inp.vllm_version:
+            progress.note(
+                f"planning with the installed vLLM {version}'s rules (config says {inp.vllm_version})"
+            )
+            inp = dataclasses.replace(inp, vllm_version=version)
+    try:
+        plan = build_plan(inp)
+    except ConfigRejected as e:
+        raise e.located(str(config)) from None
+    raw = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    from cgplan.gpu.environment import collect_environment
+    from cgplan.gpu.nvml import nvml_session
+
+    log_lines: list[str] = []
+    failure: CaptureError | None = None
+    measured: MeasuredCapture | None = None
+    total = (
+        sum(len(g) for g in plan.graphs.values()) if chosen == "vllm" else len(plan.graphs.get("target", ()))
+    )
+    with nvml_session([device_index + i for i in range(inp.tensor_parallel_size)]) as nvml:
+        recorder = GraphRecorder(nvml, progress)
+        progress.start(total)
+        try:
+            with _sigterm_as_exception():
+                if chosen == "vllm":
+                    from cgplan.gpu.vllm_backend import capture_vllm
+
+                    measured = capture_vllm(
+                        inp, raw, str(Path(config).resolve().parent), recorder, nvml, log_lines
+                    )
+                else:
+                    from cgplan.gpu.torch_backend import capture_plan_torch
+
+                    measured, _ = capture_plan_torch(plan, inp.model, progress, device_index)
+                    if measured.status != "complete":
+                        failure = CaptureError(measured.failure or "capture failed")
+        except KeyboardInterrupt:
+            failure = CaptureError("interrupted (SIGINT); the partial report was kept")
+        except Terminated:
+            failure = CaptureError("terminated (SIGTERM); the partial report was kept")
+        except Exception as e:  # the engine's own failure: keep what was measured
+            text = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
+            kind = (
+                "out of memory"
+                if "out of memory" in text.lower() or "OutOfMemory" in type(e).__name__
+                else "engine error"
+            )
+            failure = CaptureError(f"capture failed ({kind}): {type(e).__name__}: {text}")
+    if measured is None:
+        graphs = recorder.measurements()
+        measured = MeasuredCapture(
+            backend=chosen,
+            status="partial" if graphs else "failed",
+            failure=failure.message if failure else None,
+            graphs=graphs,
+        )
+    elif failure is not None and measured.failure is None:
+        measured = dataclasses.replace(measured, status="partial", failure=failure.message)
+    comparison = compare(plan, measured) if measured.status == "complete" or measured.graphs else None
+
+    doc = capture_report(
+        source=str(config),
+        fingerprint=fingerprint(inp),
+        plan=plan,
+        measured=measured,
+        comparison=comparison,
+        environment=collect_environment(list(range(device_index, device_index + inp.tensor_parallel_size))),
+        log_lines=log_lines,
+        created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    if output is not None:
+        write_report(doc, output)
+    return CaptureOutcome(doc, failure)

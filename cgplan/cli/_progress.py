@@ -1,0 +1,53 @@
+"""A rich progress bar behind the ProgressSink protocol (stderr, only on a terminal)."""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+
+class RichProgress:
+    """graph i/N, family, size and MiB so far."""
+
+    def __init__(self) -> None:
+        self.console = Console(file=sys.stderr)
+        self.bar = Progress(
+            TextColumn("capturing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+            disable=not sys.stderr.isatty(),
+        )
+        self.task: TaskID | None = None
+        self.done = 0
+
+    def __enter__(self) -> RichProgress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.bar.__exit__(t, e, tb)
+
+    def start(self, total: int | None) -> None:
+        """Capture begins."""
+        self.task = self.bar.add_task("", total=total)
+
+    def advance(self, label: str, mib_so_far: float) -> None:
+        """One more graph descriptor."""
+        self.done += 1
+        if self.task is not None:
+            self.bar.update(self.task, advance=1, description=f"{label} · {mib_so_far:.1f} MiB so far")
+        if not sys.stderr.isatty() and self.done % 25 == 0:
+            self.console.print(f"captured {self.done} graphs ({label}; {mib_so_far:.1f} MiB so far)")
+
+    def note(self, message: str) -> None:
+        """A remark."""
+        self.console.print(f"cgplan: {message}")

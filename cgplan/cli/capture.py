@@ -1,0 +1,65 @@
+"""`cgplan capture --gpu CONFIG`: capture every graph on this GPU, measure it, compare with the plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from cgplan.capture import BACKENDS, run_capture
+from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
+from cgplan.cli._output import write_artifact
+from cgplan.cli._progress import RichProgress
+from cgplan.config import Overrides
+from cgplan.render.capture import render_capture
+
+
+def capture(
+    config: ConfigArg,
+    gpu: Annotated[
+        bool, typer.Option("--gpu", help="Run on this machine's GPU (required: capture needs one).")
+    ] = False,
+    backend: Annotated[
+        str,
+        typer.Option("--backend", help="auto (vllm when importable), vllm, or torch (reference decoder)."),
+    ] = "auto",
+    device: Annotated[int, typer.Option("--device", help="First CUDA device index to use.")] = 0,
+    output: OutputOpt = None,
+    json_out: JsonOpt = False,
+    vllm_version: VllmVersionOpt = None,
+    platform: PlatformOpt = None,
+    model_runner: ModelRunnerOpt = None,
+    allow_unknown_vllm: Annotated[
+        bool,
+        typer.Option("--allow-unknown-vllm", help="Capture with a vLLM release cgplan has no rules for."),
+    ] = False,
+) -> None:
+    """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
+    if not gpu:
+        raise typer.BadParameter(
+            "capture runs on the GPU: pass --gpu (cgplan plan needs none)", param_hint="--gpu"
+        )
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"expected one of {', '.join(BACKENDS)}", param_hint="--backend")
+    with RichProgress() as progress:
+        outcome = run_capture(
+            config,
+            Overrides(vllm_version, platform, model_runner),
+            backend=backend,
+            device_index=device,
+            progress=progress,
+            output=output,
+            allow_unknown_vllm=allow_unknown_vllm,
+        )
+    summary = render_capture(outcome.report)
+    if json_out:
+        write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
+        sys.stderr.write(summary)
+    else:
+        sys.stdout.write(summary)
+    if output is not None:
+        sys.stderr.write(f"cgplan: report written to {output} ({outcome.report['status']})\n")
+    if outcome.failure is not None:
+        raise outcome.failure

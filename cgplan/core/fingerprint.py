@@ -1,0 +1,31 @@
+"""A stable hash of the plan-relevant config, so reports of different configs are not compared by accident."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from enum import Enum
+from typing import Any
+
+from cgplan.core.spec import PlanInput
+
+EXCLUDED_FIELDS = frozenset({"vllm_version"})
+"""Left out so that one config under two releases keeps its fingerprint (diff compares releases)."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def fingerprint(inp: PlanInput) -> str:
+    """sha256 over the canonical JSON of every field but EXCLUDED_FIELDS (first 16 hex digits)."""
+    doc = {k: v for k, v in _plain(inp).items() if k not in EXCLUDED_FIELDS}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

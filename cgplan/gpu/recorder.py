@@ -1,0 +1,211 @@
+"""Per-graph measurement: time and memory of every torch.cuda.graph capture, grouped by descriptor.
+
+Backends tell the recorder which descriptor (family, mode, tokens, requests, query length)
+is being captured; a hook on `torch.cuda.graph` measures each capture section. A PIECEWISE
+descriptor is several sections (one per compiled piece); they add up into one record.
+Nothing here knows vLLM.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cgplan.core.measure import GraphMeasurement
+from cgplan.gpu.nvml import NvmlSession
+
+
+class ProgressSink(Protocol):
+    """Where capture progress goes (a rich bar in the CLI, a list in tests)."""
+
+    def start(self, total: int | None) -> None:
+        """Capture begins; `total` descriptors are expected (None if unknown)."""
+
+    def advance(self, label: str, mib_so_far: float) -> None:
+        """One more descriptor finished."""
+
+    def note(self, message: str) -> None:
+        """A remark worth showing (backend choices, vLLM's figures)."""
+
+
+class NullProgress:
+    """A ProgressSink that shows nothing."""
+
+    def start(self, total: int | None) -> None:
+        """Ignore."""
+
+    def advance(self, label: str, mib_so_far: float) -> None:
+        """Ignore."""
+
+    def note(self, message: str) -> None:
+        """Ignore."""
+
+
+@dataclass
+class _Open:
+    order: int
+    family: str
+    mode: str
+    num_tokens: int
+    num_reqs: int | None
+    query_len: int | None
+    started_s: float
+    pieces: int = 0
+    capture_s: float = 0.0
+    nvml: int | None = 0
+    reserved: int = 0
+    ended_s: float | None = None
+
+
+@dataclass
+class GraphRecorder:
+    """Collects GraphMeasurements; safe to read at any time (partial reports)."""
+
+    nvml: NvmlSession | None
+    progress: Any = field(default_factory=NullProgress)
+    _records: list[_Open] = field(default_factory=list)
+    _current: dict[str, Any] | None = None
+    _family_stack: list[str] = field(default_factory=list)
+    _piece: tuple[float, int | None, int] | None = None
+    _total_nvml: int = 0
+    armed: bool = True
+    """Descriptors are recorded only while armed (vLLM's memory-profiling captures are not)."""
+
+    def begin(
+        self, family: str, mode: str, num_tokens: int, num_reqs: int | None, query_len: int | None
+    ) -> None:
+        """A new descriptor starts (closes the previous one)."""
+        self.end()
+        if not self.armed:
+            return
+        self._current = {
+            "family": family,
+            "mode": mode,
+            "num_tokens": num_tokens,
+            "num_reqs": num_reqs,
+            "query_len": query_len,
+            "started_s": time.perf_counter(),
+        }
+
+    def end(self) -> None:
+        """The current descriptor is done."""
+        if self._current is None:
+            return
+        now = time.perf_counter()
+        for r in self._records:
+            if r.ended_s is None:
+                r.ended_s = now
+                self._total_nvml += r.nvml or 0
+                self.progress.advance(
+                    f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20)
+                )
+        self._current = None
+
+    @contextmanager
+    def family(self, name: str) -> Iterator[None]:
+        """Attribute the pieces captured inside to `name` (e.g. the V1 drafter inside a target run)."""
+        self._family_stack.append(name)
+        try:
+            yield
+        finally:
+            self._family_stack.pop()
+
+    def _record(self) -> _Open | None:
+        cur = self._current
+        if cur is None:
+            return None
+        family = self._family_stack[-1] if self._family_stack else cur["family"]
+        for r in reversed(self._records):
+            if r.ended_s is None and r.family == family:
+                return r
+        rec = _Open(
+            order=len(self._records),
+            family=family,
+            mode=cur["mode"],
+            num_tokens=cur["num_tokens"],
+            num_reqs=cur["num_reqs"] if family == cur["family"] else None,
+            query_len=cur["query_len"] if family == cur["family"] else None,
+            started_s=cur["started_s"],
+        )
+        self._records.append(rec)
+        return rec
+
+    def piece_started(self, reserved_bytes: int) -> None:
+        """Called right after a graph capture began (baseline after torch's own empty_cache)."""
+        used = self.nvml.memory_used_bytes() if self.nvml else None
+        self._piece = (time.perf_counter(), used, reserved_bytes)
+
+    def piece_ended(self, reserved_bytes: int, t_before_enter: float) -> None:
+        """Called after the capture ended and the device was synchronised."""
+        if self._piece is None:
+            return
+        _, used0, reserved0 = self._piece
+        self._piece = None
+        rec = self._record()
+        if rec is None:
+            return
+        used1 = self.nvml.memory_used_bytes() if self.nvml else None
+        rec.pieces += 1
+        rec.capture_s += time.perf_counter() - t_before_enter
+        if used0 is None or used1 is None or rec.nvml is None:
+            rec.nvml = None
+        else:
+            rec.nvml += used1 - used0
+        rec.reserved += reserved_bytes - reserved0
+
+    def measurements(self) -> tuple[GraphMeasurement, ...]:
+        """Everything recorded so far (open records included, as partial)."""
+        now = time.perf_counter()
+        return tuple(
+            GraphMeasurement(
+                order=r.order,
+                family=r.family,
+                mode=r.mode,
+                num_tokens=r.num_tokens,
+                num_reqs=r.num_reqs,
+                query_len=r.query_len,
+                pieces=r.pieces,
+                capture_time_ms=round(r.capture_s * 1e3, 3),
+                window_time_ms=round(((r.ended_s or now) - r.started_s) * 1e3, 3),
+                nvml_delta_bytes=r.nvml,
+                torch_reserved_delta_bytes=r.reserved,
+            )
+            for r in self._records
+            if r.pieces > 0
+        )
+
+
+@contextmanager
+def hook_torch_graph_capture(recorder: GraphRecorder) -> Iterator[None]:
+    """Measure every `torch.cuda.graph` section (vLLM V1 and V2 both capture through it)."""
+    import torch
+
+    cls = torch.cuda.graph
+    orig_enter: Callable[..., Any] = cls.__enter__
+    orig_exit: Callable[..., Any] = cls.__exit__
+
+    def enter(self: Any) -> Any:
+        self._cgplan_t0 = time.perf_counter()
+        out = orig_enter(self)
+        # No synchronisation while the stream captures; host-side queries only.
+        recorder.piece_started(int(torch.cuda.memory_reserved()))
+        return out
+
+    def exit_(self: Any, *exc: Any) -> Any:
+        out = orig_exit(self, *exc)
+        torch.cuda.synchronize()
+        recorder.piece_ended(
+            int(torch.cuda.memory_reserved()), getattr(self, "_cgplan_t0", time.perf_counter())
+        )
+        return out
+
+    cls.__enter__ = enter
+    cls.__exit__ = exit_
+    try:
+        yield
+    finally:
+        cls.__enter__ = orig_enter
+        cls.__exit__ = orig_exit

@@ -1,0 +1,422 @@
+"""vLLM backend: start a real engine in-process and instrument its own capture path.
+
+Nothing of vLLM's capture logic is copied: cgplan wraps the functions vLLM calls for
+each descriptor (V1 `GPUModelRunner._warmup_and_capture`, the V1 drafter's
+`dummy_run`, V2 `CudaGraphManager.capture`'s forward factory) to know *which* graph is
+being captured, and measures each `torch.cuda.graph` section. After start-up it drives
+the engine's own dispatcher (V1 `CudagraphDispatcher` or V2 `CudaGraphManager`) with
+every uniform-decode batch of every dynamic-SD tier and every mixed token count.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from cgplan.core.measure import MeasuredCapture, VllmFigures
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import DispatchRange
+from cgplan.errors import GpuUnavailableError
+from cgplan.gpu.nvml import NvmlSession
+from cgplan.gpu.recorder import GraphRecorder, hook_torch_graph_capture
+
+_FIGURES = {
+    "capture": re.compile(r"Graph capturing finished in ([\d.]+) secs, took ([\d.]+) GiB"),
+    "estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB total"),
+    "actual_vs_estimated": re.compile(r"CUDA graph pool memory: .*"),
+    "kv_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    "kv_gib": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+}
+
+
+class _LogTap(logging.Handler):
+    """Keeps vLLM's log lines (for its own figures and for `cgplan logs` fixtures)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+        except Exception:
+            self.lines.append(str(record.msg))
+
+
+def vllm_figures(lines: list[str], returned_bytes: int | None) -> VllmFigures:
+    """vLLM's own capture, estimate and KV-cache figures from its log lines."""
+    cap = est = kv_t = kv_g = None
+    ave: str | None = None
+    for line in lines:
+        if m := _FIGURES["capture"].search(line):
+            cap = (float(m.group(1)), float(m.group(2)))
+        if m := _FIGURES["estimate"].search(line):
+            est = float(m.group(1))
+        if m := _FIGURES["actual_vs_estimated"].search(line):
+            ave = m.group(0)
+        if m := _FIGURES["kv_tokens"].search(line):
+            kv_t = int(m.group(1).replace(",", ""))
+        if m := _FIGURES["kv_gib"].search(line):
+            kv_g = float(m.group(1))
+    return VllmFigures(
+        capture_finished_secs=cap[0] if cap else None,
+        capture_took_gib=cap[1] if cap else None,
+        capture_returned_bytes=returned_bytes,
+        estimated_cudagraph_gib=est,
+        actual_vs_estimated=ave,
+        kv_cache_tokens=kv_t,
+        available_kv_cache_gib=kv_g,
+    )
+
+
+def installed_vllm_version() -> str:
+    """The importable vLLM's version, or GpuUnavailableError."""
+    try:
+        import vllm
+    except ImportError as e:
+        raise GpuUnavailableError(
+            f"vLLM is not importable ({e}); install it (pip install 'cgplan[gpu]') or use --backend torch"
+        ) from None
+    return str(getattr(vllm, "__version__", "unknown"))
+
+
+def engine_kwargs(inp: PlanInput, raw: dict[str, Any], base_dir: str) -> dict[str, Any]:
+    """LLM(...) keyword arguments for the config: dummy weights, no tokenizer, no hub."""
+    model = (
+        raw["model"]
+        if os.path.isabs(raw["model"])
+        else os.path.normpath(os.path.join(base_dir, raw["model"]))
+    )
+    kw: dict[str, Any] = {
+        "model": model,
+        "load_format": "dummy",
+        "skip_tokenizer_init": True,
+        "max_model_len": inp.max_model_len,
+        "max_num_seqs": inp.max_num_seqs,
+        "max_num_batched_tokens": inp.max_num_batched_tokens,
+        "tensor_parallel_size": inp.tensor_parallel_size,
+        "enforce_eager": inp.enforce_eager,
+        "seed": 0,
+    }
+    if inp.performance_mode is not None:
+        kw["performance_mode"] = inp.performance_mode
+    if inp.optimization_level != 2:
+        kw["optimization_level"] = inp.optimization_level
+    if inp.attention_backend is not None:
+        kw["attention_backend"] = inp.attention_backend
+    for key in ("gpu_memory_utilization", "dtype", "kv_cache_dtype", "block_size"):
+        if key in raw:
+            kw[key] = raw[key]
+    spec = inp.speculative
+    if spec is not None:
+        sc: dict[str, Any] = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens}
+        if spec.num_speculative_tokens_per_batch_size:
+            sc["num_speculative_tokens_per_batch_size"] = [
+                list(e) for e in spec.num_speculative_tokens_per_batch_size
+            ]
+        if spec.enforce_eager:
+            sc["enforce_eager"] = True
+        raw_spec = raw.get("speculative_config") or {}
+        if raw_spec.get("model"):
+            m = raw_spec["model"]
+            sc["model"] = m if os.path.isabs(m) else os.path.normpath(os.path.join(base_dir, m))
+        elif spec.method in ("eagle", "eagle3", "draft_model"):
+            sc["model"] = model
+        if spec.method == "ngram":
+            sc["prompt_lookup_min"] = raw_spec.get("prompt_lookup_min", 1)
+            sc["prompt_lookup_max"] = raw_spec.get("prompt_lookup_max", 1)
+        kw["speculative_config"] = sc
+    cc: dict[str, Any] = {}
+    if inp.cudagraph_mode is not None:
+        cc["cudagraph_mode"] = inp.cudagraph_mode.value
+    if inp.max_cudagraph_capture_size is not None:
+        cc["max_cudagraph_capture_size"] = inp.max_cudagraph_capture_size
+    if inp.cudagraph_capture_sizes is not None:
+        cc["cudagraph_capture_sizes"] = list(inp.cudagraph_capture_sizes)
+    if inp.enable_sp:
+        cc["pass_config"] = {"enable_sp": True}
+        if inp.sp_min_token_num is not None:
+            cc["pass_config"]["sp_min_token_num"] = inp.sp_min_token_num
+    if cc:
+        kw["compilation_config"] = cc
+    return kw
+
+
+def _wrap(
+    stack: ExitStack, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> None:
+    orig = owner.__dict__.get(name)
+    if orig is None:
+        return
+    setattr(owner, name, make(orig))
+    stack.callback(setattr, owner, name, orig)
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    yield cls
+    child: type
+    for child in cls.__subclasses__():
+        yield from _subclasses(child)
+
+
+class _State:
+    runners: list[Any]
+    returned_bytes: int | None
+    capture_wall_s: float | None
+    capture_nvml_delta: int | None
+
+    def __init__(self) -> None:
+        self.runners = []
+        self.returned_bytes = None
+        self.capture_wall_s = None
+        self.capture_nvml_delta = None
+
+
+@contextmanager
+def instrument(recorder: GraphRecorder, nvml: NvmlSession | None, state: _State) -> Iterator[None]:
+    """Hook vLLM's capture path (both runners) for the duration of the engine's start."""
+    import torch
+
+    with ExitStack() as stack:
+        stack.enter_context(hook_torch_graph_capture(recorder))
+
+        def capture_model_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def capture_model(self: Any, *a: Any, **k: Any) -> Any:
+                state.runners.append(self)
+                recorder.armed = True
+                torch.cuda.synchronize()
+                used0 = nvml.memory_used_bytes() if nvml else None
+                t0 = time.perf_counter()
+                try:
+                    out = orig(self, *a, **k)
+                finally:
+                    recorder.end()
+                    recorder.armed = False
+                    torch.cuda.synchronize()
+                    state.capture_wall_s = round(time.perf_counter() - t0, 3)
+                    used1 = nvml.memory_used_bytes() if nvml else None
+                    if used0 is not None and used1 is not None:
+                        state.capture_nvml_delta = used1 - used0
+                state.returned_bytes = int(out) if isinstance(out, int) else None
+                return out
+
+            return capture_model
+
+        # Model runner V1.
+        try:
+            from vllm.v1.worker.gpu_model_runner import GPUModelRunner as V1Runner
+
+            _wrap(stack, V1Runner, "capture_model", capture_model_wrapper)
+
+            def warmup_and_capture_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
+                def warmup_and_capture(
+                    self: Any, desc: Any, cudagraph_runtime_mode: Any, *a: Any, **k: Any
+                ) -> Any:
+                    q = getattr(self, "uniform_decode_query_len", None) or (
+                        1 + self.vllm_config.num_speculative_tokens
+                    )
+                    recorder.begin(
+                        "target",
+                        cudagraph_runtime_mode.name,
+                        int(desc.num_tokens),
+                        desc.num_reqs if cudagraph_runtime_mode.name == "FULL" else None,
+                        q if getattr(desc, "uniform", False) else None,
+                    )
+                    try:
+                        return orig(self, desc, cudagraph_runtime_mode, *a, **k)
+                    finally:
+                        recorder.end()
+
+                return warmup_and_capture
+
+            _wrap(stack, V1Runner, "_warmup_and_capture", warmup_and_capture_wrapper)
+        except ImportError:
+            pass
+        try:
+            from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
+
+            def dummy_run_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
+                def dummy_run(self: Any, *a: Any, **k: Any) -> Any:
+                    with recorder.family("drafter"):
+                        return orig(self, *a, **k)
+
+                return dummy_run
+
+            for cls in set(_subclasses(SpecDecodeBaseProposer)):
+                _wrap(stack, cls, "dummy_run", dummy_run_wrapper)
+        except ImportError:
+            pass
+        # Model runner V2.
+        try:
+            from vllm.v1.worker.gpu import cudagraph_utils as cgu
+            from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2Runner
+
+            _wrap(stack, V2Runner, "capture_model", capture_model_wrapper)
+            model_mgr = getattr(cgu, "ModelCudaGraphManager", None)
+
+            def manager_capture_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
+                def capture(self: Any, create_forward_fn: Any, *a: Any, **k: Any) -> Any:
+                    if (model_mgr is not None and isinstance(self, model_mgr)) or (
+                        model_mgr is None and "Speculator" not in type(self).__name__
+                    ):
+                        family = "target"
+                    else:
+                        family = "drafter_decode" if self.decode_query_len == 1 else "drafter_prefill"
+
+                    def forward_factory(desc: Any, warmup: bool, *fa: Any, **fk: Any) -> Any:
+                        if warmup:
+                            recorder.begin(
+                                family,
+                                desc.cg_mode.name,
+                                int(desc.num_tokens),
+                                desc.num_reqs,
+                                getattr(desc, "uniform_token_count", None),
+                            )
+                        return create_forward_fn(desc, warmup, *fa, **fk)
+
+                    try:
+                        return orig(self, forward_factory, *a, **k)
+                    finally:
+                        recorder.end()
+
+                return capture
+
+            _wrap(stack, cgu.CudaGraphManager, "capture", manager_capture_wrapper)
+        except ImportError:
+            pass
+        yield
+
+
+def _compress(rows: list[tuple[int, str, int | None, int | None]]) -> tuple[DispatchRange, ...]:
+    out: list[DispatchRange] = []
+    for n, mode, tokens, reqs in rows:
+        if mode == "NONE":
+            tokens = reqs = None
+        last = out[-1] if out else None
+        if (
+            last
+            and (last.mode, last.padded_tokens, last.padded_reqs) == (mode, tokens, reqs)
+            and last.last == n - 1
+        ):
+            out[-1] = DispatchRange(last.first, n, mode, tokens, reqs)
+        else:
+            out.append(DispatchRange(n, n, mode, tokens, reqs))
+    return tuple(out)
+
+
+def probe_dispatch(
+    runner: Any, vllm_config: Any
+) -> tuple[dict[int, tuple[DispatchRange, ...]], tuple[DispatchRange, ...]]:
+    """Drive the engine's own dispatcher with every uniform-decode and mixed batch."""
+    sched = vllm_config.scheduler_config
+    s, b = sched.max_num_seqs, sched.max_num_batched_tokens
+    k = vllm_config.num_speculative_tokens or 0
+    q = 1 + k
+    tiers = [q]
+    sc = vllm_config.speculative_config
+    sched_list = getattr(sc, "num_speculative_tokens_per_batch_size", None) if sc is not None else None
+    if sched_list:
+        from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+        dense = build_dynamic_sd_schedule_lookup(
+            sched_list, vllm_max_batch_size=s, vllm_num_speculative_tokens=k
+        )
+        tiers = sorted({x + 1 for x in dense[1:]})
+    max_size = vllm_config.compilation_config.max_cudagraph_capture_size or 0
+    mixed_hi = min(b, max_size + 1)
+    uniform: dict[int, tuple[DispatchRange, ...]] = {}
+    disp = getattr(runner, "cudagraph_dispatcher", None)
+    mgr = getattr(runner, "cudagraph_manager", None)
+    if disp is not None and mgr is None:
+        for ql in tiers:
+            rows = []
+            for n in range(1, s + 1):
+                if n * ql > b:
+                    break
+                mode, bd = disp.dispatch(num_tokens=n * ql, uniform_decode=(ql == q))
+                rows.append((n, mode.name, bd.num_tokens, bd.num_reqs if mode.name == "FULL" else None))
+            uniform[ql] = _compress(rows)
+        mixed_rows = []
+        for t in range(1, mixed_hi + 1):
+            mode, bd = disp.dispatch(num_tokens=t, uniform_decode=False)
+            mixed_rows.append((t, mode.name, bd.num_tokens, bd.num_reqs if mode.name == "FULL" else None))
+        return uniform, _compress(mixed_rows)
+    if mgr is None:
+        return {}, ()
+    params = inspect.signature(mgr.dispatch).parameters
+    for ql in tiers:
+        rows = []
+        for n in range(1, s + 1):
+            if n * ql > b:
+                break
+            extra = {"max_query_len": ql} if "max_query_len" in params else {}
+            d = mgr.dispatch(n, n * ql, ql, 0, **extra)
+            rows.append((n, d.cg_mode.name, d.num_tokens, d.num_reqs))
+        uniform[ql] = _compress(rows)
+    mixed_rows = []
+    for t in range(1, mixed_hi + 1):
+        mixed_extra: dict[str, Any] = {"max_query_len": None} if "max_query_len" in params else {}
+        d = mgr.dispatch(min(t, s), t, None, 0, **mixed_extra)
+        mixed_rows.append((t, d.cg_mode.name, d.num_tokens, d.num_reqs))
+    return uniform, _compress(mixed_rows)
+
+
+def capture_vllm(
+    inp: PlanInput,
+    raw: dict[str, Any],
+    base_dir: str,
+    recorder: GraphRecorder,
+    nvml: NvmlSession | None,
+    log_lines: list[str],
+) -> MeasuredCapture:
+    """Start the engine (which captures), then probe its dispatcher. Raises on failure;
+    the caller builds the partial report from `recorder`."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    if inp.model_runner in ("v1", "v2"):
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if inp.model_runner == "v2" else "0"
+    recorder.armed = False
+    tap = _LogTap()
+    tap.lines = log_lines
+    vllm_logger = logging.getLogger("vllm")
+    vllm_logger.addHandler(tap)
+    state = _State()
+    try:
+        from vllm import LLM
+
+        with instrument(recorder, nvml, state):
+            llm = LLM(**engine_kwargs(inp, raw, base_dir))
+        vc = llm.llm_engine.vllm_config
+        runner = state.runners[-1] if state.runners else None
+        uniform, mixed = probe_dispatch(runner, vc) if runner is not None else ({}, ())
+        cc = vc.compilation_config
+        kv_blocks = getattr(vc.cache_config, "num_gpu_blocks", None)
+        figures = vllm_figures(tap.lines, state.returned_bytes)
+        if figures.kv_cache_tokens is None and kv_blocks:
+            figures = VllmFigures(
+                **{**figures.__dict__, "kv_cache_tokens": kv_blocks * vc.cache_config.block_size}
+            )
+        return MeasuredCapture(
+            backend="vllm",
+            status="complete",
+            model_runner="v2" if getattr(vc, "use_v2_model_runner", False) else "v1",
+            cudagraph_mode=getattr(cc.cudagraph_mode, "name", str(cc.cudagraph_mode)),
+            capture_sizes=tuple(cc.cudagraph_capture_sizes or ()),
+            max_capture_size=cc.max_cudagraph_capture_size,
+            graphs=recorder.measurements(),
+            uniform_decode=uniform,
+            mixed=mixed,
+            capture_wall_s=state.capture_wall_s,
+            capture_nvml_delta_bytes=state.capture_nvml_delta,
+            vllm=figures,
+        )
+    finally:
+        vllm_logger.removeHandler(tap)

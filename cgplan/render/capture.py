@@ -1,0 +1,109 @@
+"""The terminal summary of a capture report (from its JSON document)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+MIB = 1 << 20
+
+
+def _mib(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / MIB:.1f}"
+
+
+def render_capture(doc: dict[str, Any], *, width: int = 100, color: bool = False) -> str:
+    """Per family/mode cost, vLLM's own figures, and the plan-vs-measured verdict."""
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        highlight=False,
+    )
+    m = doc["measured"]
+    env = doc.get("environment") or {}
+    gpus = ", ".join(g["name"] for g in env.get("gpus", [])) or "no GPU recorded"
+    console.print(
+        f"cgplan capture · backend {m['backend']} · {gpus} · vLLM {env.get('vllm') or '-'} · "
+        f"torch {env.get('torch') or '-'} · status {doc['status']}",
+        soft_wrap=True,
+    )
+    if doc.get("failure"):
+        console.print(Text(f"failure: {doc['failure']}", style="bold red"))
+    if m.get("cudagraph_mode"):
+        console.print(
+            f"engine: runner {str(m.get('model_runner') or '-').upper()} · "
+            f"cudagraph_mode {m['cudagraph_mode']} · "
+            f"{len(m.get('capture_sizes') or [])} capture sizes, max {m.get('max_capture_size')}",
+            soft_wrap=True,
+        )
+    t = Table(show_edge=False, box=None, header_style="bold")
+    for col in ("family", "mode", "graphs", "pieces", "NVML MiB", "capture s", "largest MiB", "smallest MiB"):
+        t.add_column(col, justify="left" if col in ("family", "mode") else "right")
+    for s in doc.get("summary", []):
+        t.add_row(
+            s["family"],
+            s["mode"],
+            str(s["graphs"]),
+            str(s["pieces"]),
+            _mib(s["nvml_bytes"]),
+            f"{s['capture_time_ms'] / 1000:.2f}",
+            _mib(s["largest_nvml_bytes"]),
+            _mib(s["smallest_nvml_bytes"]),
+        )
+    console.print()
+    console.print(t)
+    console.print(
+        f"graphs total: NVML {_mib(m.get('graph_nvml_total_bytes'))} MiB over the capture sections · "
+        f"capture phase {m.get('capture_wall_s')} s, NVML {_mib(m.get('capture_nvml_delta_bytes'))} MiB "
+        "(warmups included)",
+        soft_wrap=True,
+    )
+    v = m.get("vllm") or {}
+    if any(v.values()):
+        parts = []
+        if v.get("capture_took_gib") is not None:
+            parts.append(
+                f"capture took {v['capture_took_gib']:.2f} GiB in {v['capture_finished_secs']:.0f} s"
+            )
+        if v.get("estimated_cudagraph_gib") is not None:
+            parts.append(f"its estimate {v['estimated_cudagraph_gib']:.2f} GiB")
+        if v.get("kv_cache_tokens") is not None:
+            parts.append(f"KV cache {v['kv_cache_tokens']:,} tokens")
+        console.print("vLLM says: " + "; ".join(parts), soft_wrap=True)
+    c = doc.get("comparison")
+    console.print()
+    if c is None:
+        console.print("no comparison (nothing was captured)")
+        return buf.getvalue()
+    for g in c["graphs"]:
+        line = f"{g['family']}: {g['matched']} graphs as planned"
+        if g["missing"]:
+            line += f", {len(g['missing'])} planned but not captured"
+        if g["unexpected"]:
+            line += f", {len(g['unexpected'])} captured but not planned"
+        console.print(line, style="" if not (g["missing"] or g["unexpected"]) else "yellow")
+    mism = c["dispatch_mismatches"]
+    console.print(
+        f"dispatch: {c['dispatch_checked']} batch shapes probed through the engine's dispatcher, "
+        f"{len(mism)} run(s) differ from the plan"
+    )
+    for d in mism[:10]:
+        console.print(
+            f"  {d['family']} q={d['query_len']} {d['first']}-{d['last']}: planned {d['predicted']}, "
+            f"measured {d['measured']}",
+            style="yellow",
+        )
+    eager = c["eager_uniform_decode_measured"]
+    if eager:
+        runs = ", ".join(f"{e['from_reqs']}-{e['to_reqs']} requests × {e['query_len']}" for e in eager)
+        console.print(Text(f"measured eager uniform decode: {runs}", style="red"))
+    verdict = "plan matches the GPU" if c["matches"] else "plan and GPU disagree (see above)"
+    console.print(Text(verdict, style="green" if c["matches"] else "bold yellow"))
+    return buf.getvalue()
