@@ -1,0 +1,223 @@
+"""Capture: the recorded GPU evidence against today's planner, the comparison logic, the
+recorder, vLLM-figure parsing, and every failure path (with fakes; no GPU here)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgplan import capture as capture_mod
+from cgplan.config import Overrides
+from cgplan.core.measure import GraphMeasurement, MeasuredCapture, compare
+from cgplan.core.types import DispatchRange
+from cgplan.errors import CaptureError, ExitCode, GpuUnavailableError
+from cgplan.gpu.recorder import GraphRecorder
+from cgplan.gpu.vllm_backend import vllm_figures
+from cgplan.planning import plan_file
+from cgplan.render.capture import render_capture
+from cgplan.reports import read_report
+
+ROOT = Path(__file__).parent.parent
+EVIDENCE = sorted((ROOT / "benchmarks/results/capture").glob("*-vllm.json"))
+CONFIGS = ROOT / "configs/gpu"
+
+
+def test_evidence_exists() -> None:
+    assert len(EVIDENCE) >= 5
+
+
+@pytest.mark.parametrize("report", EVIDENCE, ids=[p.stem for p in EVIDENCE])
+def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
+    """What vLLM captured and dispatched on the H200 equals what cgplan plans now."""
+    doc = read_report(report)
+    assert doc["kind"] == "capture" and doc["status"] == "complete"
+    config = CONFIGS / (report.stem.removesuffix("-vllm") + ".yaml")
+    _, plan = plan_file(config, Overrides(vllm_version=doc["environment"]["vllm"]))
+    measured = doc["measured"]
+    assert measured["model_runner"] == plan.model_runner
+    assert measured["cudagraph_mode"] == plan.cudagraph_mode
+    assert measured["capture_sizes"] == list(plan.capture_sizes)
+    for family, graphs in plan.graphs.items():
+        got = sorted(
+            (g["mode"], g["num_tokens"], g["num_reqs"], g["query_len"])
+            for g in measured["graphs"]
+            if g["family"] == family
+        )
+        want = sorted((g.mode, g.num_tokens, g.num_reqs, g.query_len) for g in graphs)
+        assert got == want, family
+    assert {g["family"] for g in measured["graphs"]} <= set(plan.graphs)
+    for ql, rows in measured["uniform_decode"].items():
+        want_rows = [
+            {
+                "from_reqs": r.first,
+                "to_reqs": r.last,
+                "mode": r.mode,
+                "padded_tokens": r.padded_tokens,
+                "padded_reqs": r.padded_reqs,
+            }
+            for r in plan.uniform_decode[int(ql)]
+        ]
+        assert rows == want_rows, f"uniform decode q={ql}"
+    want_mixed = [
+        {
+            "from_tokens": r.first,
+            "to_tokens": r.last,
+            "mode": r.mode,
+            "padded_tokens": r.padded_tokens,
+            "padded_reqs": r.padded_reqs,
+        }
+        for r in plan.mixed
+    ]
+    assert measured["mixed"] == want_mixed
+    assert doc["comparison"]["matches"] is True
+    v = measured["vllm"]
+    assert v["capture_took_gib"] is not None and v["kv_cache_tokens"] > 0
+    # every captured descriptor was measured: capture time and NVML delta present
+    assert all(g["pieces"] >= 1 and g["nvml_delta_bytes"] is not None for g in measured["graphs"])
+
+
+def test_vllm_figures_from_real_log() -> None:
+    lines = (
+        gzip.decompress((ROOT / "tests/data/logs/tiny-ngram-k16-vllm.log.gz").read_bytes())
+        .decode()
+        .splitlines()
+    )
+    f = vllm_figures(lines, returned_bytes=123)
+    assert f.capture_finished_secs is not None and f.capture_took_gib is not None
+    assert f.estimated_cudagraph_gib is not None and f.actual_vs_estimated is not None
+    assert f.kv_cache_tokens is not None and f.kv_cache_tokens > 1_000_000
+    assert f.capture_returned_bytes == 123
+
+
+class FakeNvml:
+    def __init__(self) -> None:
+        self.used = 1000
+
+    def memory_used_bytes(self) -> int:
+        return self.used
+
+
+def test_recorder_groups_pieces_and_families() -> None:
+    nvml = FakeNvml()
+    rec = GraphRecorder(nvml)  # type: ignore[arg-type]
+    rec.begin("target", "PIECEWISE", 64, None, None)
+    for _ in range(3):
+        rec.piece_started(reserved_bytes=0)
+        nvml.used += 10
+        rec.piece_ended(reserved_bytes=4, t_before_enter=0.0)
+    with rec.family("drafter"):
+        rec.piece_started(reserved_bytes=4)
+        nvml.used += 7
+        rec.piece_ended(reserved_bytes=4, t_before_enter=0.0)
+    rec.begin("target", "FULL", 32, 32, 1)
+    rec.piece_started(reserved_bytes=4)
+    nvml.used += 100
+    rec.piece_ended(reserved_bytes=8, t_before_enter=0.0)
+    rec.end()
+    got = [
+        (g.family, g.mode, g.num_tokens, g.pieces, g.nvml_delta_bytes, g.torch_reserved_delta_bytes)
+        for g in rec.measurements()
+    ]
+    assert got == [
+        ("target", "PIECEWISE", 64, 3, 30, 12),
+        ("drafter", "PIECEWISE", 64, 1, 7, 0),
+        ("target", "FULL", 32, 1, 100, 4),
+    ]
+
+
+def test_recorder_disarmed_records_nothing() -> None:
+    rec = GraphRecorder(None, armed=False)
+    rec.begin("target", "FULL", 8, 8, 1)
+    rec.piece_started(0)
+    rec.piece_ended(0, 0.0)
+    assert rec.measurements() == ()
+
+
+def _measured(**kw: Any) -> MeasuredCapture:
+    return MeasuredCapture(backend="vllm", status="complete", **kw)
+
+
+def test_compare_finds_missing_unexpected_and_dispatch_changes() -> None:
+    _, plan = plan_file(ROOT / "configs/examples/pr50488-eagle-k16.yaml")
+    target = plan.graphs["target"]
+    graphs = tuple(
+        GraphMeasurement(i, "target", g.mode, g.num_tokens, g.num_reqs, g.query_len, 1, 1.0, 2.0, 0, 0)
+        for i, g in enumerate(target[1:])  # the first planned graph is missing
+    ) + (GraphMeasurement(99, "target", "FULL", 9999, 1, 17, 1, 1.0, 1.0, 0, 0),)
+    q = plan.uniform_decode_query_len
+    rows = list(plan.uniform_decode[q])
+    rows[-1] = DispatchRange(
+        rows[-1].first, rows[-1].last, "FULL", 544, 32
+    )  # measured a graph where plan says eager
+    c = compare(plan, _measured(graphs=graphs, uniform_decode={q: tuple(rows)}, mixed=plan.mixed))
+    tdiff = next(d for d in c.graphs if d.family == "target")
+    assert tdiff.missing == (target[0],) and len(tdiff.unexpected) == 1
+    assert [(d.first, d.last, d.predicted, d.measured) for d in c.dispatch] == [(31, 32, "NONE", "FULL@544")]
+    assert not c.matches
+
+
+def test_no_gpu_is_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capture_mod, "gpu_unavailable_reason", lambda: "no CUDA GPU is visible")
+    with pytest.raises(GpuUnavailableError) as info:
+        capture_mod.run_capture(CONFIGS / "tiny-nospec.yaml", Overrides())
+    assert info.value.exit_code == ExitCode.ENVIRONMENT
+
+
+def test_unknown_vllm_version_is_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capture_mod, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr("cgplan.gpu.vllm_backend.installed_vllm_version", lambda: "0.99.0")
+    with pytest.raises(GpuUnavailableError, match=r"vLLM 0\.99\.0 is installed"):
+        capture_mod.run_capture(CONFIGS / "tiny-nospec.yaml", Overrides(), backend="vllm")
+
+
+@pytest.mark.parametrize(
+    ("exc", "words"),
+    [
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "out of memory"),
+        (KeyboardInterrupt(), "interrupted (SIGINT)"),
+        (capture_mod.Terminated(), "terminated (SIGTERM)"),
+        (ValueError("engine exploded"), "engine error"),
+    ],
+)
+def test_failure_half_way_keeps_partial_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exc: BaseException, words: str
+) -> None:
+    monkeypatch.setattr(capture_mod, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr("cgplan.gpu.vllm_backend.installed_vllm_version", lambda: "0.26.0")
+
+    def fake_capture(
+        inp: Any, raw: Any, base: Any, recorder: GraphRecorder, nvml: Any, log_lines: list[str]
+    ) -> Any:
+        nv = FakeNvml()
+        recorder.nvml = nv  # type: ignore[assignment]
+        recorder.begin("target", "PIECEWISE", 64, None, None)
+        recorder.piece_started(0)
+        nv.used += 2 << 20
+        recorder.piece_ended(0, 0.0)
+        log_lines.append("INFO x: Capturing CUDA graphs (PIECEWISE)")
+        raise exc
+
+    monkeypatch.setattr("cgplan.gpu.vllm_backend.capture_vllm", fake_capture)
+    out = tmp_path / "report.json"
+    out.write_text("previous content")
+    outcome = capture_mod.run_capture(CONFIGS / "tiny-nospec.yaml", Overrides(), backend="vllm", output=out)
+    assert isinstance(outcome.failure, CaptureError)
+    assert outcome.failure.exit_code == ExitCode.CAPTURE_FAILED
+    assert words in outcome.failure.message
+    doc = read_report(out)
+    assert doc["status"] == "partial" and words in doc["failure"]
+    assert [g["num_tokens"] for g in doc["measured"]["graphs"]] == [64]
+    assert doc["measured"]["graphs"][0]["nvml_delta_bytes"] == 2 << 20
+    assert not list(tmp_path.glob(".report.json.*"))  # no temporary file left behind
+    assert "partial" in render_capture(doc)
+
+
+def test_report_reader_rejects_newer_schema(tmp_path: Path) -> None:
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"schema_version": 99, "kind": "capture"}))
+    with pytest.raises(Exception, match=r"schema_version: 99 is newer than this cgplan reads"):
+        read_report(p)
