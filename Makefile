@@ -27,6 +27,8 @@ test-gpu: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
+	$(BIN)/ruff format --check cgplan tests scripts benchmarks
+	$(BIN)/mypy cgplan
 
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle when available)
 bench: $(STAMP)

@@ -38,9 +38,8 @@ This is a data-generation tool: tests must only read the JSON, never import it.
 
 from __future__ import annotations
 
-import gzip
-
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -163,7 +162,7 @@ def oracle_child(argv: list[str]) -> int:
         EngineArgs.create_engine_config = create_engine_config
 
     oracle.setup_process = setup_process_serve
-    sys.argv = [oracle_path] + argv
+    sys.argv = [oracle_path, *argv]
     return int(oracle.main() or 0)
 
 
@@ -239,7 +238,7 @@ def record_version(
             "--compact",
             *files,
         ]
-        proc = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.run(cmd, env=env, text=True, capture_output=True)
         status: dict[str, tuple[str, Path]] = {}
         for line in proc.stdout.splitlines():
             if ": " in line and " -> " in line:

@@ -144,10 +144,13 @@ def _measured(**kw: Any) -> MeasuredCapture:
 def test_compare_finds_missing_unexpected_and_dispatch_changes() -> None:
     _, plan = plan_file(ROOT / "configs/examples/pr50488-eagle-k16.yaml")
     target = plan.graphs["target"]
-    graphs = tuple(
-        GraphMeasurement(i, "target", g.mode, g.num_tokens, g.num_reqs, g.query_len, 1, 1.0, 2.0, 0, 0)
-        for i, g in enumerate(target[1:])  # the first planned graph is missing
-    ) + (GraphMeasurement(99, "target", "FULL", 9999, 1, 17, 1, 1.0, 1.0, 0, 0),)
+    graphs = (
+        *(
+            GraphMeasurement(i, "target", g.mode, g.num_tokens, g.num_reqs, g.query_len, 1, 1.0, 2.0, 0, 0)
+            for i, g in enumerate(target[1:])  # the first planned graph is missing
+        ),
+        GraphMeasurement(99, "target", "FULL", 9999, 1, 17, 1, 1.0, 1.0, 0, 0),
+    )
     q = plan.uniform_decode_query_len
     rows = list(plan.uniform_decode[q])
     rows[-1] = DispatchRange(
