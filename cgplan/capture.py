@@ -92,6 +92,7 @@ def run_capture(
     progress: ProgressSink | None = None,
     output: Path | None = None,
     allow_unknown_vllm: bool = False,
+    per_graph: bool = True,
 ) -> CaptureOutcome:
     """Capture every graph of `config` on this GPU and compare with the plan.
 
@@ -143,7 +144,7 @@ def run_capture(
                     from cgplan.gpu.vllm_backend import capture_vllm
 
                     measured = capture_vllm(
-                        inp, raw, str(Path(config).resolve().parent), recorder, nvml, log_lines
+                        inp, raw, str(Path(config).resolve().parent), recorder, nvml, log_lines, per_graph
                     )
                 else:
                     from cgplan.gpu.torch_backend import capture_plan_torch

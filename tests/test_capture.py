@@ -22,7 +22,7 @@ from cgplan.render.capture import render_capture
 from cgplan.reports import read_report
 
 ROOT = Path(__file__).parent.parent
-EVIDENCE = sorted((ROOT / "benchmarks/results/capture").glob("*-vllm.json"))
+EVIDENCE = sorted((ROOT / "benchmarks/results/h200").glob("*-vllm.json"))
 CONFIGS = ROOT / "configs/gpu"
 
 
@@ -193,7 +193,7 @@ def test_failure_half_way_keeps_partial_report(
     monkeypatch.setattr("cgplan.gpu.vllm_backend.installed_vllm_version", lambda: "0.26.0")
 
     def fake_capture(
-        inp: Any, raw: Any, base: Any, recorder: GraphRecorder, nvml: Any, log_lines: list[str]
+        inp: Any, raw: Any, base: Any, recorder: GraphRecorder, nvml: Any, log_lines: list[str], per_graph: bool
     ) -> Any:
         nv = FakeNvml()
         recorder.nvml = nv  # type: ignore[assignment]

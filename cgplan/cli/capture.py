@@ -31,6 +31,14 @@ def capture(
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
+    instrument: Annotated[
+        str,
+        typer.Option(
+            "--instrument",
+            hidden=True,
+            help="full (per graph) or timing (capture_model only: overhead baseline).",
+        ),
+    ] = "full",
     allow_unknown_vllm: Annotated[
         bool,
         typer.Option("--allow-unknown-vllm", help="Capture with a vLLM release cgplan has no rules for."),
@@ -52,6 +60,7 @@ def capture(
             progress=progress,
             output=output,
             allow_unknown_vllm=allow_unknown_vllm,
+            per_graph=instrument != "timing",
         )
     summary = render_capture(outcome.report)
     if json_out:

@@ -179,12 +179,19 @@ class _State:
 
 
 @contextmanager
-def instrument(recorder: GraphRecorder, nvml: NvmlSession | None, state: _State) -> Iterator[None]:
-    """Hook vLLM's capture path (both runners) for the duration of the engine's start."""
+def instrument(
+    recorder: GraphRecorder, nvml: NvmlSession | None, state: _State, per_graph: bool = True
+) -> Iterator[None]:
+    """Hook vLLM's capture path (both runners) for the duration of the engine's start.
+
+    `per_graph=False` keeps only the timing of `capture_model` (to measure the cost of
+    the per-graph hooks themselves).
+    """
     import torch
 
     with ExitStack() as stack:
-        stack.enter_context(hook_torch_graph_capture(recorder))
+        if per_graph:
+            stack.enter_context(hook_torch_graph_capture(recorder))
 
         def capture_model_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
             def capture_model(self: Any, *a: Any, **k: Any) -> Any:
@@ -213,6 +220,8 @@ def instrument(recorder: GraphRecorder, nvml: NvmlSession | None, state: _State)
             from vllm.v1.worker.gpu_model_runner import GPUModelRunner as V1Runner
 
             _wrap(stack, V1Runner, "capture_model", capture_model_wrapper)
+            if not per_graph:
+                raise ImportError  # timing only: skip the descriptor hooks
 
             def warmup_and_capture_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
                 def warmup_and_capture(
@@ -239,6 +248,8 @@ def instrument(recorder: GraphRecorder, nvml: NvmlSession | None, state: _State)
         except ImportError:
             pass
         try:
+            if not per_graph:
+                raise ImportError
             from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
 
             def dummy_run_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -258,6 +269,8 @@ def instrument(recorder: GraphRecorder, nvml: NvmlSession | None, state: _State)
             from vllm.v1.worker.gpu.model_runner import GPUModelRunner as V2Runner
 
             _wrap(stack, V2Runner, "capture_model", capture_model_wrapper)
+            if not per_graph:
+                raise ImportError
             model_mgr = getattr(cgu, "ModelCudaGraphManager", None)
 
             def manager_capture_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -374,6 +387,7 @@ def capture_vllm(
     recorder: GraphRecorder,
     nvml: NvmlSession | None,
     log_lines: list[str],
+    per_graph: bool = True,
 ) -> MeasuredCapture:
     """Start the engine (which captures), then probe its dispatcher. Raises on failure;
     the caller builds the partial report from `recorder`."""
@@ -392,7 +406,7 @@ def capture_vllm(
     try:
         from vllm import LLM
 
-        with instrument(recorder, nvml, state):
+        with instrument(recorder, nvml, state, per_graph):
             llm = LLM(**engine_kwargs(inp, raw, base_dir))
         vc = llm.llm_engine.vllm_config
         runner = state.runners[-1] if state.runners else None

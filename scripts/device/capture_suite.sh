@@ -3,6 +3,8 @@
 # then run `cgplan capture --gpu` on each config given, one engine process each, saving the
 # report, the console output and the exit code under $OUT.
 # usage: bash scripts/device/capture_suite.sh [--backend vllm|torch] CONFIG...
+# env: OUT (results folder), LIMIT (seconds for the whole suite), EXTRA_ARGS (more capture
+# options, e.g. "--instrument timing"), SUFFIX (appended to each result's name)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/cgplan-out}; mkdir -p "$OUT"
@@ -16,11 +18,11 @@ export PYTHONPATH="$ROOT:/tmp/site" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM
   DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 VLLM_ENABLE_V1_MULTIPROCESSING=0
 for cfg in "$@"; do
   left=$(( LIMIT - ($(date +%s) - T0) ))
-  name=$(basename "$cfg" .yaml)-$BACKEND
+  name=$(basename "$cfg" .yaml)-$BACKEND${SUFFIX:-}
   if [ $left -lt 100 ]; then echo "SKIP $name ($left s left)"; continue; fi
   tl=$(( left - 15 )); [ $tl -gt 240 ] && tl=240
   s=$(date +%s)
-  timeout -s INT $tl python3 -m cgplan capture --gpu "$cfg" --backend "$BACKEND" -o "$OUT/$name.json" \
+  timeout -s INT $tl python3 -m cgplan capture --gpu "$cfg" --backend "$BACKEND" -o "$OUT/$name.json" ${EXTRA_ARGS:-} \
     > "$OUT/$name.out" 2> "$OUT/$name.err"
   rc=$?
   echo "$name rc=$rc $(( $(date +%s) - s ))s"
