@@ -64,6 +64,15 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
     if v2:
         side = rt["v2"]
         out["graphs"] = {"target": _v2_graphs(side["target"]["capture"])}
+        # vLLM 0.26-0.31 under dynamic SD give the drafter's decode manager query lengths
+        # K_b + 1 - K; negative ones make descriptors with negative request counts, and the
+        # engine fails an assertion capturing them (H200 run:
+        # benchmarks/results/h200/tiny-eagle-dyn-v2-vllm.json). The oracle never captures.
+        decode_descs = (side.get("drafter_decode") or {}).get("capture") or []
+        if cfg["num_speculative_tokens"] > 1 and any(
+            d[2] is not None and d[2] < 0 for block in decode_descs for d in block["descs"]
+        ):
+            return {"error": "AssertionError while capturing drafter decode graphs (GPU evidence)"}
         # The oracle builds EAGLE-style speculator managers for draft_model too, but
         # vLLM's V2 StandaloneARSpeculator.init_cudagraph_manager is `pass` ("CUDA
         # graph not yet supported for standalone AR speculator",

@@ -94,6 +94,33 @@ def _decode_table(
     return _compress(rows)
 
 
+def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -> None:
+    """vLLM 0.26–0.31's drafter decode manager under dynamic SD: the engine does not start.
+
+    It recovers "sampled tokens per step" as 1 − K and adds it to each tier's K, so a tier
+    below K gives a query length of 0 or less. 0: `round_up` divides by zero when the
+    manager is built (even for K = 1). Negative: descriptors with negative request
+    counts, and capturing the first one fails an assertion (seen on the H200:
+    benchmarks/results/h200/tiny-eagle-dyn-v2-vllm.json).
+    """
+    path = "speculative_config.num_speculative_tokens_per_batch_size"
+    if 0 in decode_lens:
+        raise Rejected(
+            path,
+            f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph manager "
+            f"(ZeroDivisionError in round_up): a dynamic-SD tier at K = {k - 1} = "
+            "num_speculative_tokens − 1 gives decode query length 0",
+        )
+    if k > 1 and any(ql < 0 for ql in decode_lens):
+        bad = sorted(ql + k - 1 for ql in decode_lens if ql < 0)
+        raise Rejected(
+            path,
+            f"vLLM {inp.vllm_version} fails an assertion while capturing the drafter's decode "
+            f"CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
+            "negative decode query lengths and request counts (fixed in vLLM 0.32.0)",
+        )
+
+
 def _v1_decode(dispatcher: V1Dispatcher, uniform: bool, num_reqs: int, num_tokens: int) -> Outcome:
     # V1's runner flags a batch uniform only at the configured query length 1 + K.
     return dispatcher.dispatch(num_tokens, uniform)
@@ -171,18 +198,10 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
             )
             graphs["drafter_prefill"] = prefill.graphs()
             decode_graphs: tuple[Graph, ...] = ()
+            decode_lens = _v2_query_lens(inp, rules, 1, dense)
+            if mode.decode_mode() is Mode.FULL:
+                _check_drafter_decode_lens(inp, k, decode_lens)
             if k > 1 and mode.decode_mode() is Mode.FULL:
-                decode_lens = _v2_query_lens(inp, rules, 1, dense)
-                if 0 in decode_lens:
-                    # The decode manager recovers "sampled tokens per step" as 1 − K and
-                    # adds it to each tier's K: a tier at K − 1 gives query length 0, and
-                    # round_up divides by it while the engine starts.
-                    raise Rejected(
-                        "speculative_config.num_speculative_tokens_per_batch_size",
-                        f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph "
-                        "manager (ZeroDivisionError in round_up): a dynamic-SD tier at "
-                        f"K = {k - 1} = num_speculative_tokens − 1 yields decode query length 0",
-                    )
                 decode = V2Manager(
                     sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
                 )
