@@ -207,7 +207,13 @@ def test_failure_half_way_keeps_partial_report(
     monkeypatch.setattr("cgplan.gpu.vllm_backend.installed_vllm_version", lambda: "0.26.0")
 
     def fake_capture(
-        inp: Any, raw: Any, base: Any, recorder: GraphRecorder, nvml: Any, log_lines: list[str], per_graph: bool
+        inp: Any,
+        raw: Any,
+        base: Any,
+        recorder: GraphRecorder,
+        nvml: Any,
+        log_lines: list[str],
+        per_graph: bool,
     ) -> Any:
         nv = FakeNvml()
         recorder.nvml = nv  # type: ignore[assignment]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -97,3 +98,28 @@ def test_fixes_close_what_they_claim(inp: PlanInput) -> None:
         assert gap_batches(after) < gap_batches(plan)
         assert len(after.gaps) == fix.remaining_gaps
         assert graph_count(after) == fix.graphs_after
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs())
+def test_interval_dispatch_equals_per_batch_dispatch(inp: PlanInput) -> None:
+    """The O(graphs) dispatch table is exactly the O(max_num_seqs) per-batch definition."""
+    from unittest import mock
+
+    from cgplan.core import plan as plan_mod
+
+    fast = plan_mod.dispatch_table
+    checked: list[int] = []
+
+    def both(query_len: int, max_batches: int, max_tokens: int, pick: Any, boundaries: list[int]) -> Any:
+        got = fast(query_len, max_batches, max_tokens, pick, boundaries)
+        assert got == plan_mod.naive_dispatch_table(query_len, max_batches, max_tokens, pick)
+        checked.append(1)
+        return got
+
+    with mock.patch.object(plan_mod, "dispatch_table", both):
+        try:
+            build_plan(inp, with_fixes=False)
+        except Rejected:
+            return
+    assert checked

@@ -83,6 +83,10 @@ class V1Dispatcher:
             return (padded, min(padded // self.q, self.s), True)
         return (padded, min(padded, self.s), False)
 
+    def boundaries(self) -> list[int]:
+        """Token counts where a dispatch outcome can change: the capture sizes."""
+        return [*self.sizes, self.max_size]
+
     def graphs(self) -> tuple[Graph, ...]:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""
         out: list[Graph] = []
@@ -142,8 +146,9 @@ class V2Manager:
         by_mode: dict[Mode, list[_Desc]] = {}
         by_token: dict[int, list[_Desc]] = {}
         seen: set[_Desc] = set()
+        with_decode = mode.separate_routine() and decode_mode is not Mode.NONE
         for size in sorted(sizes):
-            if mode.separate_routine() and decode_mode is not Mode.NONE:
+            if with_decode:
                 for ql in decode_query_lens:
                     tokens = round_up(size, ql)
                     reqs = tokens // ql
@@ -162,7 +167,9 @@ class V2Manager:
         for descs in by_mode.values():
             descs.sort(key=lambda d: d.num_tokens, reverse=True)
         self.by_mode = by_mode
-        self._outcomes = {d: d.outcome for descs in by_mode.values() for d in descs}
+        self._outcomes = {
+            d: Outcome(d.mode, d.num_tokens, d.num_reqs) for descs in by_mode.values() for d in descs
+        }
         if candidates is V2Candidates.SMALLEST_ANY_MODE:
             counts = sorted(by_token)
             self._groups = [(counts, [by_token[c] for c in counts])]
@@ -179,6 +186,10 @@ class V2Manager:
                         groups_m.append([d])
                 if counts_m:
                     self._groups.append((counts_m, groups_m))
+
+    def boundaries(self) -> list[int]:
+        """Token counts where a dispatch outcome can change: every descriptor's."""
+        return [d.num_tokens for descs in self.by_mode.values() for d in descs]
 
     def graphs(self) -> tuple[Graph, ...]:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""

@@ -83,11 +83,53 @@ def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
     )
 
 
-def _decode_table(
-    query_len: int, max_num_seqs: int, max_tokens: int, pick: Callable[[int, int], Outcome]
+def dispatch_table(
+    query_len: int,
+    max_batches: int,
+    max_tokens: int,
+    pick: Callable[[int, int], Outcome],
+    boundaries_tokens: list[int],
 ) -> tuple[DispatchRange, ...]:
+    """Outcome of every batch n = 1..max_batches of n × query_len tokens (≤ max_tokens).
+
+    Both dispatchers decide from the smallest captured token count ≥ the batch's tokens,
+    and every compatibility test they make is monotone inside one interval between
+    consecutive captured token counts (a graph at t tokens and query length q holds t/q ≥ n
+    requests). So one dispatch per interval gives the whole table: O(graphs), not
+    O(max_num_seqs); `naive_dispatch_table` is the per-batch definition it is tested against.
+    """
+    n_max = min(max_batches, max_tokens // query_len)
+    rows: list[tuple[int, int, Outcome]] = []
+    prev = 0
+    for cut in [*sorted({b for b in boundaries_tokens if b > 0}), None]:
+        lo = prev // query_len + 1
+        hi = n_max if cut is None else min(n_max, cut // query_len)
+        if lo <= hi:
+            rows.append((lo, hi, pick(lo, lo * query_len)))
+        if cut is None or hi >= n_max:
+            break
+        prev = cut
+    out: list[DispatchRange] = []
+    for lo, hi, o in rows:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.last == lo - 1
+            and (last.mode, last.padded_tokens, last.padded_reqs)
+            == (o.mode.value, o.padded_tokens, o.padded_reqs)
+        ):
+            out[-1] = DispatchRange(last.first, hi, last.mode, last.padded_tokens, last.padded_reqs)
+        else:
+            out.append(DispatchRange(lo, hi, o.mode.value, o.padded_tokens, o.padded_reqs))
+    return tuple(out)
+
+
+def naive_dispatch_table(
+    query_len: int, max_batches: int, max_tokens: int, pick: Callable[[int, int], Outcome]
+) -> tuple[DispatchRange, ...]:
+    """The per-batch definition of `dispatch_table` (used by the tests)."""
     rows = []
-    for n in range(1, max_num_seqs + 1):
+    for n in range(1, max_batches + 1):
         if n * query_len > max_tokens:
             break
         rows.append((n, pick(n, n * query_len)))
@@ -130,6 +172,15 @@ def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: in
     return manager.dispatch(num_reqs, num_tokens, query_len)
 
 
+def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
+    return dispatcher.dispatch(num_tokens, False)
+
+
+def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -> Outcome:
+    # A mixed batch: as many requests as tokens up to max_num_seqs (the FULL worst case).
+    return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
+
+
 def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = True) -> Plan:
     """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
 
@@ -167,8 +218,8 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
         graphs["target"] = target.graphs()
         tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
         for ql in tiers:
-            uniform[ql] = _decode_table(ql, s, b, partial(_v1_decode, target, ql == q))
-        mixed = _compress([(t, target.dispatch(t, False)) for t in range(1, mixed_hi + 1)])
+            uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
+        mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
         if spec is not None and spec.method != "ngram":
             drafter_mode = (
                 Mode.PIECEWISE
@@ -183,8 +234,8 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
         graphs["target"] = manager.graphs()
         tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
         for ql in tiers:
-            uniform[ql] = _decode_table(ql, s, b, partial(_v2_decode, manager, ql))
-        mixed = _compress([(t, manager.dispatch(min(t, s), t, None)) for t in range(1, mixed_hi + 1)])
+            uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())
+        mixed = dispatch_table(1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries())
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
             prefill = V2Manager(
