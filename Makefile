@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: plan test test-gpu lint bench golden clean install
+.PHONY: plan test test-gpu lint bench golden clean install gate-examples ci
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,17 @@ plan: $(STAMP)
 ## test: the CPU test suite (golden data from vLLM's own code, property tests, CLI tests)
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not gpu"
+
+## gate-examples: the project's own serving configs must pass the default CI gate;
+## the PR #50488 example must fail it (31-32 requests eager on Hopper)
+GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
+	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
+gate-examples: $(STAMP)
+	PYTHON=$(BIN)/python scripts/cgplan-gate --policy configs/gates/default.yaml \
+		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
+	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
+
+ci: lint test gate-examples
 
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu

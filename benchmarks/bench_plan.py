@@ -74,6 +74,25 @@ def main() -> int:
         build_plan(x, with_fixes=False)
     sweep_s = time.perf_counter() - t0
 
+    sweep_cmd = [
+        sys.executable,
+        "-m",
+        "cgplan",
+        "sweep",
+        str(ROOT / "configs/examples/pr50488-eagle-k16.yaml"),
+        "--set",
+        "max_num_seqs=8..2048",
+        "--vllm-version",
+        "0.26.0",
+        "--vllm-version",
+        "0.33.0",
+        "--json",
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(sweep_cmd, check=True, capture_output=True, text=True)
+    sweep_process_s = time.perf_counter() - t0
+    sweep_doc = json.loads(proc.stdout)
+
     result: dict[str, object] = {
         "command": "make bench  (python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json"
         + (f" --oracle-python {args.oracle_python}" if args.oracle_python else "")
@@ -88,7 +107,19 @@ def main() -> int:
         "cgplan_in_process_plan_median_ms": round(inproc_s * 1000, 2),
         "cgplan_in_process_plan_without_fixes_median_ms": round(inproc_nofix_s * 1000, 2),
         "sweep_1000_configs_s": round(sweep_s, 3),
-        "targets": {"speedup_vs_vllm": ">= 20x", "in_process_ms": "< 20", "sweep_1000_s": "< 5"},
+        "sweep_cli_max_num_seqs_8_to_2048_two_releases": {
+            "command": "cgplan sweep configs/examples/pr50488-eagle-k16.yaml --set max_num_seqs=8..2048 "
+            "--vllm-version 0.26.0 --vllm-version 0.33.0 --json",
+            "plans": sweep_doc["plans"],
+            "ranges": len(sweep_doc["ranges"]),
+            "process_s": round(sweep_process_s, 3),
+        },
+        "targets": {
+            "speedup_vs_vllm": ">= 20x",
+            "in_process_ms": "< 20",
+            "sweep_1000_s": "< 5",
+            "sweep_8_2048_two_releases_s": "a few seconds",
+        },
     }
     if args.oracle_python and Path(args.oracle_python).exists():
         cfg = {

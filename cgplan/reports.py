@@ -13,8 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cgplan.core.compare_sides import Side
 from cgplan.core.measure import Comparison, MeasuredCapture, summarize
-from cgplan.core.types import DispatchRange, Plan
+from cgplan.core.types import DispatchRange, Graph, Plan
 from cgplan.errors import CgplanError, ReportError
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
@@ -167,3 +168,131 @@ def read_report(path: Path) -> dict[str, Any]:
             f"{path}:kind: unknown report kind (got {kind!r}; expected one of {', '.join(REPORT_KINDS)})"
         )
     return doc
+
+
+def _graph_list(items: Any, where: str) -> tuple[Graph, ...]:
+    if not isinstance(items, list):
+        raise ReportError(f"{where}: expected a list of graphs")
+    out = []
+    for i, g in enumerate(items):
+        if not isinstance(g, dict) or not isinstance(g.get("mode"), str) or not _is_int(g.get("num_tokens")):
+            raise ReportError(f"{where}[{i}]: expected {{mode, num_tokens, num_reqs, query_len}}")
+        out.append(
+            Graph(g["mode"], g["num_tokens"], _opt_int(g.get("num_reqs")), _opt_int(g.get("query_len")))
+        )
+    return tuple(out)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_int(v: Any) -> int | None:
+    return v if _is_int(v) else None
+
+
+def _dispatch(rows: Any, unit: str, where: str) -> tuple[DispatchRange, ...]:
+    if not isinstance(rows, list):
+        raise ReportError(f"{where}: expected a list of ranges")
+    out = []
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not _is_int(r.get(f"from_{unit}")) or not _is_int(r.get(f"to_{unit}")):
+            raise ReportError(f"{where}[{i}]: expected from_{unit}/to_{unit}/mode/padded_tokens")
+        mode = r.get("mode")
+        if mode not in ("FULL", "PIECEWISE", "NONE"):
+            raise ReportError(f"{where}[{i}].mode: expected FULL, PIECEWISE or NONE (got {mode!r})")
+        out.append(
+            DispatchRange(
+                r[f"from_{unit}"],
+                r[f"to_{unit}"],
+                mode,
+                _opt_int(r.get("padded_tokens")),
+                _opt_int(r.get("padded_reqs")),
+            )
+        )
+    return tuple(out)
+
+
+def side_from_report(doc: dict[str, Any], label: str) -> Side:
+    """A plan JSON or capture report as a comparison side (measured figures for captures).
+
+    Raises:
+        ReportError: a field is missing or of the wrong type.
+    """
+    plan = doc if doc.get("kind", "plan") == "plan" else doc.get("plan")
+    if not isinstance(plan, dict):
+        raise ReportError(f"{label}: plan: missing (expected the plan the report was made against)")
+    try:
+        q = int(plan["uniform_decode_query_len"])
+        s = int(plan["max_num_seqs"])
+        version = str(plan["vllm_version"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ReportError(f"{label}: plan: missing or malformed field {e}") from None
+    dyn = plan.get("dynamic_sd")
+    lookup: tuple[tuple[int, int, int], ...] | None = None
+    if isinstance(dyn, dict) and isinstance(dyn.get("lookup"), list):
+        try:
+            lookup = tuple((int(a), int(b), int(k)) for a, b, k in dyn["lookup"])
+        except (TypeError, ValueError):
+            raise ReportError(
+                f"{label}: dynamic_sd.lookup: expected [first_batch, last_batch, K] rows"
+            ) from None
+    if doc.get("kind") == "capture":
+        m = doc.get("measured")
+        if not isinstance(m, dict):
+            raise ReportError(f"{label}: measured: missing")
+        graphs_raw = m.get("graphs") or []
+        families: dict[str, list[Graph]] = {}
+        for i, g in enumerate(graphs_raw if isinstance(graphs_raw, list) else []):
+            fam = g.get("family") if isinstance(g, dict) else None
+            if not isinstance(fam, str):
+                raise ReportError(f"{label}: measured.graphs[{i}].family: missing")
+            families.setdefault(fam, []).extend(_graph_list([g], f"{label}: measured.graphs[{i}]"))
+        uniform_raw = m.get("uniform_decode") or {}
+        uniform = {
+            int(k): _dispatch(v, "reqs", f"{label}: measured.uniform_decode.{k}")
+            for k, v in uniform_raw.items()
+        }
+        pool = m.get("graph_nvml_total_bytes")
+        wall = m.get("capture_wall_s")
+        return Side(
+            label,
+            "capture",
+            version,
+            doc.get("config_fingerprint"),
+            s,
+            q,
+            {f: tuple(g) for f, g in families.items()},
+            uniform,
+            lookup,
+            pool_bytes=pool if _is_int(pool) else None,
+            pool_source="measured" if _is_int(pool) else None,
+            capture_time_s=float(wall)
+            if isinstance(wall, int | float) and not isinstance(wall, bool)
+            else None,
+        )
+    graphs_raw = plan.get("graphs")
+    if not isinstance(graphs_raw, dict):
+        raise ReportError(f"{label}: graphs: missing (expected {{family: [graphs]}})")
+    graphs = {f: _graph_list(v, f"{label}: graphs.{f}") for f, v in graphs_raw.items()}
+    ud_raw = plan.get("uniform_decode")
+    if not isinstance(ud_raw, dict):
+        raise ReportError(f"{label}: uniform_decode: missing")
+    try:
+        uniform = {int(k): _dispatch(v, "reqs", f"{label}: uniform_decode.{k}") for k, v in ud_raw.items()}
+    except ValueError:
+        raise ReportError(f"{label}: uniform_decode: keys must be query lengths") from None
+    pred = plan.get("predicted_pool_bytes")
+    return Side(
+        label,
+        "plan",
+        version,
+        doc.get("config_fingerprint"),
+        s,
+        q,
+        graphs,
+        uniform,
+        lookup,
+        pool_bytes=pred if _is_int(pred) else None,
+        pool_source="predicted" if _is_int(pred) else None,
+    )

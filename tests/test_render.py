@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.core.fingerprint import fingerprint
 from cgplan.planning import plan_file
 from cgplan.render import OutputFormat, render
 
@@ -23,8 +24,14 @@ SUFFIX = {OutputFormat.table: "table.txt", OutputFormat.json: "json", OutputForm
 @pytest.mark.parametrize("fmt", list(OutputFormat))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden_output(case: str, fmt: OutputFormat, update_golden: bool) -> None:
-    _, plan = plan_file(CASES[case])
-    text = render(plan, fmt, source=f"configs/examples/{CASES[case].name}", width=100)
+    cfg, plan = plan_file(CASES[case])
+    text = render(
+        plan,
+        fmt,
+        source=f"configs/examples/{CASES[case].name}",
+        width=100,
+        fingerprint=fingerprint(cfg.input),
+    )
     path = GOLDEN / f"{case}.{SUFFIX[fmt]}"
     if update_golden:
         path.parent.mkdir(exist_ok=True)

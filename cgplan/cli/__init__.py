@@ -8,7 +8,10 @@ import typer
 
 from cgplan import __version__
 from cgplan.cli import capture as capture_cmd
+from cgplan.cli import diff as diff_cmd
+from cgplan.cli import gate as gate_cmd
 from cgplan.cli import plan as plan_cmd
+from cgplan.cli import sweep as sweep_cmd
 from cgplan.errors import CgplanError
 
 EPILOG = (
@@ -43,6 +46,9 @@ def _root(
 
 app.command("plan", epilog=EPILOG)(plan_cmd.plan)
 app.command("capture", epilog=EPILOG)(capture_cmd.capture)
+app.command("diff", epilog=EPILOG)(diff_cmd.diff)
+app.command("sweep", epilog=EPILOG)(sweep_cmd.sweep)
+app.command("gate", epilog=EPILOG)(gate_cmd.gate)
 
 
 def main() -> None:

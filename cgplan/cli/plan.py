@@ -21,6 +21,7 @@ from cgplan.cli._options import (
 )
 from cgplan.cli._output import write_artifact
 from cgplan.config import Overrides
+from cgplan.core.fingerprint import fingerprint
 from cgplan.errors import ExitCode
 from cgplan.planning import plan_file
 from cgplan.render import OutputFormat, render
@@ -50,7 +51,14 @@ def plan(
     color = tty and not no_color and not os.environ.get("NO_COLOR")
     width = shutil.get_terminal_size((100, 24)).columns if tty else 100
     text = render(
-        result, fmt, source=str(config), full=full, ignored_keys=loaded.ignored_keys, width=width, color=color
+        result,
+        fmt,
+        source=str(config),
+        full=full,
+        ignored_keys=loaded.ignored_keys,
+        width=width,
+        color=color,
+        fingerprint=fingerprint(loaded.input),
     )
     write_artifact(text, output)
     if loaded.ignored_keys and fmt is OutputFormat.table:

@@ -30,6 +30,7 @@ def render(
     ignored_keys: tuple[str, ...] = (),
     width: int = 100,
     color: bool = False,
+    fingerprint: str | None = None,
 ) -> str:
     """Render `plan` in `fmt` (pure: model → string)."""
     match fmt:
@@ -40,7 +41,9 @@ def render(
         case OutputFormat.json:
             from cgplan.render.json import dumps, plan_to_dict
 
-            return dumps(plan_to_dict(plan, source=source, ignored_keys=ignored_keys))
+            return dumps(
+                plan_to_dict(plan, source=source, ignored_keys=ignored_keys, fingerprint=fingerprint)
+            )
         case OutputFormat.markdown:
             from cgplan.render.markdown import render_markdown
 

@@ -24,7 +24,11 @@ def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
 
 
 def plan_to_dict(
-    plan: Plan, *, source: str | None = None, ignored_keys: tuple[str, ...] = ()
+    plan: Plan,
+    *,
+    source: str | None = None,
+    ignored_keys: tuple[str, ...] = (),
+    fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
     counts = {
@@ -39,6 +43,7 @@ def plan_to_dict(
         "kind": "plan",
         "cgplan_version": __version__,
         "source": source,
+        "config_fingerprint": fingerprint,
         "vllm_version": plan.vllm_version,
         "platform": plan.platform,
         "model_runner": plan.model_runner,

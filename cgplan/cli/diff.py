@@ -1,0 +1,52 @@
+"""`cgplan diff A [B]`: graphs, coverage, padding, memory and time between two sides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cgplan.cli._options import JsonOpt, MarkdownOpt, OutputOpt
+from cgplan.cli._output import write_artifact
+from cgplan.diffing import diff_paths
+from cgplan.errors import ExitCode
+from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+
+
+def diff(
+    a: Annotated[
+        Path,
+        typer.Argument(help="A config (YAML) or report (plan --json / capture JSON).", show_default=False),
+    ],
+    b: Annotated[
+        Path | None, typer.Argument(help="The other side (omit to compare A under two releases).")
+    ] = None,
+    vllm_version: Annotated[
+        list[str] | None,
+        typer.Option("--vllm-version", help="Release(s): one for both sides, two (or A..B) for A and B."),
+    ] = None,
+    allow_mismatch: Annotated[
+        bool, typer.Option("--allow-mismatch", help="Compare reports of different configs anyway.")
+    ] = False,
+    json_out: JsonOpt = False,
+    markdown: MarkdownOpt = False,
+    output: OutputOpt = None,
+    fail_on_change: Annotated[
+        bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
+    ] = False,
+) -> None:
+    """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
+    if json_out and markdown:
+        raise typer.BadParameter("give at most one of --json and --markdown")
+    d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch)
+    if json_out:
+        text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
+    elif markdown:
+        text = render_diff_markdown(d)
+    else:
+        text = render_diff(d)
+    write_artifact(text, output)
+    if fail_on_change and not d.unchanged:
+        raise typer.Exit(int(ExitCode.GATE_FAILED))

@@ -1,0 +1,54 @@
+"""`cgplan gate TARGET...`: hold configs or reports against a policy; exit 0 pass, 1 fail, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cgplan.cli._output import write_artifact
+from cgplan.errors import ExitCode
+from cgplan.gating import gate_targets, policy_to_dict
+from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+
+
+def gate(
+    targets: Annotated[
+        list[Path], typer.Argument(help="Configs (YAML) or reports (JSON) to judge.", show_default=False)
+    ],
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="Policy YAML (default: configs/gates/default.yaml's rules)."),
+    ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Config or report to check for regressions against.")
+    ] = None,
+    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Release for configs.")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the verdict JSON here ('-' = stdout).")
+    ] = None,
+    markdown_path: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a markdown verdict here.")
+    ] = None,
+    junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+) -> None:
+    """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
+    results, pol = gate_targets(targets, policy, baseline, vllm_version)
+    verdict = gate_to_dict(results, policy_to_dict(pol))
+    text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
+    if json_path is not None and str(json_path) == "-":
+        write_artifact(text, None)
+        sys.stderr.write(render_gate(results))
+    else:
+        sys.stdout.write(render_gate(results))
+        if json_path is not None:
+            write_artifact(text, json_path)
+    if markdown_path is not None:
+        write_artifact(render_gate_markdown(results), markdown_path)
+    if junit_path is not None:
+        write_artifact(render_junit(results), junit_path)
+    if not verdict["passed"]:
+        raise typer.Exit(int(ExitCode.GATE_FAILED))

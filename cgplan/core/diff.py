@@ -1,0 +1,111 @@
+"""diff: what changes between two sides (graphs, coverage per tier, padding, memory, time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgplan.core.compare_sides import Side, padding
+from cgplan.core.types import Graph
+
+
+@dataclass(frozen=True)
+class FamilyModeDelta:
+    """Graphs of one (family, mode) on each side."""
+
+    family: str
+    mode: str
+    count_a: int
+    count_b: int
+    added: tuple[Graph, ...]
+    removed: tuple[Graph, ...]
+
+
+@dataclass(frozen=True)
+class CoverageMove:
+    """Request counts of one tier whose outcome changed."""
+
+    query_len: int
+    first_reqs: int
+    last_reqs: int
+    mode_a: str
+    """FULL, PIECEWISE, NONE (eager) or "-" (not in this tier on that side)."""
+    mode_b: str
+
+
+@dataclass(frozen=True)
+class TierPadding:
+    """Padding waste of one tier: padded tokens over real tokens."""
+
+    query_len: int
+    padded_a: int
+    real_a: int
+    padded_b: int
+    real_b: int
+
+    @staticmethod
+    def ratio(padded: int, real: int) -> float | None:
+        """padded / real, None without graph-replayed batches."""
+        return round(padded / real, 4) if real else None
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Everything that moved from A to B."""
+
+    a: Side
+    b: Side
+    families: tuple[FamilyModeDelta, ...]
+    moves: tuple[CoverageMove, ...]
+    padding: tuple[TierPadding, ...]
+
+    @property
+    def fingerprints_match(self) -> bool:
+        """Both sides describe the same config (or one side has no fingerprint)."""
+        return (
+            self.a.fingerprint is None
+            or self.b.fingerprint is None
+            or self.a.fingerprint == self.b.fingerprint
+        )
+
+    @property
+    def unchanged(self) -> bool:
+        """Same graphs and the same coverage."""
+        return not self.moves and all(not f.added and not f.removed for f in self.families)
+
+
+def diff_sides(a: Side, b: Side) -> Diff:
+    """Compare two sides: graphs added/removed per family and mode, coverage moves, padding."""
+    families: list[FamilyModeDelta] = []
+    for family in list(dict.fromkeys([*a.graphs, *b.graphs])):
+        for mode in ("PIECEWISE", "FULL"):
+            ga = tuple(g for g in a.graphs.get(family, ()) if g.mode == mode)
+            gb = tuple(g for g in b.graphs.get(family, ()) if g.mode == mode)
+            if not ga and not gb:
+                continue
+            sa, sb = set(ga), set(gb)
+            added = tuple(g for g in gb if g not in sa)
+            removed = tuple(g for g in ga if g not in sb)
+            families.append(FamilyModeDelta(family, mode, len(ga), len(gb), added, removed))
+    moves: list[CoverageMove] = []
+    pads: list[TierPadding] = []
+    for ql in sorted(set(a.query_lens) | set(b.query_lens)):
+        ma, mb = a.decode_modes(ql), b.decode_modes(ql)
+        for n in sorted(set(ma) | set(mb)):
+            xa = ma[n][0] if n in ma else "-"
+            xb = mb[n][0] if n in mb else "-"
+            if xa == xb:
+                continue
+            last = moves[-1] if moves else None
+            if (
+                last
+                and last.query_len == ql
+                and last.last_reqs == n - 1
+                and (last.mode_a, last.mode_b) == (xa, xb)
+            ):
+                moves[-1] = CoverageMove(ql, last.first_reqs, n, xa, xb)
+            else:
+                moves.append(CoverageMove(ql, n, n, xa, xb))
+        pa, ra = padding(a, ql)
+        pb, rb = padding(b, ql)
+        pads.append(TierPadding(ql, pa, ra, pb, rb))
+    return Diff(a, b, tuple(families), tuple(moves), tuple(pads))

@@ -1,0 +1,50 @@
+"""The library entry point behind `cgplan diff`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cgplan.config import Overrides
+from cgplan.core.diff import Diff, diff_sides
+from cgplan.errors import ConfigError, ReportError
+from cgplan.sides import is_report, load_side
+
+
+def split_versions(values: list[str]) -> list[str]:
+    """`--vllm-version A --vllm-version B` or `--vllm-version A..B` → [A, B]."""
+    out: list[str] = []
+    for v in values:
+        out += [x for x in v.split("..") if x] if ".." in v else [v]
+    return out
+
+
+def diff_paths(a: Path, b: Path | None, versions: list[str], *, allow_mismatch: bool = False) -> Diff:
+    """Diff two configs, one config under two releases, a plan and a capture, or two captures.
+
+    Raises:
+        ConfigError: bad arguments or configs; ReportError: reports of different configs.
+    """
+    vs = split_versions(versions)
+    if len(vs) > 2:
+        raise ConfigError("--vllm-version", f"at most two releases (got {', '.join(vs)})")
+    if b is None:
+        if len(vs) != 2:
+            raise ConfigError(
+                "--vllm-version",
+                "one config needs two releases to compare, e.g. --vllm-version 0.26.0..0.33.0",
+            )
+        return diff_sides(
+            load_side(a, Overrides(vllm_version=vs[0]), f"{a} @ {vs[0]}"),
+            load_side(b or a, Overrides(vllm_version=vs[1]), f"{a} @ {vs[1]}"),
+        )
+    va = vs[0] if vs else None
+    vb = vs[-1] if vs else None
+    side_a = load_side(a, Overrides(vllm_version=va))
+    side_b = load_side(b, Overrides(vllm_version=vb))
+    d = diff_sides(side_a, side_b)
+    if (is_report(a) or is_report(b)) and not d.fingerprints_match and not allow_mismatch:
+        raise ReportError(
+            f"{a} and {b} describe different configs (fingerprints {side_a.fingerprint} and "
+            f"{side_b.fingerprint}); compare them anyway with --allow-mismatch"
+        )
+    return d

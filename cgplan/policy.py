@@ -1,0 +1,80 @@
+"""Gate policy files (YAML) → GatePolicy, with located errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgplan.core.gate import GatePolicy
+from cgplan.errors import ConfigError
+
+_BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
+_NUMBERS = ("max_pool_gib", "max_capture_seconds", "max_decode_padding_ratio", "max_graph_growth_pct")
+_INTS = ("max_total_graphs",)
+KEYS = (*_BOOLS, *_NUMBERS, *_INTS, "max_graphs_per_family")
+
+
+def parse_policy(doc: Any) -> GatePolicy:
+    """Validate a parsed policy document.
+
+    Raises:
+        ConfigError: located at the offending key.
+    """
+    if doc is None:
+        return GatePolicy()
+    if not isinstance(doc, dict):
+        raise ConfigError("<root>", f"must be a mapping of policy keys (got {type(doc).__name__})")
+    values: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key not in KEYS:
+            close = difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(str(key), f"unknown policy key{hint} (expected one of {', '.join(KEYS)})")
+        if value is None:
+            values[key] = None if key != "max_graphs_per_family" else {}
+            continue
+        if key in _BOOLS:
+            if not isinstance(value, bool):
+                raise ConfigError(key, f"must be true or false (got {value!r})")
+        elif key in _NUMBERS:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ConfigError(key, f"must be a number >= 0 (got {value!r})")
+            value = float(value)
+        elif key in _INTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(key, f"must be an integer >= 0 (got {value!r})")
+        else:  # max_graphs_per_family
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                value = {"*": value}
+            elif not isinstance(value, dict):
+                raise ConfigError(key, f"must be an integer or a mapping family → integer (got {value!r})")
+            for fam, n in value.items():
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise ConfigError(f"{key}.{fam}", f"must be an integer >= 0 (got {n!r})")
+            value = {str(k): int(v) for k, v in value.items()}
+        values[key] = value
+    return dataclasses.replace(GatePolicy(), **values)
+
+
+def load_policy(path: Path) -> GatePolicy:
+    """Read a policy YAML file."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
+    except yaml.YAMLError as e:
+        raise ConfigError("", f"invalid YAML: {str(e).splitlines()[0]}", source=str(path)) from None
+    try:
+        return parse_policy(doc)
+    except ConfigError as e:
+        raise e.located(str(path)) from None

@@ -1,0 +1,320 @@
+"""Text, markdown and JSON for diff, sweep and gate results."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from rich.console import Console
+from rich.table import Table
+
+from cgplan.core.diff import Diff, TierPadding
+from cgplan.core.gate import GateResult
+from cgplan.core.sweep import SweepResult
+from cgplan.render.json import SCHEMA_VERSION
+
+GIB = 1 << 30
+
+
+def _console(buf: io.StringIO, width: int, color: bool) -> Console:
+    return Console(
+        file=buf,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        highlight=False,
+    )
+
+
+def _ratio(p: int, r: int) -> str:
+    x = TierPadding.ratio(p, r)
+    return "-" if x is None else f"{x:.3f}"
+
+
+def diff_to_dict(d: Diff) -> dict[str, Any]:
+    """The diff as JSON."""
+
+    def g(x: Any) -> dict[str, Any]:
+        return {"mode": x.mode, "num_tokens": x.num_tokens, "num_reqs": x.num_reqs, "query_len": x.query_len}
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "diff",
+        "a": {
+            "label": d.a.label,
+            "kind": d.a.kind,
+            "vllm_version": d.a.vllm_version,
+            "fingerprint": d.a.fingerprint,
+            "rejected": d.a.rejected,
+        },
+        "b": {
+            "label": d.b.label,
+            "kind": d.b.kind,
+            "vllm_version": d.b.vllm_version,
+            "fingerprint": d.b.fingerprint,
+            "rejected": d.b.rejected,
+        },
+        "fingerprints_match": d.fingerprints_match,
+        "unchanged": d.unchanged,
+        "graphs": [
+            {
+                "family": f.family,
+                "mode": f.mode,
+                "count_a": f.count_a,
+                "count_b": f.count_b,
+                "added": [g(x) for x in f.added],
+                "removed": [g(x) for x in f.removed],
+            }
+            for f in d.families
+        ],
+        "coverage_moves": [asdict(m) for m in d.moves],
+        "padding": [
+            {
+                **asdict(p),
+                "ratio_a": TierPadding.ratio(p.padded_a, p.real_a),
+                "ratio_b": TierPadding.ratio(p.padded_b, p.real_b),
+            }
+            for p in d.padding
+        ],
+        "pool_bytes": {
+            "a": d.a.pool_bytes,
+            "b": d.b.pool_bytes,
+            "source_a": d.a.pool_source,
+            "source_b": d.b.pool_source,
+        },
+        "capture_time_s": {"a": d.a.capture_time_s, "b": d.b.capture_time_s},
+    }
+
+
+def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
+    """Human diff: graphs per family/mode, coverage moves per tier, padding, memory, time."""
+    buf = io.StringIO()
+    c = _console(buf, width, color)
+    c.print(f"A: {d.a.label} ({d.a.kind}, vLLM {d.a.vllm_version})", soft_wrap=True)
+    c.print(f"B: {d.b.label} ({d.b.kind}, vLLM {d.b.vllm_version})", soft_wrap=True)
+    for side, name in ((d.a, "A"), (d.b, "B")):
+        if side.rejected:
+            c.print(
+                f"{name} is refused by vLLM {side.vllm_version}: {side.rejected}", style="red", soft_wrap=True
+            )
+    t = Table(show_edge=False, box=None, header_style="bold")
+    for col in ("family", "mode", "A", "B", "added", "removed"):
+        t.add_column(col, justify="left" if col in ("family", "mode") else "right")
+    for f in d.families:
+        t.add_row(f.family, f.mode, str(f.count_a), str(f.count_b), f"+{len(f.added)}", f"-{len(f.removed)}")
+    c.print()
+    c.print(t)
+    c.print()
+    if d.moves:
+        m = Table(
+            show_edge=False,
+            box=None,
+            header_style="bold",
+            title="coverage moves (uniform decode)",
+            title_justify="left",
+        )
+        for col in ("tokens/request", "requests", "A", "B"):
+            m.add_column(col)
+        for mv in d.moves:
+            style = "red" if mv.mode_b == "NONE" else ("green" if mv.mode_b == "FULL" else "")
+            m.add_row(str(mv.query_len), f"{mv.first_reqs}-{mv.last_reqs}", mv.mode_a, mv.mode_b, style=style)
+        c.print(m)
+    else:
+        c.print("coverage: every uniform-decode batch of every tier has the same outcome")
+    p = Table(
+        show_edge=False,
+        box=None,
+        header_style="bold",
+        title="padding waste (padded / real tokens)",
+        title_justify="left",
+    )
+    for col in ("tokens/request", "A", "B"):
+        p.add_column(col)
+    for pad in d.padding:
+        p.add_row(str(pad.query_len), _ratio(pad.padded_a, pad.real_a), _ratio(pad.padded_b, pad.real_b))
+    c.print()
+    c.print("padding waste (padded / real tokens of graph-replayed decode batches)")
+    c.print(p)
+    if d.a.pool_bytes is not None or d.b.pool_bytes is not None:
+
+        def gib(x: int | None) -> str:
+            return "-" if x is None else f"{x / GIB:.3f} GiB"
+
+        c.print(
+            f"pool memory: A {gib(d.a.pool_bytes)} ({d.a.pool_source or '-'}) → B {gib(d.b.pool_bytes)} "
+            f"({d.b.pool_source or '-'})"
+        )
+    if d.a.capture_time_s is not None or d.b.capture_time_s is not None:
+        c.print(f"capture time: A {d.a.capture_time_s} s → B {d.b.capture_time_s} s")
+    return buf.getvalue()
+
+
+def render_diff_markdown(d: Diff) -> str:
+    """Diff for a PR comment."""
+    out = [
+        "### cgplan diff",
+        "",
+        f"**A** `{d.a.label}` (vLLM {d.a.vllm_version}) → **B** `{d.b.label}` (vLLM {d.b.vllm_version})",
+        "",
+        "| family | mode | A | B | added | removed |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    out += [
+        f"| {f.family} | {f.mode} | {f.count_a} | {f.count_b} | +{len(f.added)} | -{len(f.removed)} |"
+        for f in d.families
+    ]
+    out.append("")
+    if d.moves:
+        out += ["| tokens/request | requests | A | B |", "|---:|---|---|---|"]
+        out += [
+            f"| {m.query_len} | {m.first_reqs}-{m.last_reqs} | {m.mode_a} | "
+            f"{'**' + m.mode_b + '**' if m.mode_b == 'NONE' else m.mode_b} |"
+            for m in d.moves
+        ]
+    else:
+        out.append("No coverage change for uniform decode.")
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
+    """The sweep as JSON (ranges, not points)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "sweep",
+        "axes": [
+            {"key": k, "values": len(v), "first": v[0] if v else None, "last": v[-1] if v else None}
+            for k, v in r.axes
+        ],
+        "versions": list(r.versions),
+        "plans": r.plans,
+        "ranges": [
+            {
+                "fixed": dict(x.fixed),
+                "axis": x.axis,
+                "first": x.first,
+                "last": x.last,
+                "points": x.points,
+                "versions_disagree": x.disagree,
+                "outcomes": {v: asdict(o) for v, o in zip(r.versions, x.outcomes, strict=True)},
+            }
+            for x in r.ranges
+        ],
+    }
+
+
+def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markdown: bool = False) -> str:
+    """One row per range of the last axis with the same outcome."""
+    if markdown:
+        head = ["fixed", r.ranges[0].axis if r.ranges else "value", *r.versions, "releases agree"]
+        out = ["### cgplan sweep", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for x in r.ranges:
+            fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
+            cells = [f"{o.status}" + (f": {o.detail}" if o.detail else "") for o in x.outcomes]
+            out.append(
+                f"| {fixed} | {x.first}..{x.last} | "
+                + " | ".join(cells)
+                + f" | {'no' if x.disagree else 'yes'} |"
+            )
+        return "\n".join(out) + "\n"
+    buf = io.StringIO()
+    c = _console(buf, width, color)
+    axes = ", ".join(f"{k} ({len(v)} values)" for k, v in r.axes)
+    c.print(f"sweep over {axes} · vLLM {', '.join(r.versions)} · {r.plans:,} plans", soft_wrap=True)
+    t = Table(show_edge=False, box=None, header_style="bold")
+    t.add_column("fixed")
+    t.add_column(r.ranges[0].axis if r.ranges else "value")
+    for v in r.versions:
+        t.add_column(f"vLLM {v}")
+    if len(r.versions) > 1:
+        t.add_column("releases")
+    for x in r.ranges:
+        fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
+        cells = []
+        for o in x.outcomes:
+            text = o.status if not o.detail else f"{o.status}: {o.detail}"
+            cells.append(text if len(text) < 60 else text[:57] + "...")
+        row = [fixed, f"{x.first}..{x.last}" if x.points > 1 else str(x.first), *cells]
+        if len(r.versions) > 1:
+            row.append("differ" if x.disagree else "agree")
+        t.add_row(*row, style="red" if any(o.status != "ok" for o in x.outcomes) else "")
+    c.print(t)
+    return buf.getvalue()
+
+
+def gate_to_dict(results: list[GateResult], policy: dict[str, Any]) -> dict[str, Any]:
+    """The verdict as JSON."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "gate",
+        "passed": all(r.passed for r in results),
+        "policy": policy,
+        "targets": [
+            {"target": r.target, "passed": r.passed, "checks": [asdict(c) for c in r.checks]} for r in results
+        ],
+    }
+
+
+def render_gate(results: list[GateResult], *, width: int = 100, color: bool = False) -> str:
+    """Human verdict."""
+    buf = io.StringIO()
+    c = _console(buf, width, color)
+    for r in results:
+        c.print(
+            f"{'PASS' if r.passed else 'FAIL'} {r.target}",
+            style="green" if r.passed else "bold red",
+            soft_wrap=True,
+        )
+        for ch in r.checks:
+            mark = "skip" if ch.skipped else ("ok  " if ch.passed else "FAIL")
+            c.print(
+                f"  {mark} {ch.name}: {ch.detail}",
+                style="" if ch.passed or ch.skipped else "red",
+                soft_wrap=True,
+            )
+    ok = all(r.passed for r in results)
+    c.print(
+        f"gate {'passed' if ok else 'failed'}: {sum(r.passed for r in results)}/{len(results)} targets pass"
+    )
+    return buf.getvalue()
+
+
+def render_gate_markdown(results: list[GateResult]) -> str:
+    """Verdict for a PR comment."""
+    ok = all(r.passed for r in results)
+    out = [
+        f"### cgplan gate: {'passed ✅' if ok else 'failed ❌'}",
+        "",
+        "| target | check | result | detail |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        for ch in r.checks:
+            res = "skipped" if ch.skipped else ("pass" if ch.passed else "**FAIL**")
+            out.append(f"| `{r.target}` | {ch.name} | {res} | {ch.detail} |")
+    return "\n".join(out) + "\n"
+
+
+def render_junit(results: list[GateResult]) -> str:
+    """JUnit XML: one test suite, one test case per (target, check)."""
+    cases = []
+    failures = skipped = 0
+    for r in results:
+        for ch in r.checks:
+            body = ""
+            if ch.skipped:
+                skipped += 1
+                body = f"<skipped message={quoteattr(ch.detail)}/>"
+            elif not ch.passed:
+                failures += 1
+                body = f"<failure message={quoteattr(ch.detail)}>{escape(ch.detail)}</failure>"
+            cases.append(
+                f"  <testcase classname={quoteattr(r.target)} name={quoteattr(ch.name)}>{body}</testcase>"
+            )
+    head = (
+        f'<testsuite name="cgplan gate" tests="{len(cases)}" failures="{failures}" errors="0" '
+        f'skipped="{skipped}">'
+    )
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + head + "\n" + "\n".join(cases) + "\n</testsuite>\n"
