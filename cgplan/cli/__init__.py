@@ -9,7 +9,9 @@ import typer
 from cgplan import __version__
 from cgplan.cli import capture as capture_cmd
 from cgplan.cli import diff as diff_cmd
+from cgplan.cli import env as env_cmd
 from cgplan.cli import gate as gate_cmd
+from cgplan.cli import logs as logs_cmd
 from cgplan.cli import plan as plan_cmd
 from cgplan.cli import sweep as sweep_cmd
 from cgplan.errors import CgplanError
@@ -49,6 +51,8 @@ app.command("capture", epilog=EPILOG)(capture_cmd.capture)
 app.command("diff", epilog=EPILOG)(diff_cmd.diff)
 app.command("sweep", epilog=EPILOG)(sweep_cmd.sweep)
 app.command("gate", epilog=EPILOG)(gate_cmd.gate)
+app.command("logs", epilog=EPILOG)(logs_cmd.logs)
+app.command("env", epilog=EPILOG)(env_cmd.env)
 
 
 def main() -> None:
