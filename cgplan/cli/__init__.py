@@ -12,6 +12,7 @@ from cgplan.cli import diff as diff_cmd
 from cgplan.cli import env as env_cmd
 from cgplan.cli import gate as gate_cmd
 from cgplan.cli import logs as logs_cmd
+from cgplan.cli import optimize as optimize_cmd
 from cgplan.cli import plan as plan_cmd
 from cgplan.cli import sweep as sweep_cmd
 from cgplan.errors import CgplanError
@@ -52,6 +53,7 @@ app.command("diff", epilog=EPILOG)(diff_cmd.diff)
 app.command("sweep", epilog=EPILOG)(sweep_cmd.sweep)
 app.command("gate", epilog=EPILOG)(gate_cmd.gate)
 app.command("logs", epilog=EPILOG)(logs_cmd.logs)
+app.command("optimize", epilog=EPILOG)(optimize_cmd.optimize)
 app.command("env", epilog=EPILOG)(env_cmd.env)
 
 

@@ -106,15 +106,17 @@ def capture_ladder(inp: PlanInput, rules: VllmRules, graphs_enabled: bool, sp_on
     max_size = inp.max_cudagraph_capture_size
     inferred: int | None = None
     decode_sizes: list[int] = []
-    if max_size is None:
-        max_size = inferred = min(s * q * 2, ceiling)
+    if max_size is None or (rules.decode_sizes_with_explicit_max and inp.cudagraph_capture_sizes is None):
+        if max_size is None:
+            max_size = inferred = min(s * q * 2, ceiling)
+        cap = max_size if rules.decode_sizes_capped else None
         if rules.decode_sizes is not DecodeSizes.NONE and q > 1:
             decode_sizes = sorted(
                 {
                     n * ql
                     for ql, widest in decode_tiers(inp)
                     for n in request_counts(widest, ceiling)
-                    if n * ql <= max_size
+                    if cap is None or n * ql <= cap
                 }
             )
         elif rules.decode_sizes is DecodeSizes.SPEC_AND_MAX_NUM_SEQS and q == 1 and s <= max_size:

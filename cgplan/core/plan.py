@@ -11,6 +11,7 @@ from cgplan.core.gaps import find_gaps, propose_fixes
 from cgplan.core.graphs import Outcome, V1Dispatcher, V2Manager
 from cgplan.core.ladder import capture_ladder
 from cgplan.core.modes import Mode
+from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.resolve import (
     attention,
     config_time_mode,
@@ -136,6 +137,23 @@ def naive_dispatch_table(
     return _compress(rows)
 
 
+def _drafter_prefill(
+    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_tokens: int
+) -> tuple[Graph, ...]:
+    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none."""
+    if full == "target" or not any(g.mode == "FULL" for g in graphs):
+        return graphs
+    piecewise = tuple(g for g in graphs if g.mode == "PIECEWISE")
+    if full == "none":
+        return piecewise
+    q = k + 1
+    counts, n = [], 1
+    while n <= max_num_seqs and n * q <= max_tokens:
+        counts.append(n)
+        n *= 2
+    return piecewise + tuple(Graph("FULL", n * q, n, q) for n in reversed(counts))
+
+
 def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -> None:
     """vLLM 0.26–0.31's drafter decode manager under dynamic SD: the engine does not start.
 
@@ -181,7 +199,9 @@ def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -
     return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
 
 
-def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = True) -> Plan:
+def build_plan(
+    inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = True, policy: CapturePolicy = UPSTREAM
+) -> Plan:
     """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
 
     `with_mixed=False` skips the mixed-batch dispatch table (the fix search only needs
@@ -190,7 +210,7 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
     Raises:
         Rejected: the release refuses to start with this config.
     """
-    rules = rules_for(inp.vllm_version)
+    rules = policy.apply(rules_for(inp.vllm_version))
     notes: list[Note] = []
     validate_limits(inp)
     dense = _dense_lookup(inp)
@@ -247,7 +267,9 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
                 s,
                 rules.v2_candidates,
             )
-            graphs["drafter_prefill"] = prefill.graphs()
+            graphs["drafter_prefill"] = _drafter_prefill(
+                prefill.graphs(), rules.drafter_prefill_full, k, s, b
+            )
             decode_graphs: tuple[Graph, ...] = ()
             decode_lens = _v2_query_lens(inp, rules, 1, dense)
             if mode.decode_mode() is Mode.FULL:
@@ -293,9 +315,9 @@ def build_plan(inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = Tr
     gaps = find_gaps(plan, dense, ladder)
     plan = replace(plan, gaps=gaps)
     if with_fixes and gaps:
-        plan = replace(plan, fixes=propose_fixes(plan, inp, ladder, _replan))
+        plan = replace(plan, fixes=propose_fixes(plan, inp, ladder, partial(_replan, policy=policy)))
     return plan
 
 
-def _replan(inp: PlanInput) -> Plan:
-    return build_plan(inp, with_fixes=False, with_mixed=False)
+def _replan(inp: PlanInput, policy: CapturePolicy) -> Plan:
+    return build_plan(inp, with_fixes=False, with_mixed=False, policy=policy)

@@ -82,6 +82,13 @@ class VllmRules:
     (`_normalize_piecewise_cudagraph_mode`, 0.30+)."""
     serve_b200_batched_tokens: int = 8192
     """`vllm serve`'s default max_num_batched_tokens on a B200-class (≥160 GiB) GPU."""
+    # What-if knobs (cgplan.core.policies): upstream values in every release.
+    decode_sizes_capped: bool = True
+    """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
+    decode_sizes_with_explicit_max: bool = False
+    """An explicit scalar max_cudagraph_capture_size still gets uniform-decode sizes (#54933)."""
+    drafter_prefill_full: str = "target"
+    """V2 drafter-prefill FULL graphs: "target" (the target's set), "pow2" or "none"."""
 
 
 _V0_26 = VllmRules(
