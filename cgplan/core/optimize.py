@@ -5,9 +5,10 @@ Model. A batch of t tokens replays the smallest capture size s ≥ t and wastes 
 tokens; a batch above the largest size runs eager, costing `eager_step_cost` token-equivalents
 per step (the launch overhead a graph saves; a knob: it depends on the model and GPU).
 Both vLLM dispatchers pad this way for mixed batches, and for uniform decode batches when
-the size is a multiple of the tier's query length (every candidate is a shape's own token count, so it is). With
-several dynamic-SD tiers a size also yields rounded graphs for the other tiers; the result
-is therefore always re-planned through the real dispatcher model before it is reported.
+the size is a multiple of the tier's query length (every candidate is a shape's own token
+count, so it is). With several dynamic-SD tiers a size also yields rounded graphs for the
+other tiers; the result is therefore always re-planned through the real dispatcher model
+before it is reported.
 
 Search. Shapes sorted by tokens t_1 < … < t_m with weights w_i; choosing r sizes is
 partitioning the sorted shapes into r runs, each padded to its last element:
