@@ -44,6 +44,7 @@ lint: $(STAMP)
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle when available)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
+	$(BIN)/python benchmarks/bench_optimize.py --out benchmarks/results/optimize.json
 
 ## golden: re-record vLLM's answers for the corpus (needs the oracle venvs, see scripts/record_golden.py)
 golden:

@@ -1,0 +1,178 @@
+"""What-if capture policies and the ladder optimiser."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cgplan.cli import main
+from cgplan.config import Overrides, load_config
+from cgplan.core.gaps import graph_count
+from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_sizes
+from cgplan.core.plan import build_plan
+from cgplan.core.policies import BUILTIN_POLICIES
+from cgplan.core.traffic_cost import traffic_cost
+from cgplan.errors import ConfigError
+from cgplan.optimizing import optimize_config
+from cgplan.traffic import load_traffic
+
+ROOT = Path(__file__).parent.parent
+PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
+MTP = ROOT / "configs/examples/mtp-dsv3-k3.yaml"
+TRAFFIC = ROOT / "configs/traffic"
+
+
+def full(plan: object, family: str) -> list[int]:
+    return [g.num_tokens for g in plan.graphs[family] if g.mode == "FULL"]  # type: ignore[attr-defined]
+
+
+def test_seed_policy_mtp5_mns32_drafter_prefill_pow2() -> None:
+    base = load_config(MTP).input
+    assert base.speculative is not None
+    inp = dataclasses.replace(
+        base, max_num_seqs=32, speculative=dataclasses.replace(base.speculative, num_speculative_tokens=5)
+    )
+    up = build_plan(inp)
+    pow2 = build_plan(inp, policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])
+    q = 6
+    assert sorted(full(pow2, "drafter_prefill")) == [n * q for n in (1, 2, 4, 8, 16, 32)]
+    # PIECEWISE prefill graphs and the target are untouched; the drafter decode too
+    assert [g for g in pow2.graphs["drafter_prefill"] if g.mode == "PIECEWISE"] == [
+        g for g in up.graphs["drafter_prefill"] if g.mode == "PIECEWISE"
+    ]
+    assert pow2.graphs["target"] == up.graphs["target"]
+    assert len(full(up, "drafter_prefill")) == len(full(up, "target")) > 6
+
+
+def test_uncapped_policy_closes_the_hopper_gap_and_costs_graphs() -> None:
+    inp = load_config(PR).input
+    up = build_plan(inp)
+    unc = build_plan(inp, policy=BUILTIN_POLICIES["uncapped-uniform-decode"])
+    assert up.gaps and not unc.gaps
+    q = inp.uniform_decode_query_len
+    assert unc.max_capture_size == inp.max_num_seqs * q
+    assert graph_count(unc) > graph_count(up)
+
+
+def test_explicit_max_keeps_decode_sizes() -> None:
+    """#54933: with an explicit maximum, max_num_seqs 100 (off the 8-stride) loses its exact
+    size upstream (batches 97-100 pad to 104); the policy keeps it."""
+    inp = dataclasses.replace(
+        load_config(PR).input, speculative=None, max_num_seqs=100, max_cudagraph_capture_size=128
+    )
+    up = build_plan(inp)
+    pol = build_plan(inp, policy=BUILTIN_POLICIES["explicit-max-keeps-decode"])
+    assert 100 not in up.capture_sizes and 100 in pol.capture_sizes
+
+    def padding(p: object) -> int:
+        return sum(
+            (r.padded_tokens or 0) - n
+            for r in p.uniform_decode[1]
+            for n in range(r.first, r.last + 1)  # type: ignore[attr-defined]
+        )
+
+    assert padding(pol) < padding(up)
+    assert graph_count(pol) > graph_count(up)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 80), st.sampled_from([0.5, 1.0, 3.0, 10.0])), min_size=1, max_size=20),
+    st.integers(0, 8),
+    st.sampled_from([0.5, 5.0, 1000.0]),
+)
+def test_dp_is_exact(shapes: list[tuple[int, float]], k: int, eager: float) -> None:
+    assert optimal_sizes(shapes, k, 64, eager).cost == pytest.approx(brute_force_sizes(shapes, k, 64, eager))
+    costs = [s.cost for s in optimal_ladders(shapes, k, 64, eager)]
+    assert all(b <= a + 1e-9 for a, b in itertools_pairwise(costs))
+
+
+def itertools_pairwise(xs: list[float]) -> list[tuple[float, float]]:
+    return list(itertools.pairwise(xs))
+
+
+@pytest.mark.parametrize(
+    ("config", "traffic"),
+    [
+        (PR, "decode-heavy-mns32.yaml"),
+        (ROOT / "configs/gpu/med-llama-mns256.yaml", "bursty-mns256.yaml"),
+    ],
+)
+def test_optimizer_beats_default_ladder_at_equal_graph_budget(config: Path, traffic: str) -> None:
+    default = build_plan(load_config(config, Overrides(vllm_version="0.33.0")).input)
+    o = optimize_config(
+        config, TRAFFIC / traffic, Overrides(vllm_version="0.33.0"), max_capture_size=default.max_capture_size
+    )
+    assert graph_count(o.plan) <= graph_count(o.default_plan)
+    assert len(o.sizes) <= len(o.default_plan.capture_sizes)
+    assert o.cost.padded_tokens < o.default_cost.padded_tokens
+    assert o.cost.eager_steps <= o.default_cost.eager_steps
+    # verified by planning the emitted flag again
+    sizes = json.loads(o.flags[0].split("=", 1)[1])
+    again = build_plan(
+        dataclasses.replace(
+            load_config(config, Overrides(vllm_version="0.33.0")).input, cudagraph_capture_sizes=tuple(sizes)
+        )
+    )
+    t = load_traffic(TRAFFIC / traffic)
+    assert traffic_cost(again, t.uniform_decode, t.mixed) == o.cost
+
+
+def test_traffic_formats(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.log"
+    metrics.write_text(
+        "**CUDAGraph Config Settings:**\n- Mode: FULL_AND_PIECEWISE\n- Capture sizes: [1, 2, 4]\n\n"
+        "| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |\n"
+        "|-----------------|---------------|--------------|--------------|-------|\n"
+        "| 3 | 4 | 1 | FULL | 10 |\n| 100 | 104 | 4 | PIECEWISE | 2 |\n| 3 | 4 | 1 | FULL | 5 |\n"
+    )
+    assert load_traffic(metrics).mixed == ((3, 15.0), (100, 2.0))
+    prom = tmp_path / "metrics.prom"
+    prom.write_text(
+        'vllm:iteration_tokens_total_bucket{le="1.0",model_name="m"} 5\n'
+        'vllm:iteration_tokens_total_bucket{le="8.0",model_name="m"} 12\n'
+        'vllm:iteration_tokens_total_bucket{le="+Inf",model_name="m"} 12\n'
+    )
+    assert load_traffic(prom).mixed == ((1, 5.0), (8, 7.0))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("uniform_decode:\n  - {num_reqs: -3, count: 1}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml:uniform_decode\[0\]\.num_reqs: must be an integer"):
+        load_traffic(bad)
+
+
+def test_optimize_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["cgplan", "optimize", str(PR), "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml"), "--json"],
+    )
+    with pytest.raises(SystemExit) as info:
+        main()
+    doc = json.loads(capsys.readouterr().out)
+    assert info.value.code in (0, None)
+    assert doc["optimized"]["graphs"] <= doc["default"]["graphs"]
+    assert doc["flags"][0].startswith("-cc.cudagraph_capture_sizes=[")
+    assert doc["optimized"]["eager_steps"] <= doc["default"]["eager_steps"]
+
+
+def test_random_traffic_never_worse_than_default_within_coverage() -> None:
+    rng = random.Random(7)
+    config = ROOT / "configs/gpu/med-llama-mns256.yaml"
+    inp = load_config(config).input
+    default = build_plan(inp)
+    for _ in range(3):
+        decode = [(n, float(rng.randint(1, 50))) for n in rng.sample(range(1, 257), 40)]
+        shapes = [(n, w) for n, w in decode]
+        sol = optimal_sizes(shapes, len(default.capture_sizes), default.max_capture_size)
+        again = build_plan(dataclasses.replace(inp, cudagraph_capture_sizes=sol.sizes))
+        assert (
+            traffic_cost(again, decode, []).padded_tokens <= traffic_cost(default, decode, []).padded_tokens
+        )
