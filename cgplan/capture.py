@@ -149,7 +149,7 @@ def run_capture(
                 else:
                     from cgplan.gpu.torch_backend import capture_plan_torch
 
-                    measured, _ = capture_plan_torch(plan, inp.model, progress, device_index)
+                    measured, _ = capture_plan_torch(plan, inp.model, progress, device_index, recorder)
                     if measured.status != "complete":
                         failure = CaptureError(measured.failure or "capture failed")
         except KeyboardInterrupt:

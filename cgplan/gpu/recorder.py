@@ -8,6 +8,8 @@ Nothing here knows vLLM.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -73,6 +75,8 @@ class GraphRecorder:
     _total_nvml: int = 0
     armed: bool = True
     """Descriptors are recorded only while armed (vLLM's memory-profiling captures are not)."""
+    _fault_done: bool = False
+    _ballast: list[Any] = field(default_factory=list)
 
     def begin(
         self, family: str, mode: str, num_tokens: int, num_reqs: int | None, query_len: int | None
@@ -103,6 +107,26 @@ class GraphRecorder:
                     f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20)
                 )
         self._current = None
+        self._maybe_inject_fault()
+
+    def _maybe_inject_fault(self) -> None:
+        """Fault rehearsal on a real GPU: CGPLAN_FAULT_AT_GRAPH="N:SIGINT|SIGTERM|OOM" delivers a
+        real signal to this process, or fills the GPU so the next capture runs out of memory,
+        once N descriptors are done (how the reliability tests reach "half-way" deterministically)."""
+        spec = os.environ.get("CGPLAN_FAULT_AT_GRAPH")
+        if not spec or self._fault_done:
+            return
+        at, _, what = spec.partition(":")
+        if not at.isdigit() or sum(1 for r in self._records if r.ended_s is not None) < int(at):
+            return
+        self._fault_done = True
+        if what in ("SIGINT", "SIGTERM"):
+            os.kill(os.getpid(), getattr(signal, what))
+        elif what == "OOM":
+            import torch
+
+            free, _ = torch.cuda.mem_get_info()
+            self._ballast.append(torch.empty(max(free - (64 << 20), 0), dtype=torch.uint8, device="cuda"))
 
     @contextmanager
     def family(self, name: str) -> Iterator[None]:

@@ -123,7 +123,11 @@ def _build(shape: ModelShape, max_tokens: int) -> tuple[Any, Callable[[Any, int]
 
 
 def capture_plan_torch(
-    plan: Plan, shape: ModelShape, progress: ProgressSink, device_index: int = 0
+    plan: Plan,
+    shape: ModelShape,
+    progress: ProgressSink,
+    device_index: int = 0,
+    recorder: GraphRecorder | None = None,
 ) -> tuple[MeasuredCapture, GraphRecorder]:
     """Capture the plan's target descriptors with the reference decoder; measure each."""
     import torch
@@ -133,8 +137,9 @@ def capture_plan_torch(
     descriptors = [g for g in plan.graphs.get("target", ()) if g.mode in ("FULL", "PIECEWISE")]
     max_tokens = max((g.num_tokens for g in descriptors), default=1)
     with nvml_session([device_index]) as nvml:
-        recorder = GraphRecorder(nvml, progress)
-        progress.start(len(descriptors))
+        if recorder is None:
+            recorder = GraphRecorder(nvml, progress)
+            progress.start(len(descriptors))
         status, failure = "complete", None
         t_start = time.perf_counter()
         used0: int | None = None
