@@ -59,6 +59,15 @@ class CaptureOutcome:
     failure: CaptureError | None
 
 
+def short_reason(e: BaseException) -> str:
+    """The first sentence of an exception (PyTorch's OOM text runs to a paragraph)."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    for cut in (". GPU ", ". Including", ". Of the allocated"):
+        if cut in text:
+            text = text.split(cut)[0] + "."
+    return text[:300]
+
+
 def gpu_unavailable_reason() -> str | None:
     """Why this machine cannot capture, or None."""
     try:
@@ -157,13 +166,17 @@ def run_capture(
         except Terminated:
             failure = CaptureError("terminated (SIGTERM); the partial report was kept")
         except Exception as e:  # the engine's own failure: keep what was measured
-            text = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
-            kind = (
-                "out of memory"
-                if "out of memory" in text.lower() or "OutOfMemory" in type(e).__name__
-                else "engine error"
-            )
-            failure = CaptureError(f"capture failed ({kind}): {type(e).__name__}: {text}")
+            text = short_reason(e)
+            done = len(recorder.measurements())
+            if "out of memory" in text.lower() or "OutOfMemory" in type(e).__name__:
+                failure = CaptureError(
+                    f"capture failed (out of memory) after {done} graphs: {text}; the partial report was "
+                    "kept (HINT: lower gpu_memory_utilization, or capture fewer sizes: cgplan optimize)"
+                )
+            else:
+                failure = CaptureError(
+                    f"capture failed (engine error) after {done} graphs: {type(e).__name__}: {text}"
+                )
     if measured is None:
         graphs = recorder.measurements()
         measured = MeasuredCapture(

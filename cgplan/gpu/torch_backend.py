@@ -175,7 +175,9 @@ def capture_plan_torch(
                                     attention(j, g.num_tokens)
                     recorder.end()
         except torch.cuda.OutOfMemoryError as e:
-            status, failure = "partial", f"out of memory during capture: {str(e).splitlines()[0]}"
+            from cgplan.capture import short_reason
+
+            status, failure = "partial", f"out of memory during capture: {short_reason(e)}"
         except KeyboardInterrupt:
             status, failure = "partial", "interrupted (SIGINT)"
         recorder.end()
