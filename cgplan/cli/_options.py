@@ -38,3 +38,35 @@ OutputOpt = Annotated[
 NoColorOpt = Annotated[
     bool, typer.Option("--no-color", help="Plain text, no colour (also NO_COLOR=1 or a non-TTY).")
 ]
+ConfigOrVllmArgsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="CONFIG | -- serve MODEL [FLAGS...]",
+        help="vLLM serve config (YAML, as for `vllm serve --config`) with an optional cgplan: section; "
+        "or, after `--`, a `vllm serve` command line read as vLLM reads it.",
+        show_default=False,
+    ),
+]
+VllmArgsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vllm-args",
+        help="A `vllm serve` command line as one string (instead of CONFIG), "
+        'e.g. "serve MODEL --max-num-seqs 32 -cc.cudagraph_mode=FULL_DECODE_ONLY".',
+        show_default=False,
+    ),
+]
+ModelConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-config",
+        help="With vLLM args: the model's Hugging Face config.json (or its folder), for a hub MODEL.",
+        show_default=False,
+    ),
+]
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--html", help="Also write a self-contained HTML report (SVG coverage charts) to this file."
+    ),
+]

@@ -9,11 +9,20 @@ from typing import Annotated
 import typer
 
 from cgplan.capture import BACKENDS, run_capture
-from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
+from cgplan.cli._options import (
+    ConfigArg,
+    HtmlOpt,
+    JsonOpt,
+    ModelRunnerOpt,
+    OutputOpt,
+    PlatformOpt,
+    VllmVersionOpt,
+)
 from cgplan.cli._output import write_artifact
 from cgplan.cli._progress import RichProgress
 from cgplan.config import Overrides
 from cgplan.render.capture import render_capture
+from cgplan.render.html import capture_html
 
 
 def capture(
@@ -28,6 +37,7 @@ def capture(
     device: Annotated[int, typer.Option("--device", help="First CUDA device index to use.")] = 0,
     output: OutputOpt = None,
     json_out: JsonOpt = False,
+    html: HtmlOpt = None,
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
@@ -70,5 +80,7 @@ def capture(
         sys.stdout.write(summary)
     if output is not None:
         sys.stderr.write(f"cgplan: report written to {output} ({outcome.report['status']})\n")
+    if html is not None:
+        write_artifact(capture_html(outcome.report), html)
     if outcome.failure is not None:
         raise outcome.failure

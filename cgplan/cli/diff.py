@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import JsonOpt, MarkdownOpt, OutputOpt
+from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, OutputOpt
 from cgplan.cli._output import write_artifact
 from cgplan.diffing import diff_paths
 from cgplan.errors import ExitCode
 from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+from cgplan.render.html import diff_html
 
 
 def diff(
@@ -33,6 +34,7 @@ def diff(
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
+    html: HtmlOpt = None,
     fail_on_change: Annotated[
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
@@ -48,5 +50,7 @@ def diff(
     else:
         text = render_diff(d)
     write_artifact(text, output)
+    if html is not None:
+        write_artifact(diff_html(diff_to_dict(d)), html)
     if fail_on_change and not d.unchanged:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

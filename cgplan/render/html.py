@@ -1,0 +1,261 @@
+"""One self-contained HTML page (no network, no script) for a plan, a capture report or a diff,
+with an SVG coverage chart per decode tier."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+COLORS = {"FULL": "#2e7d32", "PIECEWISE": "#f9a825", "NONE": "#c62828", "-": "#bdbdbd"}
+LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "eager", "-": "other tier"}
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:20px} h2{font-size:16px;margin-top:28px} table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #ddd;padding:4px 8px;font-size:13px;text-align:right} th{background:#f5f5f5}
+td:first-child,th:first-child{text-align:left} .gap{color:#c62828;font-weight:600} .fix{color:#2e7d32}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
+code{background:#f5f5f5;padding:1px 4px;word-break:break-all}
+.muted{color:#666;font-size:12px}
+"""
+
+
+def _legend() -> str:
+    return (
+        '<div class="legend">'
+        + "".join(
+            f'<span><i class="sw" style="background:{COLORS[m]}"></i>{LABELS[m]}</span>'
+            for m in ("FULL", "PIECEWISE", "NONE")
+        )
+        + '<span><i class="sw" style="background:#1565c0;height:2px"></i>padded tokens</span>'
+        + '<span><i class="sw" style="background:#000;height:2px"></i>real tokens</span></div>'
+    )
+
+
+def _segments(rows: list[dict[str, Any]], in_tier: set[int]) -> list[tuple[int, int, str, int | None]]:
+    """(first, last, mode or "-", padded) runs, split where tier membership changes."""
+    out: list[tuple[int, int, str, int | None]] = []
+    for r in rows:
+        for n in range(r["from_reqs"], r["to_reqs"] + 1):
+            mode = r["mode"] if n in in_tier else "-"
+            padded = r["padded_tokens"]
+            if (
+                out
+                and out[-1][1] == n - 1
+                and out[-1][2] == mode
+                and (mode != "FULL" or out[-1][3] == padded)
+            ):
+                out[-1] = (out[-1][0], n, mode, padded)
+            else:
+                out.append((n, n, mode, padded))
+    return out
+
+
+def tier_chart(
+    query_len: int,
+    rows: list[dict[str, Any]],
+    batches: list[tuple[int, int]],
+    *,
+    width: int = 960,
+    height: int = 220,
+) -> str:
+    """SVG: request count on x; bands coloured by outcome; padded and real tokens as lines."""
+    if not rows or not batches:
+        return ""
+    n_lo = min(a for a, _ in batches)
+    n_hi = min(max(b for _, b in batches), max(int(r["to_reqs"]) for r in rows))
+    rows = [
+        {**r, "from_reqs": max(int(r["from_reqs"]), n_lo), "to_reqs": min(int(r["to_reqs"]), n_hi)}
+        for r in rows
+        if int(r["to_reqs"]) >= n_lo and int(r["from_reqs"]) <= n_hi
+    ]
+    if not rows:
+        return ""
+    in_tier = {n for a, b in batches for n in range(a, b + 1)}
+    y_max: int = max([n_hi * query_len] + [int(r["padded_tokens"] or 0) for r in rows]) or 1
+    left, bottom, top, right = 56, 28, 10, 28
+    pw, ph = width - left - right, height - top - bottom
+    span = n_hi - n_lo + 1
+
+    def x(n: float) -> float:
+        return left + (n - n_lo) / span * pw
+
+    def y(t: float) -> float:
+        return top + ph - t / y_max * ph
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="tier-chart" data-query-len="{query_len}" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="uniform decode coverage, {query_len} tokens per request">'
+    ]
+    for a, b, mode, padded in _segments(rows, in_tier):
+        cls = {"NONE": "eager", "-": "other"}.get(mode, mode.lower())
+        at = "" if padded is None or mode in ("NONE", "-") else f" (pads to {padded} tokens at the start)"
+        opacity = 0.85 if mode == "NONE" else 0.35
+        parts.append(
+            f'<rect class="band {cls}" x="{x(a):.2f}" y="{top}" width="{max(x(b + 1) - x(a), 0.6):.2f}" '
+            f'height="{ph}" fill="{COLORS[mode]}" fill-opacity="{opacity}">'
+            f"<title>requests {a}-{b} × {query_len}: "
+            f"{LABELS[mode]}{at}</title></rect>"
+        )
+    padded_pts = [
+        f"{x(n + 0.5):.2f},{y(r['padded_tokens']):.2f}"
+        for r in rows
+        if r["padded_tokens"] is not None and r["mode"] != "NONE"
+        for n in (r["from_reqs"], r["to_reqs"])
+    ]
+    real_pts = [
+        f"{x(n_lo + 0.5):.2f},{y(n_lo * query_len):.2f}",
+        f"{x(n_hi + 0.5):.2f},{y(n_hi * query_len):.2f}",
+    ]
+    if padded_pts:
+        parts.append(
+            f'<polyline class="padded" points="{" ".join(padded_pts)}" fill="none" stroke="#1565c0" '
+            'stroke-width="1.5"/>'
+        )
+    parts.append(
+        f'<polyline class="real" points="{" ".join(real_pts)}" fill="none" stroke="#000" stroke-width="1"/>'
+    )
+    parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#444"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>')
+    for frac in (0, 0.5, 1):
+        n = n_lo + round((n_hi - n_lo) * frac)
+        parts.append(
+            f'<text x="{x(n + 0.5):.1f}" y="{height - 8}" font-size="11" text-anchor="middle">{n}</text>'
+        )
+        t = round(y_max * frac)
+        parts.append(f'<text x="{left - 4}" y="{y(t) + 4:.1f}" font-size="11" text-anchor="end">{t}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _tier_batches(plan: dict[str, Any], ql: int) -> list[tuple[int, int]]:
+    dyn = plan.get("dynamic_sd")
+    if not dyn:
+        return [(1, plan["max_num_seqs"])] if ql == plan["uniform_decode_query_len"] else []
+    return [(a, b) for a, b, k in dyn["lookup"] if k + 1 == ql]
+
+
+def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | None = None) -> list[str]:
+    uniform = uniform if uniform is not None else plan["uniform_decode"]
+    out = [
+        f"<p>vLLM {escape(plan['vllm_version'])} rules · {escape(plan['platform'])} · model runner "
+        f"{escape(plan['model_runner'].upper())} · attention {escape(plan['attention_backend'])} "
+        f"({escape(plan['attention_cudagraph_support'])}) · "
+        f"cudagraph_mode <b>{escape(plan['cudagraph_mode'])}</b> · "
+        f"{len(plan['capture_sizes'])} capture sizes, max {plan['max_capture_size']} · uniform decode = "
+        f"{plan['uniform_decode_query_len']} tokens per request</p>",
+        "<h2>Graphs</h2><table><tr><th>family</th><th>PIECEWISE</th><th>FULL</th></tr>",
+    ]
+    for fam, c in plan["graph_counts"].items():
+        out.append(f"<tr><td>{escape(fam)}</td><td>{c['PIECEWISE']}</td><td>{c['FULL']}</td></tr>")
+    out.append(f"<tr><th>total</th><th colspan=2>{plan['total_graphs']}</th></tr></table>")
+    if plan.get("dynamic_sd"):
+        out.append(
+            "<h2>Dynamic speculative decoding</h2><table><tr><th>batch sizes</th><th>K</th>"
+            "<th>tokens/request</th></tr>"
+        )
+        out += [
+            f"<tr><td>{a}-{b}</td><td>{k}</td><td>{k + 1}</td></tr>"
+            for a, b, k in plan["dynamic_sd"]["lookup"]
+        ]
+        out.append("</table>")
+    out.append("<h2>Uniform decode coverage</h2>" + _legend())
+    for ql, rows in sorted(uniform.items(), key=lambda kv: int(kv[0])):
+        batches = _tier_batches(plan, int(ql))
+        if not batches:
+            continue
+        out.append(
+            f'<h3 style="font-size:14px">{ql} tokens per request (requests '
+            + ", ".join(f"{a}-{b}" for a, b in batches)
+            + ")</h3>"
+        )
+        out.append(tier_chart(int(ql), rows, batches))
+    out.append("<h2>Capture sizes</h2><p><code>" + ", ".join(map(str, plan["capture_sizes"])) + "</code></p>")
+    out.append("<h2>Gaps and fixes</h2>")
+    if not plan.get("gaps"):
+        out.append(
+            '<p class="fix">No gaps: every uniform-decode batch of every tier replays a decode-mode '
+            "graph.</p>"
+        )
+    for g in plan.get("gaps", []):
+        what = "eager" if g["mode"] == "NONE" else g["mode"]
+        out.append(
+            f'<p class="gap">requests {g["from_reqs"]}-{g["to_reqs"]} × {g["query_len"]} tokens → {what}</p>'
+            f'<p class="muted">{escape(g["reason"])}</p>'
+        )
+    for f in plan.get("fixes", []):
+        out.append(
+            f'<p class="fix">fix: <code>{escape(" ".join(f["flags"]))}</code> — {escape(f["summary"])}</p>'
+        )
+    return out
+
+
+def _page(title: str, body: list[str]) -> str:
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1>" + "\n".join(body) + "</body></html>\n"
+    )
+
+
+def plan_html(plan: dict[str, Any]) -> str:
+    """A plan (the `--json` contract dict) as a page."""
+    return _page(f"cgplan plan · {plan.get('source') or ''}", _plan_body(plan))
+
+
+def capture_html(doc: dict[str, Any]) -> str:
+    """A capture report as a page: measured coverage, memory per family, the verdict."""
+    m, plan = doc["measured"], doc["plan"]
+    body = [
+        f"<p>status <b>{escape(doc['status'])}</b>"
+        + (f" — {escape(doc['failure'])}" if doc.get("failure") else "")
+        + "</p>",
+        "<h2>Memory and time per family</h2><table><tr><th>family</th><th>mode</th><th>graphs</th>"
+        "<th>NVML MiB</th><th>capture s</th></tr>",
+    ]
+    for s in doc.get("summary", []):
+        mib = "n/a" if s["nvml_bytes"] is None else f"{s['nvml_bytes'] / 2**20:.1f}"
+        body.append(
+            f"<tr><td>{escape(s['family'])}</td><td>{s['mode']}</td><td>{s['graphs']}</td><td>{mib}</td>"
+            f"<td>{s['capture_time_ms'] / 1000:.2f}</td></tr>"
+        )
+    body.append("</table>")
+    c = doc.get("comparison")
+    if c:
+        verdict = "plan matches the GPU" if c["matches"] else "plan and GPU disagree"
+        body.append(
+            f'<p class="{"fix" if c["matches"] else "gap"}">{verdict}: {c["dispatch_checked"]} batch shapes '
+            f"probed, {len(c['dispatch_mismatches'])} runs differ</p>"
+        )
+    body += _plan_body(plan, m.get("uniform_decode") or plan["uniform_decode"])
+    return _page(f"cgplan capture · {doc.get('source') or ''}", body)
+
+
+def diff_html(d: dict[str, Any]) -> str:
+    """A diff as a page (tables; coverage moves coloured)."""
+    body = [
+        f"<p>A: <code>{escape(d['a']['label'])}</code> (vLLM {escape(d['a']['vllm_version'])}) → "
+        f"B: <code>{escape(d['b']['label'])}</code> (vLLM {escape(d['b']['vllm_version'])})</p>",
+        "<h2>Graphs</h2><table><tr><th>family</th><th>mode</th><th>A</th><th>B</th><th>added</th>"
+        "<th>removed</th></tr>",
+    ]
+    body += [
+        f"<tr><td>{escape(g['family'])}</td><td>{g['mode']}</td><td>{g['count_a']}</td><td>{g['count_b']}</td>"
+        f"<td>+{len(g['added'])}</td><td>-{len(g['removed'])}</td></tr>"
+        for g in d["graphs"]
+    ]
+    body.append("</table><h2>Coverage moves</h2>")
+    if not d["coverage_moves"]:
+        body.append("<p>No uniform-decode batch changes outcome.</p>")
+    else:
+        body.append("<table><tr><th>tokens/request</th><th>requests</th><th>A</th><th>B</th></tr>")
+        body += [
+            f"<tr><td>{m['query_len']}</td><td>{m['first_reqs']}-{m['last_reqs']}</td>"
+            f'<td style="color:{COLORS.get(m["mode_a"], "#000")}">{m["mode_a"]}</td>'
+            f'<td style="color:{COLORS.get(m["mode_b"], "#000")}">{m["mode_b"]}</td></tr>'
+            for m in d["coverage_moves"]
+        ]
+        body.append("</table>")
+    return _page("cgplan diff", body)
