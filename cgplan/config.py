@@ -28,7 +28,7 @@ from cgplan.core.spec import (
     PlanInput,
     SpeculativeSpec,
 )
-from cgplan.errors import ConfigError
+from cgplan.errors import ConfigError, preview
 
 # vLLM serve keys cgplan reads.
 _TOP_KEYS = (
@@ -128,6 +128,12 @@ _CGPLAN_KEYS = (
 
 MAX_REASONABLE = 10**7
 """Upper bound on any count or size; larger values are refused before planning."""
+MAX_LIST = 10_000
+"""Upper bound on the entries of a list (capture sizes)."""
+MAX_SCHEDULE = 1_000
+"""Upper bound on the ranges of a dynamic-SD schedule: the gap and fix search walks
+(ranges × dispatch rows) per gap, so 1,000 one-batch ranges plan in about 2 s and
+10,000 in about 40 s (benchmarks/results/bounds.json)."""
 
 
 @dataclass(frozen=True)
@@ -149,8 +155,18 @@ class LoadedConfig:
 
 
 def _fmt(value: object) -> str:
-    text = json.dumps(value, default=str, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    """A bounded rendering of a parsed value (aliases, cycles and huge numbers included)."""
+    if not isinstance(value, str):
+        return preview(value)
+    text = repr(value[:61])
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key(key: str) -> str:
+    """A key as it goes into a dotted path: quoted when empty or not printable, cut when long."""
+    if key and len(key) <= 80 and key.isprintable() and key.strip() == key:
+        return key
+    return repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
 
 
 def _err(path: str, problem: str, got: object = ..., expected: str | None = None) -> ConfigError:
@@ -174,7 +190,7 @@ def _check_keys(
     for key in section:
         if not isinstance(key, str):
             raise _err(prefix or "<root>", "keys must be strings", key)
-        path = f"{prefix}.{key}" if prefix else key
+        path = f"{prefix}.{_key(key)}" if prefix else _key(key)
         if key in allowed:
             continue
         norm = key.replace("-", "_")
@@ -188,14 +204,16 @@ def _check_keys(
                 path,
                 "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it",
             )
-        close = difflib.get_close_matches(key, allowed + ignored, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(key[:80], allowed + ignored, n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(path, f"unknown key{hint} (expected one of {', '.join(allowed)})")
     return seen_ignored
 
 
-def _int(section: Mapping[str, Any], key: str, prefix: str, *, minimum: int = 1) -> int | None:
-    path = f"{prefix}.{key}" if prefix else key
+def _int(
+    section: Mapping[str, Any], key: str, prefix: str, *, minimum: int = 1, glue: str = "."
+) -> int | None:
+    path = f"{prefix}{glue}{key}" if prefix else key
     value = section.get(key)
     if value is None:
         return None
@@ -221,7 +239,7 @@ def _human_int(text: str, path: str) -> int:
         if t and t[-1] in mult:
             return int(float(t[:-1]) * mult[t[-1]])
         return int(t)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: "infk", "1e400k"
         raise _err(path, "must be an integer", text, "an integer such as 8192 or 8k") from None
 
 
@@ -239,7 +257,7 @@ def _choice(value: object, path: str, choices: tuple[str, ...], *, fold: bool = 
     for c in choices:
         if key == c or (fold and key.upper() == c.upper()):
             return c
-    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+    close = difflib.get_close_matches(key[:80], choices, n=1, cutoff=0.5)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise _err(path, f"unknown value{hint}", value, "one of " + ", ".join(choices))
 
@@ -267,8 +285,13 @@ def parse_platform(value: object, path: str) -> Platform:
 
 def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
-    cfg_file = folder / "config.json" if folder.is_dir() else folder
-    if not cfg_file.is_file():
+    try:
+        cfg_file = folder / "config.json" if folder.is_dir() else folder
+        found = cfg_file.is_file()
+    except (OSError, ValueError) as e:  # a name too long, a NUL byte
+        reason = getattr(e, "strerror", None) or e
+        raise _err(path, f"cannot use the model path: {reason}", str(folder)) from None
+    if not found:
         raise _err(
             path,
             "model folder has no config.json",
@@ -277,8 +300,10 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         )
     try:
         hf = json.loads(cfg_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: bad JSON, a 5,000-digit number
         raise _err(path, f"cannot read {cfg_file}: {e}") from None
+    except RecursionError:
+        raise _err(path, f"cannot read {cfg_file}: nested too deeply") from None
     if not isinstance(hf, dict):
         raise _err(path, f"{cfg_file} is not a JSON object")
     text: dict[str, Any] = hf["text_config"] if isinstance(hf.get("text_config"), dict) else hf
@@ -287,12 +312,14 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         v = text.get(key, default)
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
 
-    archs = hf.get("architectures") or ["LlamaForCausalLM"]
+    archs = hf.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else "LlamaForCausalLM"
+    dtype = text.get("torch_dtype") or text.get("dtype")
     heads = num("num_attention_heads", 32)
     hidden = num("hidden_size", 4096)
     experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts") or 0
     return ModelShape(
-        architecture=str(archs[0]),
+        architecture=arch,
         hidden_size=hidden,
         num_hidden_layers=num("num_hidden_layers", 32),
         num_attention_heads=heads,
@@ -300,7 +327,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         head_dim=num("head_dim", max(1, hidden // heads)),
         intermediate_size=num("intermediate_size", 4 * hidden),
         vocab_size=num("vocab_size", 32000),
-        dtype=str(text.get("torch_dtype") or text.get("dtype") or "bfloat16"),
+        dtype=dtype if isinstance(dtype, str) and dtype else "bfloat16",
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
         num_nextn_predict_layers=num("num_nextn_predict_layers", 0)
@@ -318,6 +345,8 @@ def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
             value,
             "e.g. [[1, 16, 5], [17, 64, 3]]",
         )
+    if len(value) > MAX_SCHEDULE:
+        raise _err(path, "too many ranges to plan", len(value), f"at most {MAX_SCHEDULE:,} entries")
     out = []
     for i, entry in enumerate(value):
         p = f"{path}[{i}]"
@@ -383,7 +412,10 @@ def parse_config(
         raise _err(
             "model", "must be a folder path", model_value, "a local folder with a Hugging Face config.json"
         )
-    model_dir = Path(model_value).expanduser()
+    try:
+        model_dir = Path(model_value).expanduser()
+    except RuntimeError:  # ~user with no such user
+        raise _err("model", "cannot expand the home folder", model_value) from None
     if not model_dir.is_absolute():
         model_dir = base_dir / model_dir
     shape = read_model_shape(model_dir, "model")
@@ -395,8 +427,8 @@ def parse_config(
         perf = _choice(perf, "performance_mode", PERFORMANCE_MODES)
     enforce_eager = bool(_bool(doc, "enforce_eager", ""))
     level_raw = doc.get("optimization_level", 2)
-    if isinstance(level_raw, str) and level_raw.upper().lstrip("O").isdigit():
-        level_raw = int(level_raw.upper().lstrip("O"))
+    if isinstance(level_raw, str) and level_raw.strip().upper().lstrip("O") in ("0", "1", "2", "3"):
+        level_raw = int(level_raw.strip().upper().lstrip("O"))
     if isinstance(level_raw, bool) or not isinstance(level_raw, int) or not 0 <= level_raw <= 3:
         raise _err("optimization_level", "out of range", level_raw, "0, 1, 2 or 3")
 
@@ -452,11 +484,15 @@ def parse_config(
         path = "compilation_config.cudagraph_capture_sizes"
         if not isinstance(value, list) or not value:
             raise _err(path, "must be a non-empty list of positive integers", value)
-        if len(value) > 10_000:
-            raise _err(path, "too many sizes to plan", len(value), "at most 10,000 entries")
+        if len(value) > MAX_LIST:
+            raise _err(path, "too many sizes to plan", len(value), f"at most {MAX_LIST:,} entries")
+        checked = []
         for i, x in enumerate(value):
-            _int({"v": x}, "v", f"{path}[{i}]")
-        sizes = tuple(int(x) for x in value)
+            size = _int({f"[{i}]": x}, f"[{i}]", path, glue="")
+            if size is None:
+                raise _err(f"{path}[{i}]", "must be an integer", x, "an integer >= 1")
+            checked.append(size)
+        sizes = tuple(checked)
     pc = _mapping(cc.get("pass_config") or {}, "compilation_config.pass_config")
     _check_keys(pc, _PASS_KEYS, "compilation_config.pass_config")
     enable_sp = bool(_bool(pc, "enable_sp", "compilation_config.pass_config")) or bool(
@@ -513,6 +549,8 @@ def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedC
         raise ConfigError("", f"invalid YAML: {where}{problem}", source=source) from None
     except RecursionError:
         raise ConfigError("", "invalid YAML: nested too deeply", source=source) from None
+    except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
+        raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=source) from None
     try:
         inp, ignored = parse_config(raw, p.resolve().parent, overrides)
     except ConfigError as e:

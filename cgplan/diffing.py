@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cgplan.capture_policies import load_capture_policy
 from cgplan.config import Overrides
 from cgplan.core.diff import Diff, diff_sides
 from cgplan.errors import ConfigError, ReportError
@@ -18,12 +19,31 @@ def split_versions(values: list[str]) -> list[str]:
     return out
 
 
-def diff_paths(a: Path, b: Path | None, versions: list[str], *, allow_mismatch: bool = False) -> Diff:
+def diff_paths(
+    a: Path,
+    b: Path | None,
+    versions: list[str],
+    *,
+    allow_mismatch: bool = False,
+    policies: list[str] | None = None,
+) -> Diff:
     """Diff two configs, one config under two releases, a plan and a capture, or two captures.
 
     Raises:
         ConfigError: bad arguments or configs; ReportError: reports of different configs.
     """
+    pols = [load_capture_policy(p) for p in (policies or [])]
+    if len(pols) > 2:
+        raise ConfigError("--policy", "at most two policies (one per side)")
+    if b is None and len(pols) == 2:
+        vs_one = split_versions(versions)
+        ov = Overrides(vllm_version=vs_one[0] if vs_one else None)
+        return diff_sides(
+            load_side(a, ov, f"{a} (policy {pols[0].name})", pols[0]),
+            load_side(a, ov, f"{a} (policy {pols[1].name})", pols[1]),
+        )
+    pa = pols[0] if pols else load_capture_policy(None)
+    pb = pols[-1] if pols else pa
     vs = split_versions(versions)
     if len(vs) > 2:
         raise ConfigError("--vllm-version", f"at most two releases (got {', '.join(vs)})")
@@ -34,13 +54,13 @@ def diff_paths(a: Path, b: Path | None, versions: list[str], *, allow_mismatch: 
                 "one config needs two releases to compare, e.g. --vllm-version 0.26.0..0.33.0",
             )
         return diff_sides(
-            load_side(a, Overrides(vllm_version=vs[0]), f"{a} @ {vs[0]}"),
-            load_side(b or a, Overrides(vllm_version=vs[1]), f"{a} @ {vs[1]}"),
+            load_side(a, Overrides(vllm_version=vs[0]), f"{a} @ {vs[0]}", pa),
+            load_side(b or a, Overrides(vllm_version=vs[1]), f"{a} @ {vs[1]}", pb),
         )
     va = vs[0] if vs else None
     vb = vs[-1] if vs else None
-    side_a = load_side(a, Overrides(vllm_version=va))
-    side_b = load_side(b, Overrides(vllm_version=vb))
+    side_a = load_side(a, Overrides(vllm_version=va), policy=pa)
+    side_b = load_side(b, Overrides(vllm_version=vb), policy=pb)
     d = diff_sides(side_a, side_b)
     if (is_report(a) or is_report(b)) and not d.fingerprints_match and not allow_mismatch:
         raise ReportError(

@@ -1,17 +1,24 @@
-"""The library entry point behind `cgplan plan`: a config file in, a plan out."""
+"""The library entry point behind `cgplan plan`: a config file or a `vllm serve` line in, a plan out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.config import LoadedConfig, Overrides, load_config
+from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.core.plan import build_plan
+from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.types import Plan
-from cgplan.errors import ConfigRejected
+from cgplan.errors import ConfigError, ConfigRejected
+from cgplan.vllm_args import SOURCE, read_vllm_args
 
 
 def plan_file(
-    path: str | Path, overrides: Overrides | None = None, *, with_fixes: bool = True
+    path: str | Path,
+    overrides: Overrides | None = None,
+    *,
+    with_fixes: bool = True,
+    policy: CapturePolicy = UPSTREAM,
 ) -> tuple[LoadedConfig, Plan]:
     """Load `path` and plan it; vLLM's refusals come back located in that file.
 
@@ -20,6 +27,34 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        return loaded, build_plan(loaded.input, with_fixes=with_fixes)
+        return loaded, build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
+
+
+def plan_vllm_args(
+    argv: Sequence[str],
+    overrides: Overrides | None = None,
+    *,
+    model_config: Path | None = None,
+    base_dir: Path | None = None,
+    with_fixes: bool = True,
+    policy: CapturePolicy = UPSTREAM,
+) -> tuple[LoadedConfig, Plan]:
+    """Read a `vllm serve` command line as vLLM would, then plan it like the equivalent YAML.
+
+    `base_dir` (default: the working directory) is where a relative MODEL or --config FILE starts;
+    `model_config` gives the shape (config.json or its folder) of a hub model.
+
+    Raises:
+        ConfigError: located at the flag that set the offending value (`--vllm-args:<flag>: ...`),
+            also for a config the chosen release refuses (ConfigRejected).
+    """
+    base = base_dir if base_dir is not None else Path.cwd()
+    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)
+    try:
+        inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
+        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
+        return loaded, build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
+    except ConfigError as e:
+        raise parsed.locate(e) from None

@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from cgplan.core.gate import GatePolicy
-from cgplan.errors import ConfigError
+from cgplan.errors import ConfigError, preview
 
 _BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
 _NUMBERS = ("max_pool_gib", "max_capture_seconds", "max_decode_padding_ratio", "max_graph_growth_pct")
 _INTS = ("max_total_graphs",)
 KEYS = (*_BOOLS, *_NUMBERS, *_INTS, "max_graphs_per_family")
+_FAMILY = re.compile(r"\*|[A-Za-z0-9_.-]{1,64}")
+"""A graph family name (target, drafter, drafter_prefill, drafter_decode, ...) or "*"."""
+_MAX_NUMBER = 1e15
+
+
+def _name(key: object) -> str:
+    """A key as it goes into a message: quoted unless it is a plain printable string."""
+    if not isinstance(key, str):
+        return preview(key)
+    if key and len(key) <= 80 and key.isprintable() and key.strip() == key:
+        return key
+    return repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
 
 
 def parse_policy(doc: Any) -> GatePolicy:
@@ -32,35 +44,41 @@ def parse_policy(doc: Any) -> GatePolicy:
     values: dict[str, Any] = {}
     for key, value in doc.items():
         if key not in KEYS:
-            close = difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(key[:80], KEYS, n=1, cutoff=0.6) if isinstance(key, str) else []
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(str(key), f"unknown policy key{hint} (expected one of {', '.join(KEYS)})")
+            raise ConfigError(_name(key), f"unknown policy key{hint} (expected one of {', '.join(KEYS)})")
         if value is None:
             values[key] = None if key != "max_graphs_per_family" else {}
             continue
         if key in _BOOLS:
             if not isinstance(value, bool):
-                raise ConfigError(key, f"must be true or false (got {value!r})")
+                raise ConfigError(key, f"must be true or false (got {preview(value)})")
         elif key in _NUMBERS:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
+                or not 0 <= value <= _MAX_NUMBER  # also refuses NaN
             ):
-                raise ConfigError(key, f"must be a number >= 0 (got {value!r})")
+                raise ConfigError(key, f"must be a number >= 0, at most 1e15 (got {preview(value)})")
             value = float(value)
         elif key in _INTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(key, f"must be an integer >= 0 (got {value!r})")
+                raise ConfigError(key, f"must be an integer >= 0 (got {preview(value)})")
         else:  # max_graphs_per_family
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 value = {"*": value}
             elif not isinstance(value, dict):
-                raise ConfigError(key, f"must be an integer or a mapping family → integer (got {value!r})")
+                raise ConfigError(
+                    key, f"must be an integer or a mapping family → integer (got {preview(value)})"
+                )
             for fam, n in value.items():
+                if not isinstance(fam, str) or not _FAMILY.fullmatch(fam):
+                    raise ConfigError(
+                        f"{key}.{_name(fam)}",
+                        "not a graph family name (expected e.g. target, drafter_decode or *)",
+                    )
                 if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                    raise ConfigError(f"{key}.{fam}", f"must be an integer >= 0 (got {n!r})")
+                    raise ConfigError(f"{key}.{fam}", f"must be an integer >= 0 (got {preview(n)})")
             value = {str(k): int(v) for k, v in value.items()}
         values[key] = value
     return dataclasses.replace(GatePolicy(), **values)
@@ -72,8 +90,15 @@ def load_policy(path: Path) -> GatePolicy:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        problem = f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})"
+        raise ConfigError("", problem, source=str(path)) from None
     except yaml.YAMLError as e:
         raise ConfigError("", f"invalid YAML: {str(e).splitlines()[0]}", source=str(path)) from None
+    except RecursionError:
+        raise ConfigError("", "invalid YAML: nested too deeply", source=str(path)) from None
+    except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
+        raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=str(path)) from None
     try:
         return parse_policy(doc)
     except ConfigError as e:

@@ -6,17 +6,20 @@ are checked; nothing is imported, evaluated or unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from cgplan.config import MAX_LIST, MAX_REASONABLE
 from cgplan.core.compare_sides import Side
 from cgplan.core.measure import Comparison, MeasuredCapture, summarize
 from cgplan.core.types import DispatchRange, Graph, Plan
-from cgplan.errors import CgplanError, ReportError
+from cgplan.errors import CgplanError, ReportError, preview
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
 REPORT_KINDS = ("plan", "capture")
@@ -124,16 +127,21 @@ def capture_report(
 def write_report(doc: dict[str, Any], path: Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename (never a half file)."""
     text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
-    target = path.expanduser()
+    tmp: str | None = None
     try:
+        target = path.expanduser()
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except OSError as e:
-        raise CgplanError(f"{path}: cannot write the report: {e.strerror or e}") from None
+    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise CgplanError(f"{path}: cannot write the report: {reason}") from None
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -146,153 +154,222 @@ def read_report(path: Path) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ReportError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except ValueError as e:  # a number of more than 4,300 digits
+        raise ReportError(f"{path}: not JSON ({e})") from None
     except RecursionError:
         raise ReportError(f"{path}: not JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a cgplan report (expected a JSON object)")
     version = doc.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportError(f"{path}:schema_version: missing or not an integer (got {version!r}; expected 1)")
+        raise ReportError(
+            f"{path}:schema_version: missing or not an integer (got {preview(version)}; expected 1)"
+        )
     if version > SCHEMA_VERSION:
         raise ReportError(
-            f"{path}:schema_version: {version} is newer than this cgplan reads "
+            f"{path}:schema_version: {preview(version)} is newer than this cgplan reads "
             f"(supports 1..{SCHEMA_VERSION}); upgrade cgplan"
         )
     if version < 1:
         raise ReportError(
-            f"{path}:schema_version: {version} is not a valid version (expected 1..{SCHEMA_VERSION})"
+            f"{path}:schema_version: {preview(version)} is not a valid version (expected 1..{SCHEMA_VERSION})"
         )
     kind = doc.get("kind", "plan")
     if kind not in REPORT_KINDS:
         raise ReportError(
-            f"{path}:kind: unknown report kind (got {kind!r}; expected one of {', '.join(REPORT_KINDS)})"
+            f"{path}:kind: unknown report kind (got {preview(kind)}; "
+            f"expected one of {', '.join(REPORT_KINDS)})"
         )
     return doc
 
 
-def _graph_list(items: Any, where: str) -> tuple[Graph, ...]:
-    if not isinstance(items, list):
-        raise ReportError(f"{where}: expected a list of graphs")
-    out = []
-    for i, g in enumerate(items):
-        if not isinstance(g, dict) or not isinstance(g.get("mode"), str) or not _is_int(g.get("num_tokens")):
-            raise ReportError(f"{where}[{i}]: expected {{mode, num_tokens, num_reqs, query_len}}")
-        out.append(
-            Graph(g["mode"], g["num_tokens"], _opt_int(g.get("num_reqs")), _opt_int(g.get("query_len")))
-        )
-    return tuple(out)
+# What a report may hold, checked before anything iterates over it: counts and token
+# numbers as the config bounds them, sorted non-overlapping ranges (so walking a tier costs
+# at most max_num_seqs steps), and names that are plain words (they reach terminal tables).
+_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+_MODES = ("FULL", "PIECEWISE", "NONE")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _opt_int(v: Any) -> int | None:
-    return v if _is_int(v) else None
+def _int(v: Any, where: str, *, minimum: int = 0) -> int:
+    if not _is_int(v) or not minimum <= v <= MAX_REASONABLE:
+        raise ReportError(
+            f"{where}: expected an integer from {minimum} to {MAX_REASONABLE:,} (got {preview(v)})"
+        )
+    return int(v)
 
 
-def _dispatch(rows: Any, unit: str, where: str) -> tuple[DispatchRange, ...]:
-    if not isinstance(rows, list):
-        raise ReportError(f"{where}: expected a list of ranges")
+def _opt_int(v: Any, where: str) -> int | None:
+    return None if v is None else _int(v, where)
+
+
+def _name(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not _NAME.fullmatch(v):
+        raise ReportError(f"{where}: expected a name of letters, digits and ._+- (got {preview(v)})")
+    return v
+
+
+def _list(v: Any, where: str, what: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise ReportError(f"{where}: expected a list of {what} (got {preview(v)})")
+    if len(v) > MAX_LIST * 10:
+        raise ReportError(f"{where}: {len(v):,} entries; at most {MAX_LIST * 10:,}")
+    return v
+
+
+def _graph_list(items: Any, where: str) -> tuple[Graph, ...]:
     out = []
-    for i, r in enumerate(rows):
-        if not isinstance(r, dict) or not _is_int(r.get(f"from_{unit}")) or not _is_int(r.get(f"to_{unit}")):
-            raise ReportError(f"{where}[{i}]: expected from_{unit}/to_{unit}/mode/padded_tokens")
-        mode = r.get("mode")
-        if mode not in ("FULL", "PIECEWISE", "NONE"):
-            raise ReportError(f"{where}[{i}].mode: expected FULL, PIECEWISE or NONE (got {mode!r})")
+    for i, g in enumerate(_list(items, where, "graphs")):
+        at = f"{where}[{i}]"
+        if not isinstance(g, dict):
+            raise ReportError(f"{at}: expected {{mode, num_tokens, num_reqs, query_len}} (got {preview(g)})")
+        mode = g.get("mode")
+        if mode not in ("FULL", "PIECEWISE"):
+            raise ReportError(f"{at}.mode: expected FULL or PIECEWISE (got {preview(mode)})")
         out.append(
-            DispatchRange(
-                r[f"from_{unit}"],
-                r[f"to_{unit}"],
+            Graph(
                 mode,
-                _opt_int(r.get("padded_tokens")),
-                _opt_int(r.get("padded_reqs")),
+                _int(g.get("num_tokens"), f"{at}.num_tokens"),
+                _opt_int(g.get("num_reqs"), f"{at}.num_reqs"),
+                _opt_int(g.get("query_len"), f"{at}.query_len"),
             )
         )
     return tuple(out)
+
+
+def _dispatch(rows: Any, unit: str, where: str) -> tuple[DispatchRange, ...]:
+    out: list[DispatchRange] = []
+    for i, r in enumerate(_list(rows, where, "ranges")):
+        at = f"{where}[{i}]"
+        if not isinstance(r, dict):
+            raise ReportError(
+                f"{at}: expected {{from_{unit}, to_{unit}, mode, padded_tokens}} (got {preview(r)})"
+            )
+        first = _int(r.get(f"from_{unit}"), f"{at}.from_{unit}", minimum=1)
+        last = _int(r.get(f"to_{unit}"), f"{at}.to_{unit}", minimum=first)
+        if out and first <= out[-1].last:
+            raise ReportError(f"{at}: ranges must be sorted and must not overlap (from_{unit} {first})")
+        mode = r.get("mode")
+        if mode not in _MODES:
+            raise ReportError(f"{at}.mode: expected FULL, PIECEWISE or NONE (got {preview(mode)})")
+        out.append(
+            DispatchRange(
+                first,
+                last,
+                mode,
+                _opt_int(r.get("padded_tokens"), f"{at}.padded_tokens"),
+                _opt_int(r.get("padded_reqs"), f"{at}.padded_reqs"),
+            )
+        )
+    return tuple(out)
+
+
+def _uniform(raw: Any, where: str) -> dict[int, tuple[DispatchRange, ...]]:
+    if not isinstance(raw, dict):
+        raise ReportError(f"{where}: expected {{query_len: [ranges]}} (got {preview(raw)})")
+    out = {}
+    for k, v in raw.items():
+        if not (isinstance(k, str) and k.isascii() and k.isdigit()):
+            raise ReportError(f"{where}: keys must be query lengths (got {preview(k)})")
+        out[_int(int(k), f"{where}.{k}", minimum=1)] = _dispatch(v, "reqs", f"{where}.{k}")
+    return out
+
+
+def _lookup(raw: Any, where: str) -> tuple[tuple[int, int, int], ...]:
+    rows: list[tuple[int, int, int]] = []
+    for i, row in enumerate(_list(raw, where, "[first_batch, last_batch, K] rows")):
+        at = f"{where}[{i}]"
+        if not isinstance(row, list) or len(row) != 3:
+            raise ReportError(f"{at}: expected [first_batch, last_batch, K] (got {preview(row)})")
+        a = _int(row[0], f"{at}[0]", minimum=1)
+        b = _int(row[1], f"{at}[1]", minimum=a)
+        k = _int(row[2], f"{at}[2]")
+        if rows and a <= rows[-1][1]:
+            raise ReportError(f"{at}: rows must be sorted and must not overlap (first_batch {a})")
+        rows.append((a, b, k))
+    return tuple(rows)
+
+
+def _fingerprint(v: Any, where: str) -> str | None:
+    return None if v is None else _name(v, where)
 
 
 def side_from_report(doc: dict[str, Any], label: str) -> Side:
     """A plan JSON or capture report as a comparison side (measured figures for captures).
 
     Raises:
-        ReportError: a field is missing or of the wrong type.
+        ReportError: a field is missing, of the wrong type or out of bounds.
     """
     plan = doc if doc.get("kind", "plan") == "plan" else doc.get("plan")
     if not isinstance(plan, dict):
         raise ReportError(f"{label}: plan: missing (expected the plan the report was made against)")
-    try:
-        q = int(plan["uniform_decode_query_len"])
-        s = int(plan["max_num_seqs"])
-        version = str(plan["vllm_version"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ReportError(f"{label}: plan: missing or malformed field {e}") from None
+    q = _int(plan.get("uniform_decode_query_len"), f"{label}: uniform_decode_query_len", minimum=1)
+    s = _int(plan.get("max_num_seqs"), f"{label}: max_num_seqs", minimum=1)
+    version = _name(plan.get("vllm_version"), f"{label}: vllm_version")
+    fingerprint = _fingerprint(doc.get("config_fingerprint"), f"{label}: config_fingerprint")
     dyn = plan.get("dynamic_sd")
     lookup: tuple[tuple[int, int, int], ...] | None = None
-    if isinstance(dyn, dict) and isinstance(dyn.get("lookup"), list):
-        try:
-            lookup = tuple((int(a), int(b), int(k)) for a, b, k in dyn["lookup"])
-        except (TypeError, ValueError):
-            raise ReportError(
-                f"{label}: dynamic_sd.lookup: expected [first_batch, last_batch, K] rows"
-            ) from None
+    if dyn is not None:
+        if not isinstance(dyn, dict):
+            raise ReportError(f"{label}: dynamic_sd: expected {{lookup: [...]}} or null (got {preview(dyn)})")
+        lookup = _lookup(dyn.get("lookup"), f"{label}: dynamic_sd.lookup")
     if doc.get("kind") == "capture":
         m = doc.get("measured")
         if not isinstance(m, dict):
             raise ReportError(f"{label}: measured: missing")
-        graphs_raw = m.get("graphs") or []
         families: dict[str, list[Graph]] = {}
-        for i, g in enumerate(graphs_raw if isinstance(graphs_raw, list) else []):
-            fam = g.get("family") if isinstance(g, dict) else None
-            if not isinstance(fam, str):
-                raise ReportError(f"{label}: measured.graphs[{i}].family: missing")
-            families.setdefault(fam, []).extend(_graph_list([g], f"{label}: measured.graphs[{i}]"))
-        uniform_raw = m.get("uniform_decode") or {}
-        uniform = {
-            int(k): _dispatch(v, "reqs", f"{label}: measured.uniform_decode.{k}")
-            for k, v in uniform_raw.items()
-        }
+        graphs_raw = m.get("graphs")
+        for i, g in enumerate(
+            _list([] if graphs_raw is None else graphs_raw, f"{label}: measured.graphs", "graphs")
+        ):
+            at = f"{label}: measured.graphs[{i}]"
+            fam = _name(g.get("family") if isinstance(g, dict) else None, f"{at}.family")
+            families.setdefault(fam, []).extend(_graph_list([g], at))
+        ud = m.get("uniform_decode")
+        uniform = _uniform({} if ud is None else ud, f"{label}: measured.uniform_decode")
         pool = m.get("graph_nvml_total_bytes")
         wall = m.get("capture_wall_s")
+        pool_ok = _is_int(pool) and 0 <= pool < 1 << 62
+        wall_ok = isinstance(wall, int | float) and not isinstance(wall, bool) and 0 <= wall < 1e9
         return Side(
             label,
             "capture",
             version,
-            doc.get("config_fingerprint"),
+            fingerprint,
             s,
             q,
             {f: tuple(g) for f, g in families.items()},
             uniform,
             lookup,
-            pool_bytes=pool if _is_int(pool) else None,
-            pool_source="measured" if _is_int(pool) else None,
-            capture_time_s=float(wall)
-            if isinstance(wall, int | float) and not isinstance(wall, bool)
-            else None,
+            pool_bytes=pool if pool_ok else None,
+            pool_source="measured" if pool_ok else None,
+            capture_time_s=float(wall) if wall_ok and wall is not None else None,
         )
     graphs_raw = plan.get("graphs")
     if not isinstance(graphs_raw, dict):
         raise ReportError(f"{label}: graphs: missing (expected {{family: [graphs]}})")
-    graphs = {f: _graph_list(v, f"{label}: graphs.{f}") for f, v in graphs_raw.items()}
+    graphs = {
+        _name(f, f"{label}: graphs"): _graph_list(v, f"{label}: graphs.{f}") for f, v in graphs_raw.items()
+    }
     ud_raw = plan.get("uniform_decode")
-    if not isinstance(ud_raw, dict):
+    if ud_raw is None:
         raise ReportError(f"{label}: uniform_decode: missing")
-    try:
-        uniform = {int(k): _dispatch(v, "reqs", f"{label}: uniform_decode.{k}") for k, v in ud_raw.items()}
-    except ValueError:
-        raise ReportError(f"{label}: uniform_decode: keys must be query lengths") from None
+    uniform = _uniform(ud_raw, f"{label}: uniform_decode")
     pred = plan.get("predicted_pool_bytes")
+    pred_ok = _is_int(pred) and 0 <= pred < 1 << 62
     return Side(
         label,
         "plan",
         version,
-        doc.get("config_fingerprint"),
+        fingerprint,
         s,
         q,
         graphs,
         uniform,
         lookup,
-        pool_bytes=pred if _is_int(pred) else None,
-        pool_source="predicted" if _is_int(pred) else None,
+        pool_bytes=pred if pred_ok else None,
+        pool_source="predicted" if pred_ok else None,
     )

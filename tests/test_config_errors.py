@@ -51,7 +51,7 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
     "empty-sizes": (ConfigError, r":compilation_config\.cudagraph_capture_sizes: must be a non-empty list"),
     "bad-size-entry": (
         ConfigError,
-        r":compilation_config\.cudagraph_capture_sizes\[2\]\.v: out of range \(got -4",
+        r":compilation_config\.cudagraph_capture_sizes\[2\]: out of range \(got -4",
     ),
     "schedule-not-list": (
         ConfigError,

@@ -176,3 +176,40 @@ def test_random_traffic_never_worse_than_default_within_coverage() -> None:
         assert (
             traffic_cost(again, decode, []).padded_tokens <= traffic_cost(default, decode, []).padded_tokens
         )
+
+
+def test_policy_cli_plan_diff_sweep(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["cgplan", *args])
+        with pytest.raises(SystemExit) as info:
+            main()
+        out = capsys.readouterr()
+        code = info.value.code
+        return (int(code) if isinstance(code, int) else 0), out.out, out.err
+
+    code, out, _ = run("plan", str(PR), "--policy", "uncapped-uniform-decode", "--json")
+    assert code == 0 and json.loads(out)["gaps"] == []
+    code, out, _ = run(
+        "diff", str(MTP), "--policy", "upstream", "--policy", "sparse-pow2-drafter-prefill", "--json"
+    )
+    rows = {(g["family"], g["mode"]): g for g in json.loads(out)["graphs"]}
+    assert (
+        code == 0
+        and rows[("drafter_prefill", "FULL")]["count_b"] < rows[("drafter_prefill", "FULL")]["count_a"]
+    )
+    assert "(policy sparse-pow2-drafter-prefill)" in json.loads(out)["b"]["label"]
+    code, out, _ = run(
+        "sweep", str(PR), "--set", "max_num_seqs=8..40", "--policy", "uncapped-uniform-decode", "--json"
+    )
+    assert code == 0 and all(r["outcomes"]["0.33.0"]["status"] == "ok" for r in json.loads(out)["ranges"])
+    custom = tmp_path / "mine.yaml"
+    custom.write_text("name: mine\ndrafter_prefill_full: none\n")
+    code, out, _ = run("plan", str(MTP), "--policy", str(custom), "--json")
+    assert code == 0 and json.loads(out)["graph_counts"]["drafter_prefill"]["FULL"] == 0
+    custom.write_text("drafter_prefill_full: sometimes\n")
+    code, _, err = run("plan", str(MTP), "--policy", str(custom))
+    assert code == 2 and "drafter_prefill_full: got 'sometimes'; expected target | pow2 | none" in err
+    code, _, err = run("plan", str(MTP), "--policy", "nope")
+    assert code == 2 and "--policy: unknown policy 'nope'" in err

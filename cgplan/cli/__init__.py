@@ -15,7 +15,7 @@ from cgplan.cli import logs as logs_cmd
 from cgplan.cli import optimize as optimize_cmd
 from cgplan.cli import plan as plan_cmd
 from cgplan.cli import sweep as sweep_cmd
-from cgplan.errors import CgplanError
+from cgplan.errors import CgplanError, one_line
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -65,5 +65,5 @@ def main() -> None:
     try:
         app()
     except CgplanError as e:
-        sys.stderr.write(f"cgplan: error: {e.message}\n")
+        sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
         sys.exit(int(e.exit_code))

@@ -70,3 +70,11 @@ HtmlOpt = Annotated[
         "--html", help="Also write a self-contained HTML report (SVG coverage charts) to this file."
     ),
 ]
+PolicyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--policy",
+        help="What-if capture policy: upstream (default), sparse-pow2-drafter-prefill, "
+        "uncapped-uniform-decode, explicit-max-keeps-decode, or a policy YAML file.",
+    ),
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -15,11 +16,16 @@ def write_artifact(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    target = output.expanduser()
+    tmp: str | None = None
     try:
+        target = output.expanduser()
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, target)
-    except OSError as e:
-        raise CgplanError(f"{output}: cannot write: {e.strerror or e}") from None
+    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise CgplanError(f"{output}: cannot write: {reason}") from None

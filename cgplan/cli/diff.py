@@ -35,6 +35,10 @@ def diff(
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
     html: HtmlOpt = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", help="Capture policy: one for both sides, or two (A then B)."),
+    ] = None,
     fail_on_change: Annotated[
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
@@ -42,7 +46,7 @@ def diff(
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
-    d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch)
+    d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy)
     if json_out:
         text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
     elif markdown:

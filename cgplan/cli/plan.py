@@ -1,34 +1,62 @@
-"""`cgplan plan CONFIG`: what vLLM will capture and how every batch dispatches, no GPU."""
+"""`cgplan plan CONFIG` (or a `vllm serve` command line): what vLLM will capture and how every batch
+dispatches, no GPU."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cgplan.capture_policies import load_capture_policy
 from cgplan.cli._options import (
-    ConfigArg,
+    ConfigOrVllmArgsArg,
+    HtmlOpt,
     JsonOpt,
     MarkdownOpt,
+    ModelConfigOpt,
     ModelRunnerOpt,
     NoColorOpt,
     OutputOpt,
     PlatformOpt,
+    PolicyOpt,
+    VllmArgsOpt,
     VllmVersionOpt,
 )
 from cgplan.cli._output import write_artifact
 from cgplan.config import Overrides
 from cgplan.core.fingerprint import fingerprint
 from cgplan.errors import ExitCode
-from cgplan.planning import plan_file
+from cgplan.planning import plan_file, plan_vllm_args
 from cgplan.render import OutputFormat, render
+from cgplan.render.html import plan_html
+from cgplan.render.json import plan_to_dict
+from cgplan.vllm_args import SOURCE, split_vllm_args
+
+_ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [FLAGS...]"
+
+
+def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, list[str] | None]:
+    """CONFIG, or the `vllm serve` command line (from --vllm-args, or everything after `--`)."""
+    if vllm_args is not None:
+        if targets:
+            raise typer.BadParameter(_ONE_INPUT)
+        return None, split_vllm_args(vllm_args)
+    if not targets:
+        raise typer.BadParameter(_ONE_INPUT)
+    first = targets[0]
+    if len(targets) == 1 and first not in ("serve", "vllm") and not first.startswith("-"):
+        return Path(first), None
+    return None, targets
 
 
 def plan(
-    config: ConfigArg,
+    targets: ConfigOrVllmArgsArg = None,
+    vllm_args: VllmArgsOpt = None,
+    model_config: ModelConfigOpt = None,
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
@@ -36,16 +64,32 @@ def plan(
     markdown: MarkdownOpt = False,
     full: Annotated[bool, typer.Option("--full", help="One row per distinct graph, not ranges.")] = False,
     output: OutputOpt = None,
+    html: HtmlOpt = None,
+    policy: PolicyOpt = None,
     no_color: NoColorOpt = False,
     fail_on_gap: Annotated[
         bool,
         typer.Option("--fail-on-gap", help="Exit 1 when a uniform-decode batch runs eager or below FULL."),
     ] = False,
 ) -> None:
-    """Plan CUDA-graph capture for CONFIG exactly as the chosen vLLM release would."""
+    """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
+    release would."""
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
-    loaded, result = plan_file(config, Overrides(vllm_version, platform, model_runner))
+    config, argv = _vllm_argv(list(targets or []), vllm_args)
+    overrides = Overrides(vllm_version, platform, model_runner)
+    pol = load_capture_policy(policy)
+    if argv is not None:
+        loaded, result = plan_vllm_args(
+            argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol
+        )
+        source = SOURCE
+    else:
+        assert config is not None
+        if model_config is not None:
+            raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
+        loaded, result = plan_file(config, overrides, policy=pol)
+        source = str(config)
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
     tty = sys.stdout.isatty() and output is None
     color = tty and not no_color and not os.environ.get("NO_COLOR")
@@ -53,7 +97,7 @@ def plan(
     text = render(
         result,
         fmt,
-        source=str(config),
+        source=source,
         full=full,
         ignored_keys=loaded.ignored_keys,
         width=width,
@@ -61,6 +105,12 @@ def plan(
         fingerprint=fingerprint(loaded.input),
     )
     write_artifact(text, output)
+    if html is not None:
+        write_artifact(
+            plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html
+        )
+    if pol.name != "upstream" and fmt is OutputFormat.table:
+        sys.stderr.write(f"cgplan: policy {pol.name}: {pol.description}\n")
     if loaded.ignored_keys and fmt is OutputFormat.table:
         sys.stderr.write(
             f"cgplan: note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}\n"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt
+from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt, PolicyOpt
 from cgplan.cli._output import write_artifact
 from cgplan.render.compare import render_sweep, sweep_to_dict
 from cgplan.sweeping import sweep_config
@@ -23,12 +23,13 @@ def sweep(
         list[str] | None,
         typer.Option("--vllm-version", help="Release to plan with (repeat to compare releases)."),
     ] = None,
+    policy: PolicyOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
-    result = sweep_config(config, set_, vllm_version or [])
+    result = sweep_config(config, set_, vllm_version or [], policy)
     if json_out:
         text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
     else:

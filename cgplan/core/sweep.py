@@ -11,6 +11,7 @@ from typing import Any
 from cgplan.core.compare_sides import decode_gaps, side_from_plan
 from cgplan.core.modes import Mode, Platform
 from cgplan.core.plan import build_plan
+from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.spec import PlanInput, SpeculativeSpec
 from cgplan.core.types import Plan, Rejected
 
@@ -107,14 +108,19 @@ def _outcome(plan: Plan | None, reason: str | None) -> PointOutcome:
     return PointOutcome("gaps", detail, tuple(sorted({m for *_, m in gaps})), graphs)
 
 
-def _plan(inp: PlanInput) -> tuple[Plan | None, str | None]:
+def _plan(inp: PlanInput, policy: CapturePolicy) -> tuple[Plan | None, str | None]:
     try:
-        return build_plan(inp, with_fixes=False, with_mixed=False), None
+        return build_plan(inp, with_fixes=False, with_mixed=False, policy=policy), None
     except Rejected as e:
         return None, e.problem
 
 
-def sweep(base: PlanInput, axes: Sequence[tuple[str, Sequence[Any]]], versions: Sequence[str]) -> SweepResult:
+def sweep(
+    base: PlanInput,
+    axes: Sequence[tuple[str, Sequence[Any]]],
+    versions: Sequence[str],
+    policy: CapturePolicy = UPSTREAM,
+) -> SweepResult:
     """Plan every point of the grid under every release; group the last axis into ranges.
 
     Raises:
@@ -138,7 +144,7 @@ def sweep(base: PlanInput, axes: Sequence[tuple[str, Sequence[Any]]], versions: 
             inp = base
             for k, v in (*fixed, (last_key, value)):
                 inp = SETTERS[k](inp, v)
-            plans = [_plan(dataclasses.replace(inp, vllm_version=ver)) for ver in versions]
+            plans = [_plan(dataclasses.replace(inp, vllm_version=ver), policy) for ver in versions]
             outcomes = tuple(_outcome(p, r) for p, r in plans)
             disagree = len(versions) > 1 and any(
                 (a[0] is None) != (b[0] is None)

@@ -1,0 +1,1609 @@
+"""`cgplan logs`: what a vLLM startup log says was captured, and how that compares with the plan.
+
+A log is read line by line (tqdm progress bars are split at their carriage returns) against a
+table of vLLM's own log format strings, one entry per range of releases (`LOG_FORMATS`). The
+parse is a frozen `ParsedLog`; `compare_with_config` plans the config under the log's vLLM
+release and holds every figure the log states against the plan (`Comparison`).
+
+What vLLM prints during start-up, and when (vllm/v1/engine/core.py, vllm/config/vllm.py,
+vllm/config/compilation.py, vllm/v1/worker/gpu_worker.py, gpu_model_runner.py (V1),
+gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph.py):
+
+* config time, before the engine line: the dynamic-SD mode override, the V2 → V1 runner
+  fallback, "Truncating max_cudagraph_capture_size", "... is overridden by config ...";
+* "Initializing a V1 LLM engine (vX) with config: ... compilation_config={...}": the mode and
+  sizes *before* the attention downgrade and before model runner V1's rounding to multiples
+  of 1 + K;
+* in the worker: the attention downgrade, V1's "Profiling CUDA graph memory" and estimate,
+  (V2 from 0.29.0: a profiling capture with progress bars and its own "Graph capturing
+  finished"), "Available KV cache memory", the KV cache size, the capture progress bars
+  (tqdm, stderr), "Graph capturing finished", "CUDA graph pool memory";
+* while serving, with `--cudagraph-metrics`: the CUDAGraph settings and stats tables.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import io
+import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cgplan import __version__
+from cgplan.config import LoadedConfig, Overrides
+from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
+from cgplan.core.modes import Mode
+from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
+from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import Plan
+from cgplan.errors import CgplanError, ConfigRejected
+from cgplan.planning import plan_file
+
+SCHEMA_VERSION = 1
+"""Bumped on any incompatible change of `logs_to_dict`'s JSON; fields may be added freely."""
+
+
+class LogError(CgplanError):
+    """The log cannot be read, or is not a vLLM log (exit 2)."""
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM's log format strings, per range of releases
+# --------------------------------------------------------------------------------------------
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@dataclass(frozen=True)
+class BarFamily:
+    """One kind of tqdm capture progress bar: its description, whose graphs it counts."""
+
+    pattern: re.Pattern[str]
+    """Matches the whole bar description; group `mode` is the CUDA-graph runtime mode."""
+    manager: str
+    """Plan family the bar counts: target, drafter_prefill, drafter_decode."""
+    runner: str
+    """Model runner that prints it: v1 or v2."""
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """vLLM's log lines that `cgplan logs` reads, for the releases from `since` on."""
+
+    since: str
+    """First vLLM release this entry applies to (until the next entry's `since`)."""
+    engine: re.Pattern[str]
+    """vllm/v1/engine/core.py: "Initializing a V1 LLM engine (v%s) with config: %s"."""
+    non_default_args: re.Pattern[str]
+    """The serve/LLM entry point: "non-default args: %s" (a dict repr)."""
+    chunked_prefill: re.Pattern[str]
+    """vllm/config/scheduler.py: "Chunked prefill is enabled with max_num_batched_tokens=%d."."""
+    v2_runner: re.Pattern[str]
+    """vllm/v1/worker/gpu_worker.py: "Using V2 Model Runner"."""
+    runner_fallback: re.Pattern[str]
+    """vllm/config/vllm.py: "Model Runner V2 does not yet support %s; using the V1 model runner"."""
+    v1_source: re.Pattern[str]
+    """A line logged from vllm/v1/worker/gpu_model_runner.py (console or logger-name format)."""
+    v2_source: re.Pattern[str]
+    """A line logged from vllm/v1/worker/gpu/model_runner.py."""
+    dynamic_sd_override: re.Pattern[str]
+    """vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode` (V1 only)."""
+    truncated_max: re.Pattern[str]
+    """vllm/config/vllm.py `_set_cudagraph_sizes`: "Truncating max_cudagraph_capture_size to %d"."""
+    sizes_overridden: re.Pattern[str]
+    """vllm/config/vllm.py: "cudagraph_capture_sizes specified in compilation_config %s is
+    overridden by config %s"."""
+    mode_downgrade: re.Pattern[str]
+    """vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`: the attention downgrade."""
+    profiling: re.Pattern[str]
+    """V1 gpu_model_runner.py: "Profiling CUDA graph memory: %s" ("MODE=N (largest=T)", ...)."""
+    profiling_group: re.Pattern[str]
+    """One "MODE=N (largest=T)" group of the profiling line."""
+    estimate: re.Pattern[str]
+    """V1: "Estimated CUDA graph memory: %.2f GiB total"."""
+    kv_memory: re.Pattern[str]
+    """gpu_worker.py: "Available KV cache memory: %s GiB"."""
+    kv_tokens: re.Pattern[str]
+    """vllm/v1/core/kv_cache_utils.py: the KV cache size in tokens."""
+    capture_finished: re.Pattern[str]
+    """Both runners' capture_model: "Graph capturing finished in %.0f secs, took %.2f GiB"."""
+    pool_memory: re.Pattern[str]
+    """gpu_worker.py: "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference:
+    %s GiB (%.1f%%)."."""
+    speculator_capture: re.Pattern[str]
+    """V2 speculators: "Capturing model for speculator..."."""
+    capture_skipped: re.Pattern[str]
+    """V1/V2 capture_model with mode NONE: "Skipping ... CUDA graph capture"."""
+    engine_ready: re.Pattern[str]
+    """core.py: "init engine (profile, create kv cache, warmup model) took %.2f s"."""
+    bar: re.Pattern[str]
+    """A tqdm bar state: "DESC: PCT%|BAR| N/M [...]" (tqdm's default format)."""
+    bar_families: tuple[BarFamily, ...]
+    """Known bar descriptions, first match wins."""
+    metrics_header: re.Pattern[str]
+    """vllm/compilation/cuda_graph.py CUDAGraphLogging: "**CUDAGraph Config Settings:**"."""
+    metrics_mode: re.Pattern[str]
+    """"- Mode: %s" (str(CUDAGraphMode): the member name)."""
+    metrics_sizes: re.Pattern[str]
+    """"- Capture sizes: %s" (a list repr)."""
+    metrics_row: re.Pattern[str]
+    """"| unpadded | padded | paddings | runtime mode | count |" (left-justified cells)."""
+    metrics_other: re.Pattern[str]
+    """The table's other lines: "**CUDAGraph Stats:**", the column header, the separator."""
+    v2_profiling_capture: bool
+    """V2's memory profiling runs a capture (bars and a "Graph capturing finished" line of its
+    own) before the KV cache is sized (vllm/v1/worker/gpu/cudagraph_utils.py
+    `profile_cudagraph_memory`, from 0.29.0)."""
+
+
+_MODE = r"(?:CUDAGraphMode\.)?(?P<mode>NONE|PIECEWISE|FULL_DECODE_ONLY|FULL_AND_PIECEWISE|FULL)"
+
+# vLLM 0.26.0 (the strings below are unchanged through 0.33.0 unless an entry says otherwise).
+_V0_26 = LogFormat(
+    since="0.26.0",
+    engine=_re(r"Initializing a V1 LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<config>.*)"),
+    non_default_args=_re(r"non-default args: (?P<args>\{.*\})\s*$"),
+    chunked_prefill=_re(r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)"),
+    v2_runner=_re(r"Using V2 Model Runner"),
+    runner_fallback=_re(
+        r"Model Runner V2 does not yet support (?P<what>.+?); using the V1 model runner instead\.?"
+    ),
+    v1_source=_re(r"\[gpu_model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu_model_runner\b"),
+    v2_source=_re(r"\[model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu\.model_runner\b"),
+    dynamic_sd_override=_re(
+        r"Dynamic speculative decoding changes the target verification length at runtime\. "
+        r"Overriding cudagraph_mode from (?P<from>\w+) to (?P<to>\w+)"
+    ),
+    truncated_max=_re(r"Truncating max_cudagraph_capture_size to (?P<size>\d+)"),
+    sizes_overridden=_re(
+        r"cudagraph_capture_sizes specified in compilation_config (?P<given>\[[\d, ]*\]) "
+        r"is overridden by config (?P<final>\[[\d, ]*\])"
+    ),
+    mode_downgrade=_re(
+        r"CUDAGraphMode\.(?P<from>\w+) is not supported (?:with spec-decode for attention backend "
+        r"(?P<spec_backend>\S+)|with (?P<backend>\S+) backend) \(support: ?(?P<support>[^)]*)\); "
+        r"setting cudagraph_mode=(?P<to>\w+)"
+    ),
+    profiling=_re(r"Profiling CUDA graph memory: (?P<groups>.*)"),
+    profiling_group=_re(r"(?P<mode>\w+)=(?P<count>\d+) \(largest=(?P<largest>\d+)\)"),
+    estimate=_re(r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB total"),
+    kv_memory=_re(r"Available KV cache memory: (?P<gib>[\d.]+) GiB"),
+    kv_tokens=_re(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens"),
+    capture_finished=_re(r"Graph capturing finished in (?P<secs>[\d.]+) secs, took (?P<gib>-?[\d.]+) GiB"),
+    pool_memory=_re(
+        r"CUDA graph pool memory: (?P<actual>[\d.]+) GiB \(actual\), (?P<estimated>[\d.]+) GiB "
+        r"\(estimated\), difference: (?P<diff>[\d.]+) GiB \((?P<pct>[\d.]+)%\).*"
+    ),
+    speculator_capture=_re(r"Capturing model for (?:[\w-]+ )*speculator\.\.\."),
+    capture_skipped=_re(r"Skipping (?:encoder and decoder )?CUDA graph capture"),
+    engine_ready=_re(r"init engine \(profile, create kv cache, warmup model\) took"),
+    bar=_re(
+        r"(?P<desc>Capturing [^\r\n:|]*?CUDA graphs(?: \([^)\r\n]*\))?): *\d+%\|[^|\r\n]*\| *"
+        r"(?P<n>\d+)/(?P<total>\d+)"
+    ),
+    bar_families=(
+        # V1 gpu_model_runner._capture_cudagraphs: one bar per runtime mode, labelled by the
+        # first (largest) descriptor's `uniform` flag.
+        BarFamily(
+            _re(r"^Capturing CUDA graphs \((?:decode|mixed prefill-decode), (?P<mode>PIECEWISE|FULL)\)$"),
+            "target",
+            "v1",
+        ),
+        # V2 CudaGraphManager.capture: f"{progress_bar_desc} ({mode.name})".
+        BarFamily(_re(r"^Capturing CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "target", "v2"),
+        BarFamily(
+            _re(r"^Capturing prefill CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter_prefill", "v2"
+        ),
+        BarFamily(
+            _re(r"^Capturing decode CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter_decode", "v2"
+        ),
+    ),
+    metrics_header=_re(r"CUDAGraph Config Settings:"),
+    metrics_mode=_re(r"- Mode: " + _MODE + r"\s*$"),
+    metrics_sizes=_re(r"- Capture sizes: (?P<sizes>\[[\d, ]*\])"),
+    metrics_row=_re(
+        r"\|\s*(?P<unpadded>\d+)\s*\|\s*(?P<padded>\d+)\s*\|\s*(?P<paddings>-?\d+)\s*\|\s*"
+        + _MODE
+        + r"\s*\|\s*(?P<count>\d+)\s*\|"
+    ),
+    metrics_other=_re(r"CUDAGraph Stats:|\| Unpadded Tokens \||^[^|]*\|-+\|"),
+    v2_profiling_capture=False,
+)
+# 0.29.0: V2 estimates graph memory by capturing (vllm/v1/worker/gpu/cudagraph_utils.py
+# `profile_cudagraph_memory` runs `capture_model()` against a throwaway pool, FULL graphs
+# sampled), so its bars and "Graph capturing finished" line come twice.
+_V0_29 = replace(_V0_26, since="0.29.0", v2_profiling_capture=True)
+# 0.30.0: kv_cache_utils.update_kv_cache_capacity logs "%s KV cache size: %s tokens, ..." with
+# the device name ("GPU", "XPU"; " + host" with hisparse) in front.
+_V0_30 = replace(
+    _V0_29,
+    since="0.30.0",
+    kv_tokens=_re(r"\b[A-Z]+(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"),
+)
+
+LOG_FORMATS: tuple[LogFormat, ...] = (_V0_26, _V0_29, _V0_30)
+"""Oldest first; a release uses the last entry whose `since` is not newer than it."""
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string (dev and local suffixes dropped).
+
+    >>> version_key("0.26.1.dev5+gabc"), version_key("0.33.0")
+    ((0, 26, 1), (0, 33, 0))
+    """
+    parts: list[int] = []
+    for piece in version.split("+")[0].split("."):
+        m = re.match(r"\d+", piece)
+        if m is None:
+            break
+        parts.append(int(m.group(0)))
+        if m.group(0) != piece:
+            break
+    return tuple(parts)
+
+
+def log_format_for(version: str | None) -> LogFormat:
+    """The `LOG_FORMATS` entry for `version` (the newest one when the version is unknown).
+
+    >>> log_format_for("0.26.0").since, log_format_for("0.31.0").since, log_format_for(None).since
+    ('0.26.0', '0.30.0', '0.30.0')
+    """
+    if version is None or not version_key(version):
+        return LOG_FORMATS[-1]
+    key = version_key(version)
+    chosen = LOG_FORMATS[0]
+    for fmt in LOG_FORMATS:
+        if version_key(fmt.since) <= key:
+            chosen = fmt
+    return chosen
+
+
+# --------------------------------------------------------------------------------------------
+# The parse
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """A capture-relevant warning vLLM logged (the planner's `Note` kinds)."""
+
+    kind: str
+    """truncated_max, explicit_sizes_overridden, runner_fallback, dynamic_sd_override,
+    mode_downgrade or capture_skipped."""
+    message: str
+    """vLLM's words, from the log."""
+    values: tuple[tuple[str, Any], ...] = ()
+    """What the message says, parsed (e.g. (("size", 592),))."""
+
+    def value(self, name: str) -> Any:
+        """One parsed value (None when absent)."""
+        return dict(self.values).get(name)
+
+
+@dataclass(frozen=True)
+class ProgressBar:
+    """One tqdm capture progress bar, at its last state in the log."""
+
+    desc: str
+    """vLLM's bar description, e.g. "Capturing CUDA graphs (decode, FULL)"."""
+    manager: str
+    """Plan family it counts (target, drafter_prefill, drafter_decode), else the bar's own words."""
+    mode: str | None
+    """PIECEWISE or FULL (None when the description names no mode)."""
+    runner: str | None
+    """Model runner that prints such a bar (v1, v2), None for an unknown kind of bar."""
+    done: int
+    """Descriptors captured when the bar last updated (N of N/M)."""
+    total: int
+    """Descriptors the manager meant to capture (M)."""
+    phase: str
+    """"capture", or "profiling" (V2's memory-profiling capture, before the KV cache is sized)."""
+
+
+@dataclass(frozen=True)
+class MetricsRow:
+    """One row of the `--cudagraph-metrics` stats table."""
+
+    unpadded_tokens: int
+    """Tokens of the batch."""
+    padded_tokens: int
+    """Tokens of the graph replayed (the batch's tokens when eager)."""
+    num_paddings: int
+    """Padded minus unpadded."""
+    runtime_mode: str
+    """NONE, PIECEWISE or FULL."""
+    count: int
+    """Batches of this shape in the logging interval."""
+
+
+@dataclass(frozen=True)
+class MetricsTable:
+    """One `--cudagraph-metrics` table (vLLM logs one per logging interval)."""
+
+    mode: str | None
+    """"- Mode:" (the cudagraph_mode of the front end's config)."""
+    capture_sizes: tuple[int, ...] | None
+    """"- Capture sizes:"."""
+    rows: tuple[MetricsRow, ...]
+    """The stats rows, most frequent first."""
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    """Everything `cgplan logs` reads from a vLLM startup log."""
+
+    source: str
+    """The file read."""
+    log_format: str
+    """`since` of the `LOG_FORMATS` entry used."""
+    vllm_version: str | None
+    """From the engine line ("Initializing a V1 LLM engine (vX)")."""
+    engine_starts: int
+    """Engine lines in the file (the last engine is read)."""
+    model_runner: str | None
+    """v1 or v2, as the log shows it (None: not shown)."""
+    model_runner_evidence: tuple[str, ...]
+    """Why: the lines or bars that show the runner."""
+    speculative_method: str | None
+    """speculative_config.method from the engine line (None: no speculation)."""
+    num_speculative_tokens: int | None
+    """num_spec_tokens from the engine line (None: no speculation)."""
+    dynamic_sd_schedule: tuple[tuple[int, int, int], ...] | None
+    """num_speculative_tokens_per_batch_size from the "non-default args" line."""
+    max_num_seqs: int | None
+    """From the "non-default args" line, when set there."""
+    max_num_batched_tokens: int | None
+    """From the scheduler's chunked-prefill line, else the "non-default args" line."""
+    tensor_parallel_size: int | None
+    """From the engine line."""
+    enforce_eager: bool | None
+    """From the engine line."""
+    has_non_default_args: bool
+    """Whether the "non-default args" line was found (settings absent there are vLLM defaults)."""
+    cudagraph_mode: str | None
+    """compilation_config cudagraph_mode on the engine line (before the attention downgrade)."""
+    capture_sizes: tuple[int, ...] | None
+    """compilation_config cudagraph_capture_sizes on the engine line (before V1's rounding)."""
+    max_capture_size: int | None
+    """compilation_config max_cudagraph_capture_size on the engine line."""
+    compilation_mode: str | None
+    """compilation_config mode on the engine line (e.g. VLLM_COMPILE)."""
+    final_cudagraph_mode: str | None
+    """The mode after the attention downgrade the log shows (the engine line's when none)."""
+    events: tuple[LogEvent, ...]
+    """Capture-relevant warnings, in log order, duplicates dropped."""
+    profiling: tuple[tuple[str, int, int], ...] | None
+    """V1 "Profiling CUDA graph memory": (mode, descriptors, largest token count)."""
+    estimated_cudagraph_gib: float | None
+    """V1 "Estimated CUDA graph memory: X GiB total"."""
+    profiling_capture: tuple[float, float] | None
+    """V2 (0.29.0+) profiling capture's "Graph capturing finished": (secs, GiB)."""
+    capture_finished_secs: float | None
+    """"Graph capturing finished in X secs" of the capture."""
+    capture_took_gib: float | None
+    """"..., took Y GiB" of the capture (free-memory delta around it)."""
+    actual_vs_estimated: str | None
+    """The "CUDA graph pool memory: ..." line."""
+    pool_actual_gib: float | None
+    """Its actual GiB."""
+    pool_estimated_gib: float | None
+    """Its estimated GiB."""
+    pool_difference_gib: float | None
+    """Its difference in GiB."""
+    pool_difference_pct: float | None
+    """Its difference in percent of the actual."""
+    available_kv_cache_gib: float | None
+    """"Available KV cache memory: X GiB"."""
+    kv_cache_tokens: int | None
+    """The KV cache size in tokens."""
+    capture_status: str
+    """"finished", "incomplete" (capture or KV sizing started, no "Graph capturing finished"),
+    "skipped" (vLLM logged that it skips capture) or "not reached"."""
+    engine_ready: bool
+    """The engine logged "init engine (profile, create kv cache, warmup model) took"."""
+    last_capture_activity: str | None
+    """The last line of the capture path the log reaches (KV sizing, a bar, the speculator's
+    "Capturing model for speculator...", "Graph capturing finished"): where a crash happened."""
+    worker_started: bool
+    """The log reaches the model runner (its lines, the KV cache sizing or capture): the attention
+    downgrade, when there is one, has been logged."""
+    bars: tuple[ProgressBar, ...]
+    """Every capture progress bar, in log order."""
+    metrics: tuple[MetricsTable, ...]
+    """`--cudagraph-metrics` tables, in log order."""
+
+    @property
+    def capture_bars(self) -> tuple[ProgressBar, ...]:
+        """The bars of the real capture (profiling captures left out)."""
+        return tuple(b for b in self.bars if b.phase == "capture")
+
+    def graph_counts(self) -> dict[str, dict[str, list[int]]]:
+        """manager → mode → the M of every capture bar (one per bar; usually one)."""
+        out: dict[str, dict[str, list[int]]] = {}
+        for b in self.capture_bars:
+            out.setdefault(b.manager, {}).setdefault(b.mode or "-", []).append(b.total)
+        return out
+
+
+def read_log(path: str | Path) -> str:
+    """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise LogError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise LogError(f"{path}: is a directory, not a log file") from None
+    except OSError as e:
+        raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise LogError(f"{path}: corrupt gzip file ({e})") from None
+    if not data.strip():
+        raise LogError(f"{path}: empty file, not a vLLM log")
+    if b"\x00" in data[:65536]:
+        raise LogError(f"{path}: binary data, not a vLLM log")
+    return data.decode("utf-8", errors="replace")
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"-?\d+", text))
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The bracketed span opening at text[start] ("{", "[" or "("), quotes respected."""
+    pairs = {"{": "}", "[": "]", "(": ")"}
+    stack: list[str] = []
+    quote: str | None = None
+    i = start
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c in pairs:
+            stack.append(pairs[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+            if not stack:
+                return text[start : i + 1]
+        i += 1
+    return None
+
+
+def _compilation_config(config: str) -> dict[str, Any]:
+    """The capture fields of the engine line's `compilation_config={...}` (a Python repr)."""
+    out: dict[str, Any] = {}
+    at = config.find("compilation_config={")
+    if at < 0:
+        return out
+    cc = _balanced(config, at + len("compilation_config=")) or config[at:]
+    if m := re.search(r"'cudagraph_mode': (?:<CUDAGraphMode\.(\w+)[^>]*>|'(\w+)'|CUDAGraphMode\.(\w+))", cc):
+        out["cudagraph_mode"] = m.group(1) or m.group(2) or m.group(3)
+    if m := re.search(r"'cudagraph_capture_sizes': (\[[\d, ]*\]|None)", cc):
+        out["cudagraph_capture_sizes"] = None if m.group(1) == "None" else _int_list(m.group(1))
+    if m := re.search(r"'max_cudagraph_capture_size': (\d+|None)", cc):
+        out["max_cudagraph_capture_size"] = None if m.group(1) == "None" else int(m.group(1))
+    if m := re.search(r"'mode': (?:<CompilationMode\.(\w+)[^>]*>|'(\w+)'|(\d+))", cc):
+        out["compilation_mode"] = m.group(1) or m.group(2) or m.group(3)
+    return out
+
+
+def _engine_fields(config: str) -> dict[str, Any]:
+    out = _compilation_config(config)
+    spec = re.search(r"speculative_config=(SpeculativeConfig\(|None)", config)
+    if spec and spec.group(1) != "None":
+        body = _balanced(config, spec.end() - 1) or config[spec.end() - 1 :]
+        if m := re.search(r"method=(['\"])(.*?)\1", body):
+            out["speculative_method"] = m.group(2)
+        if m := re.search(r"num_spec_tokens=(\d+)", body):
+            out["num_speculative_tokens"] = int(m.group(1))
+    if m := re.search(r"\btensor_parallel_size=(\d+)", config):
+        out["tensor_parallel_size"] = int(m.group(1))
+    if m := re.search(r"\benforce_eager=(True|False)\b", config):
+        out["enforce_eager"] = m.group(1) == "True"
+    return out
+
+
+def _non_default_args(text: str) -> dict[str, Any]:
+    """The "non-default args" dict repr; enum reprs (`<X.Y: v>`) become strings.
+
+    >>> _non_default_args("{'max_num_seqs': 32, 'c': {'t': <DynamicShapesType.BACKED: 'backed'>}}")
+    {'max_num_seqs': 32, 'c': {'t': 'DynamicShapesType.BACKED'}}
+    >>> _non_default_args("{'max_num_seqs': 8, 'x': SomeConfig(a=1), 'max_num_batched_tokens': 64}")
+    {'max_num_seqs': 8, 'max_num_batched_tokens': 64}
+    """
+    cleaned = re.sub(r"<(\w+(?:\.\w+)+): [^<>]*>", r"'\1'", text)
+    try:
+        value = ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        return value
+    # Not a literal (an object repr inside): the capture-relevant keys one by one.
+    out: dict[str, Any] = {}
+    for key in ("max_num_seqs", "max_num_batched_tokens"):
+        if m := re.search(rf"'{key}': (\d+)", text):
+            out[key] = int(m.group(1))
+    if m := re.search(r"'num_speculative_tokens_per_batch_size': \[", text):
+        listed = _balanced(text, m.end() - 1)
+        try:
+            schedule = ast.literal_eval(listed) if listed else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            schedule = None
+        out["speculative_config"] = {"num_speculative_tokens_per_batch_size": schedule}
+    return out
+
+
+def _schedule(args: dict[str, Any]) -> tuple[tuple[int, int, int], ...] | None:
+    spec = args.get("speculative_config")
+    if not isinstance(spec, dict):
+        return None
+    raw = spec.get("num_speculative_tokens_per_batch_size")
+    if not isinstance(raw, (list, tuple)):
+        return None
+    out = []
+    for entry in raw:
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 3):
+            return None
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in entry):
+            return None
+        out.append((entry[0], entry[1], entry[2]))
+    return tuple(out)
+
+
+def _segments(text: str) -> list[tuple[str, bool]]:
+    """(segment, ends_line): the text cut at newlines and tqdm's carriage returns."""
+    out: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        parts = line.split("\r")
+        for i, part in enumerate(parts):
+            out.append((part, i == len(parts) - 1))
+    return out
+
+
+def _engine_region(segments: list[tuple[str, bool]], fmt: LogFormat) -> tuple[int, int, list[int]]:
+    """Start index of the last engine's lines, index of its engine line, all engine lines."""
+    engines = [i for i, (s, _) in enumerate(segments) if fmt.engine.search(s)]
+    if not engines:
+        return 0, -1, engines
+    last = engines[-1]
+    start = engines[-2] + 1 if len(engines) > 1 else 0
+    if len(engines) > 1:
+        # The last engine's config warnings come after the previous engine's start-up lines.
+        for i in range(last - 1, start - 1, -1):
+            s = segments[i][0]
+            if fmt.non_default_args.search(s):
+                start = i
+                break
+            if fmt.engine_ready.search(s):
+                start = i + 1
+                break
+    return start, last, engines
+
+
+def _mode_name(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text.removeprefix("CUDAGraphMode.")
+
+
+class _BarTracker:
+    """Folds tqdm's redraws into one `ProgressBar` per bar."""
+
+    def __init__(self, fmt: LogFormat) -> None:
+        self.fmt = fmt
+        self.bars: list[dict[str, Any]] = []
+        self.current: dict[str, int] = {}
+        """desc → index into bars of its open bar."""
+        self.closed: set[str] = set()
+
+    def see(self, desc: str, n: int, total: int, index: int) -> None:
+        i = self.current.get(desc)
+        bar = self.bars[i] if i is not None else None
+        if (
+            bar is None
+            or total != bar["total"]
+            or n < bar["done"]
+            or (desc in self.closed and bar["done"] == bar["total"])
+        ):
+            self.current[desc] = len(self.bars)
+            self.bars.append({"desc": desc, "done": n, "total": total, "index": index})
+        else:
+            bar["done"] = n
+        self.closed.discard(desc)
+
+    def newline(self, desc_in_segment: str | None) -> None:
+        # tqdm ends a closed bar with a newline; a later bar of the same description is a new one.
+        if desc_in_segment is not None:
+            self.closed.add(desc_in_segment)
+
+    def result(self, profiling_before: int) -> tuple[ProgressBar, ...]:
+        out = []
+        for b in self.bars:
+            desc = b["desc"]
+            manager, mode, runner = desc, None, None
+            for fam in self.fmt.bar_families:
+                if m := fam.pattern.match(desc):
+                    manager, mode, runner = fam.manager, m.group("mode"), fam.runner
+                    break
+            else:
+                if m := re.match(r"^Capturing (.+?) CUDA graphs \((\w+)\)$", desc):
+                    manager, mode = m.group(1), m.group(2)
+            phase = (
+                "profiling"
+                if self.fmt.v2_profiling_capture and runner == "v2" and b["index"] < profiling_before
+                else "capture"
+            )
+            out.append(ProgressBar(desc, manager, mode, runner, b["done"], b["total"], phase))
+        return tuple(out)
+
+
+def _event(kind: str, message: str, **values: Any) -> LogEvent:
+    return LogEvent(kind, message.strip(), tuple(sorted(values.items())))
+
+
+def parse_log(text: str, source: str = "-") -> ParsedLog:
+    """Parse a vLLM startup log (its console output, or `LEVEL logger: message` lines).
+
+    Raises:
+        LogError: no line of it is one vLLM writes.
+    """
+    segments = _segments(text)
+    probe = _V0_26
+    start, engine_at, engines = _engine_region(segments, probe)
+    version: str | None = None
+    engine: dict[str, Any] = {}
+    if engine_at >= 0:
+        m = probe.engine.search(segments[engine_at][0])
+        assert m is not None
+        version = m.group("version")
+        engine = _engine_fields(m.group("config"))
+    fmt = log_format_for(version)
+
+    recognised = engine_at >= 0
+    events: list[LogEvent] = []
+    runner_evidence: list[tuple[str, str]] = []
+    non_default: dict[str, Any] | None = None
+    chunked_tokens: int | None = None
+    profiling: tuple[tuple[str, int, int], ...] | None = None
+    estimate: float | None = None
+    finishes: list[tuple[int, float, float]] = []
+    pool: re.Match[str] | None = None
+    kv_gib: float | None = None
+    kv_tokens: int | None = None
+    kv_at = -1
+    skipped = ready = speculator = worker = False
+    last_activity: str | None = None
+    tables: list[dict[str, Any]] = []
+    table: dict[str, Any] | None = None
+    tracker = _BarTracker(fmt)
+
+    for i in range(start, len(segments)):
+        seg, ends_line = segments[i]
+        if not seg:
+            if table is not None and table["rows"]:
+                table = None
+            continue
+        bar_desc: str | None = None
+        for bm in fmt.bar.finditer(seg):
+            bar_desc = bm.group("desc")
+            tracker.see(bar_desc, int(bm.group("n")), int(bm.group("total")), i)
+            recognised = True
+            last_activity = f"{bar_desc}: {bm.group('n')}/{bm.group('total')}"
+        if ends_line:
+            tracker.newline(bar_desc)
+        if table is not None:
+            if m := fmt.metrics_mode.search(seg):
+                table["mode"] = m.group("mode")
+                continue
+            if m := fmt.metrics_sizes.search(seg):
+                table["sizes"] = _int_list(m.group("sizes"))
+                continue
+            if m := fmt.metrics_row.search(seg):
+                table["rows"].append(
+                    MetricsRow(
+                        int(m.group("unpadded")),
+                        int(m.group("padded")),
+                        int(m.group("paddings")),
+                        m.group("mode"),
+                        int(m.group("count")),
+                    )
+                )
+                continue
+            if fmt.metrics_other.search(seg) or not _message(seg):
+                continue
+            table = None
+        if fmt.metrics_header.search(seg):
+            table = {"mode": None, "sizes": None, "rows": []}
+            tables.append(table)
+            recognised = True
+            continue
+        if i < engine_at and not (
+            fmt.runner_fallback.search(seg)
+            or fmt.dynamic_sd_override.search(seg)
+            or fmt.truncated_max.search(seg)
+            or fmt.sizes_overridden.search(seg)
+            or fmt.non_default_args.search(seg)
+            or fmt.chunked_prefill.search(seg)
+        ):
+            continue
+        if m := fmt.non_default_args.search(seg):
+            non_default = _non_default_args(m.group("args"))
+            recognised = True
+        if m := fmt.chunked_prefill.search(seg):
+            chunked_tokens = int(m.group("tokens"))
+        if fmt.v2_runner.search(seg):
+            runner_evidence.append(("v2", "Using V2 Model Runner"))
+            recognised = worker = True
+        if m := fmt.runner_fallback.search(seg):
+            runner_evidence.append(("v1", "fallback: " + m.group(0)))
+            events.append(_event("runner_fallback", m.group(0), unsupported=m.group("what")))
+            recognised = True
+        if fmt.v1_source.search(seg):
+            runner_evidence.append(("v1", "lines from vllm/v1/worker/gpu_model_runner.py"))
+            worker = True
+        if fmt.v2_source.search(seg):
+            runner_evidence.append(("v2", "lines from vllm/v1/worker/gpu/model_runner.py"))
+            worker = True
+        if m := fmt.dynamic_sd_override.search(seg):
+            events.append(
+                _event(
+                    "dynamic_sd_override",
+                    _message(seg),
+                    **{"from": m.group("from"), "to": m.group("to")},
+                )
+            )
+            recognised = True
+        if m := fmt.truncated_max.search(seg):
+            events.append(_event("truncated_max", m.group(0), size=int(m.group("size"))))
+            recognised = True
+        if m := fmt.sizes_overridden.search(seg):
+            events.append(
+                _event(
+                    "explicit_sizes_overridden",
+                    m.group(0),
+                    given=_int_list(m.group("given")),
+                    final=_int_list(m.group("final")),
+                )
+            )
+            recognised = True
+        if m := fmt.mode_downgrade.search(seg):
+            events.append(
+                _event(
+                    "mode_downgrade",
+                    _message(seg),
+                    backend=m.group("backend") or m.group("spec_backend"),
+                    support=m.group("support").strip(),
+                    **{"from": m.group("from"), "to": m.group("to")},
+                )
+            )
+            recognised = True
+        if m := fmt.profiling.search(seg):
+            groups = tuple(
+                (g.group("mode"), int(g.group("count")), int(g.group("largest")))
+                for g in fmt.profiling_group.finditer(m.group("groups"))
+            )
+            profiling = groups or profiling
+            recognised = True
+        if m := fmt.estimate.search(seg):
+            estimate = float(m.group("gib"))
+            recognised = True
+        if m := fmt.kv_memory.search(seg):
+            kv_gib = float(m.group("gib"))
+            kv_at = i
+            recognised = True
+            last_activity = m.group(0)
+        if m := fmt.kv_tokens.search(seg):
+            kv_tokens = int(m.group("tokens").replace(",", ""))
+            recognised = True
+        if m := fmt.capture_finished.search(seg):
+            finishes.append((i, float(m.group("secs")), float(m.group("gib"))))
+            recognised = True
+            last_activity = m.group(0)
+        if m := fmt.pool_memory.search(seg):
+            pool = m
+            recognised = True
+        if m := fmt.speculator_capture.search(seg):
+            speculator = True
+            last_activity = m.group(0)
+        if fmt.capture_skipped.search(seg):
+            skipped = True
+            last_activity = _message(seg)
+            events.append(_event("capture_skipped", _message(seg)))
+        if fmt.engine_ready.search(seg):
+            ready = True
+            recognised = True
+
+    if not recognised:
+        raise LogError(
+            f"{source}: not a vLLM log (no engine line 'Initializing a V1 LLM engine (vX) with config', "
+            "no capture, memory or KV-cache line)"
+        )
+
+    bars = tracker.result(kv_at)
+    profiling_capture: tuple[float, float] | None = None
+    capture: tuple[float, float] | None = None
+    for idx, secs, gib in finishes:
+        if fmt.v2_profiling_capture and idx < kv_at and _runner_of(runner_evidence) == "v2":
+            profiling_capture = (secs, gib)
+        else:
+            capture = (secs, gib)
+    capture_bars = [b for b in bars if b.phase == "capture"]
+    if capture is not None:
+        status = "finished"
+    elif skipped:
+        status = "skipped"
+    elif capture_bars or speculator or kv_at >= 0 or ready:
+        status = "incomplete"
+    else:
+        status = "not reached"
+
+    evidence = _dedupe(e for _, e in runner_evidence)
+    runner_evidence.extend((b.runner, f"progress bar '{b.desc}'") for b in bars if b.runner is not None)
+    runner = _runner_of(runner_evidence)
+    evidence = _dedupe([*evidence, *(e for r, e in runner_evidence if e.startswith("progress bar"))])
+
+    downgrades = [e for e in events if e.kind == "mode_downgrade"]
+    mode = engine.get("cudagraph_mode")
+    final_mode = downgrades[-1].value("to") if downgrades else mode
+    max_tokens = chunked_tokens
+    max_seqs: int | None = None
+    schedule = None
+    if non_default is not None:
+        if max_tokens is None and isinstance(non_default.get("max_num_batched_tokens"), int):
+            max_tokens = non_default["max_num_batched_tokens"]
+        if isinstance(non_default.get("max_num_seqs"), int):
+            max_seqs = non_default["max_num_seqs"]
+        schedule = _schedule(non_default)
+
+    return ParsedLog(
+        source=source,
+        log_format=fmt.since,
+        vllm_version=version,
+        engine_starts=len(engines),
+        model_runner=runner,
+        model_runner_evidence=tuple(evidence),
+        speculative_method=engine.get("speculative_method"),
+        num_speculative_tokens=engine.get("num_speculative_tokens"),
+        dynamic_sd_schedule=schedule,
+        max_num_seqs=max_seqs,
+        max_num_batched_tokens=max_tokens,
+        tensor_parallel_size=engine.get("tensor_parallel_size"),
+        enforce_eager=engine.get("enforce_eager"),
+        has_non_default_args=non_default is not None,
+        cudagraph_mode=mode,
+        capture_sizes=engine.get("cudagraph_capture_sizes"),
+        max_capture_size=engine.get("max_cudagraph_capture_size"),
+        compilation_mode=engine.get("compilation_mode"),
+        final_cudagraph_mode=final_mode,
+        events=tuple(_dedupe(events)),
+        profiling=profiling,
+        estimated_cudagraph_gib=estimate,
+        profiling_capture=profiling_capture,
+        capture_finished_secs=capture[0] if capture else None,
+        capture_took_gib=capture[1] if capture else None,
+        actual_vs_estimated=pool.group(0) if pool else None,
+        pool_actual_gib=float(pool.group("actual")) if pool else None,
+        pool_estimated_gib=float(pool.group("estimated")) if pool else None,
+        pool_difference_gib=float(pool.group("diff")) if pool else None,
+        pool_difference_pct=float(pool.group("pct")) if pool else None,
+        available_kv_cache_gib=kv_gib,
+        kv_cache_tokens=kv_tokens,
+        capture_status=status,
+        engine_ready=ready,
+        last_capture_activity=last_activity,
+        worker_started=worker or kv_at >= 0 or bool(bars) or status != "not reached",
+        bars=bars,
+        metrics=tuple(MetricsTable(_mode_name(t["mode"]), t["sizes"], tuple(t["rows"])) for t in tables),
+    )
+
+
+_PREFIX = re.compile(
+    r"^(?:\([^)]*\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? )?"
+    r"(?:\[[^\]]*\]\s?|[\w.]+: ))?"
+)
+
+
+def _message(segment: str) -> str:
+    """The message of a log line, vLLM's "LEVEL date [file:line] " or "LEVEL logger: " cut off."""
+    return _PREFIX.sub("", segment, count=1).strip()
+
+
+def _runner_of(evidence: list[tuple[str, str]]) -> str | None:
+    kinds = [r for r, _ in evidence]
+    if "v2" in kinds and any(e == "Using V2 Model Runner" for _, e in evidence):
+        return "v2"
+    if any(e.startswith("fallback: ") for _, e in evidence):
+        return "v1"
+    if kinds:
+        return max(("v1", "v2"), key=kinds.count)
+    return None
+
+
+def _dedupe(items: Iterable[Any]) -> list[Any]:
+    seen: set[Any] = set()
+    out = []
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def parse_file(path: str | Path) -> ParsedLog:
+    """`read_log` then `parse_log`."""
+    return parse_log(read_log(path), str(path))
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison with the plan
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One figure the log states, held against the plan."""
+
+    name: str
+    """What is compared, e.g. "capture sizes (engine)"."""
+    log: Any
+    """The log's value (JSON-ready)."""
+    plan: Any
+    """The plan's (or the config's) value (JSON-ready)."""
+    agrees: bool
+    """Whether they agree."""
+    detail: str = ""
+    """How they were compared, or why they differ."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The log against the plan of a config under the log's vLLM release."""
+
+    config: str
+    """The config file planned."""
+    vllm_version: str
+    """The release whose rules were used."""
+    refused: str | None
+    """vLLM's reason when the plan says this release refuses the config (no plan then)."""
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+    """Every comparison made."""
+
+    @property
+    def disagreements(self) -> tuple[Check, ...]:
+        """The checks that failed."""
+        return tuple(c for c in self.checks if not c.agrees)
+
+    @property
+    def agrees(self) -> bool:
+        """No disagreement and no refusal."""
+        return self.refused is None and not self.disagreements
+
+
+def _plan_counts(plan: Plan) -> dict[str, dict[str, int]]:
+    return {
+        family: {
+            "PIECEWISE": sum(1 for g in graphs if g.mode == "PIECEWISE"),
+            "FULL": sum(1 for g in graphs if g.mode == "FULL"),
+        }
+        for family, graphs in plan.graphs.items()
+    }
+
+
+def _expected_engine_sizes(
+    log_sizes: tuple[int, ...], log_max: int, inp: PlanInput, plan: Plan
+) -> tuple[tuple[int, ...], int, bool]:
+    """The log's engine-line sizes as the model runner will use them (V1 rounds them to q)."""
+    q = plan.uniform_decode_query_len
+    if not (plan.model_runner == "v1" and Mode(plan.cudagraph_mode).decode_mode() is Mode.FULL and q > 1):
+        return log_sizes, log_max, False
+    sp_on = sequence_parallel_on(inp, rules_for(plan.vllm_version), [])
+    try:
+        sizes, max_size = v1_round_sizes(log_sizes, log_max, q, inp.tensor_parallel_size, sp_on, [])
+    except ConfigRejected:
+        return (), 0, True
+    return sizes, max_size, True
+
+
+def _sizes_text(sizes: tuple[int, ...] | list[int] | None) -> str:
+    if sizes is None:
+        return "-"
+    if not sizes:
+        return "[] (none)"
+    return f"{len(sizes)} sizes, {min(sizes)}..{max(sizes)}"
+
+
+def _note_events(plan: Plan, fmt: LogFormat) -> list[LogEvent]:
+    """The plan's notes parsed with the log patterns (cgplan's notes use vLLM's words)."""
+    out: list[LogEvent] = []
+    for note in plan.notes:
+        msg = note.message
+        if note.kind == "truncated_max" and (m := fmt.truncated_max.search(msg)):
+            out.append(_event(note.kind, msg, size=int(m.group("size"))))
+        elif note.kind == "explicit_sizes_overridden" and (m := fmt.sizes_overridden.search(msg)):
+            out.append(
+                _event(note.kind, msg, given=_int_list(m.group("given")), final=_int_list(m.group("final")))
+            )
+        elif note.kind == "runner_fallback" and (m := fmt.runner_fallback.search(msg)):
+            out.append(_event(note.kind, msg, unsupported=m.group("what")))
+        elif note.kind in ("dynamic_sd_override", "mode_downgrade"):
+            pattern = fmt.dynamic_sd_override if note.kind == "dynamic_sd_override" else fmt.mode_downgrade
+            if m := pattern.search(msg):
+                out.append(_event(note.kind, msg, **{"from": m.group("from"), "to": m.group("to")}))
+    return out
+
+
+_EVENT_KEYS = {
+    "truncated_max": ("size",),
+    "explicit_sizes_overridden": ("given", "final"),
+    "runner_fallback": ("unsupported",),
+    "dynamic_sd_override": ("from", "to"),
+    "mode_downgrade": ("from", "to"),
+}
+_EVENT_NAMES = {
+    "truncated_max": "warning: truncated max",
+    "explicit_sizes_overridden": "warning: sizes overridden",
+    "runner_fallback": "warning: V2 → V1 runner",
+    "dynamic_sd_override": "warning: dynamic-SD mode",
+    "mode_downgrade": "warning: mode downgrade",
+}
+
+
+def _event_key(e: LogEvent) -> tuple[Any, ...]:
+    return tuple(list(v) if isinstance(v := e.value(k), tuple) else v for k in _EVENT_KEYS.get(e.kind, ()))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def compare(parsed: ParsedLog, loaded: LoadedConfig, plan: Plan) -> tuple[Check, ...]:
+    """Every figure the log states against `plan` (the config `loaded` under the log's release)."""
+    inp = loaded.input
+    fmt = log_format_for(parsed.vllm_version)
+    checks: list[Check] = []
+
+    def add(name: str, log: Any, planned: Any, agrees: bool | None = None, detail: str = "") -> None:
+        log, planned = _jsonable(log), _jsonable(planned)
+        checks.append(Check(name, log, planned, log == planned if agrees is None else agrees, detail))
+
+    # What the engine was started with (the config file's settings as vLLM read them).
+    if parsed.model_runner is not None:
+        add(
+            "model runner",
+            parsed.model_runner,
+            plan.model_runner,
+            detail="; ".join(parsed.model_runner_evidence),
+        )
+    spec = inp.speculative
+    if parsed.vllm_version is not None:
+        add(
+            "speculative method",
+            parsed.speculative_method,
+            spec.method if spec else None,
+            detail="engine line speculative_config vs the config",
+        )
+        add(
+            "num_speculative_tokens",
+            parsed.num_speculative_tokens or 0,
+            plan.uniform_decode_query_len - 1,
+            detail="uniform decode query length is 1 + K",
+        )
+    if parsed.tensor_parallel_size is not None:
+        add("tensor_parallel_size", parsed.tensor_parallel_size, inp.tensor_parallel_size)
+    if parsed.enforce_eager is not None:
+        add("enforce_eager", parsed.enforce_eager, inp.enforce_eager)
+    if parsed.max_num_seqs is not None:
+        add("max_num_seqs", parsed.max_num_seqs, plan.max_num_seqs, detail="from 'non-default args'")
+    if parsed.max_num_batched_tokens is not None:
+        add("max_num_batched_tokens", parsed.max_num_batched_tokens, plan.max_num_batched_tokens)
+    if parsed.has_non_default_args and (parsed.dynamic_sd_schedule or plan.dynamic_sd_lookup):
+        log_lookup: Any = None
+        detail = "the log's num_speculative_tokens_per_batch_size as vLLM's scheduler expands it"
+        if parsed.dynamic_sd_schedule:
+            try:
+                dense = build_lookup(
+                    parsed.dynamic_sd_schedule, plan.max_num_seqs, parsed.num_speculative_tokens or 0
+                )
+                log_lookup = [list(r) for r in compress_lookup(dense)]
+            except ScheduleError as e:
+                log_lookup = f"invalid: {e}"
+        plan_lookup = [list(r) for r in plan.dynamic_sd_lookup] if plan.dynamic_sd_lookup else None
+        add("dynamic-SD lookup", log_lookup, plan_lookup, detail=detail)
+
+    # Mode and sizes.
+    if parsed.cudagraph_mode is not None:
+        add(
+            "cudagraph_mode (engine)",
+            parsed.cudagraph_mode,
+            plan.requested_cudagraph_mode,
+            detail="logged before the attention-backend downgrade",
+        )
+    runner_started = parsed.worker_started
+    if parsed.final_cudagraph_mode is not None and runner_started:
+        add(
+            "cudagraph_mode (final)",
+            parsed.final_cudagraph_mode,
+            plan.cudagraph_mode,
+            detail="the engine line's mode, or the last 'setting cudagraph_mode=' warning",
+        )
+    if parsed.capture_sizes is not None:
+        sizes, max_size, rounded = _expected_engine_sizes(
+            parsed.capture_sizes, parsed.max_capture_size or 0, inp, plan
+        )
+        why = (
+            f"the log's sizes are before model runner V1 rounds them to multiples of "
+            f"{plan.uniform_decode_query_len}; rounded: {_sizes_text(sizes)}"
+            if rounded
+            else "engine line cudagraph_capture_sizes"
+        )
+        add(
+            "capture sizes (engine)",
+            parsed.capture_sizes,
+            plan.capture_sizes,
+            sizes == plan.capture_sizes,
+            why,
+        )
+        if parsed.max_capture_size is not None:
+            add(
+                "max capture size (engine)",
+                parsed.max_capture_size,
+                plan.max_capture_size,
+                max_size == plan.max_capture_size,
+                f"rounded by V1: {max_size}" if rounded else "",
+            )
+
+    # Warnings the planner predicts (its notes carry vLLM's words).
+    planned_events = _note_events(plan, fmt)
+    for kind, name in _EVENT_NAMES.items():
+        logged = sorted({_event_key(e) for e in parsed.events if e.kind == kind}, key=repr)
+        expected = sorted({_event_key(e) for e in planned_events if e.kind == kind}, key=repr)
+        if not logged and not expected:
+            continue
+        if kind == "mode_downgrade" and not logged and not runner_started:
+            continue  # the log ends before the model runner resolves the mode
+        keys = _EVENT_KEYS[kind]
+        add(
+            name,
+            [dict(zip(keys, k, strict=True)) for k in logged] or None,
+            [dict(zip(keys, k, strict=True)) for k in expected] or None,
+        )
+
+    counts = _plan_counts(plan)
+    target = counts.get("target", {"PIECEWISE": 0, "FULL": 0})
+    largest = {
+        mode: max((g.num_tokens for g in plan.graphs.get("target", ()) if g.mode == mode), default=0)
+        for mode in ("PIECEWISE", "FULL")
+    }
+    if parsed.profiling is not None:
+        log_prof = {mode: {"graphs": n, "largest": t} for mode, n, t in parsed.profiling}
+        plan_prof = {
+            mode: {"graphs": target[mode], "largest": largest[mode]}
+            for mode in ("PIECEWISE", "FULL")
+            if target[mode]
+        }
+        add(
+            "profiling: target graphs",
+            log_prof,
+            plan_prof,
+            detail="V1 'Profiling CUDA graph memory: MODE=N (largest=T)'",
+        )
+
+    # Progress bars of the capture.
+    capture_bars = parsed.capture_bars
+    if capture_bars:
+        logged_counts = parsed.graph_counts()
+        comparable = (
+            ["target"] if plan.model_runner == "v1" else ["target", "drafter_prefill", "drafter_decode"]
+        )
+        for manager in _dedupe([*comparable, *logged_counts]):
+            for mode in ("PIECEWISE", "FULL"):
+                totals = logged_counts.get(manager, {}).get(mode, [])
+                planned = counts.get(manager, {}).get(mode, 0)
+                if manager not in counts and manager not in comparable:
+                    continue  # a speculator cgplan does not model
+                if not totals and not planned:
+                    continue
+                if len(totals) > 1:
+                    agrees = all(t == planned for t in totals)
+                    detail = f"{len(totals)} bars (once per dynamic-SD K); each should count {planned}"
+                    add(f"bars: {manager} {mode}", totals, planned, agrees, detail)
+                else:
+                    add(
+                        f"bars: {manager} {mode}",
+                        totals[0] if totals else None,
+                        planned,
+                        detail="M of the bar's N/M",
+                    )
+        unfinished = [f"{b.desc}: {b.done}/{b.total}" for b in capture_bars if b.done < b.total]
+        if unfinished:
+            add("bars: complete", unfinished, "all N/N", False, "the capture stopped part-way")
+
+    # Did the engine capture?
+    total_planned = sum(len(g) for g in plan.graphs.values())
+    if parsed.capture_status == "incomplete":
+        add(
+            "capture finished",
+            "capture started, no 'Graph capturing finished' line",
+            f"capture of {total_planned} graph descriptors completes",
+            False,
+            "the engine stopped before capture finished (or the log is cut short)",
+        )
+    elif parsed.capture_status == "finished":
+        add("capture finished", "finished", "finished" if total_planned else "no graphs to capture")
+    elif parsed.capture_status == "skipped":
+        add(
+            "capture finished",
+            "skipped (vLLM logged that it skips CUDA graph capture)",
+            "skipped" if not total_planned else f"{total_planned} graph descriptors",
+            total_planned == 0,
+        )
+
+    # --cudagraph-metrics tables.
+    for n, t in enumerate(parsed.metrics, start=1):
+        name = f"metrics table {n}"
+        if t.mode is not None:
+            add(
+                f"{name}: mode",
+                t.mode,
+                plan.cudagraph_mode,
+                t.mode in (plan.cudagraph_mode, plan.requested_cudagraph_mode),
+                "the front end's config: the engine-line mode or the final one",
+            )
+        if t.capture_sizes is not None:
+            rounded_sizes, _, _ = _expected_engine_sizes(
+                t.capture_sizes, max(t.capture_sizes, default=0), inp, plan
+            )
+            add(
+                f"{name}: capture sizes",
+                t.capture_sizes,
+                plan.capture_sizes,
+                t.capture_sizes == plan.capture_sizes or rounded_sizes == plan.capture_sizes,
+                "the final sizes, or the engine line's before V1 rounding",
+            )
+        graphs = {(g.mode, g.num_tokens) for gs in plan.graphs.values() for g in gs}
+        bad = []
+        for r in t.rows:
+            if r.padded_tokens < r.unpadded_tokens or r.num_paddings != r.padded_tokens - r.unpadded_tokens:
+                bad.append(f"{r.unpadded_tokens}→{r.padded_tokens} {r.runtime_mode}: inconsistent padding")
+            elif r.runtime_mode in ("PIECEWISE", "FULL") and (r.runtime_mode, r.padded_tokens) not in graphs:
+                bad.append(f"{r.unpadded_tokens}→{r.padded_tokens} {r.runtime_mode}: no such graph planned")
+        add(
+            f"{name}: rows",
+            bad or f"{len(t.rows)} rows replay planned graphs",
+            f"{len(t.rows)} rows replay planned graphs",
+            not bad,
+            "every PIECEWISE/FULL row's padded token count is a planned graph of that mode",
+        )
+    return tuple(checks)
+
+
+def _refused_checks(parsed: ParsedLog) -> tuple[Check, ...]:
+    if parsed.capture_status == "finished":
+        return (
+            Check(
+                "capture finished",
+                "finished",
+                "vLLM refuses this config",
+                False,
+                "the plan says the engine does not start, the log shows a finished capture",
+            ),
+        )
+    return ()
+
+
+def compare_with_config(parsed: ParsedLog, config: str | Path, vllm_version: str | None = None) -> Comparison:
+    """Plan `config` under the log's vLLM release (or `vllm_version`) and compare.
+
+    Raises:
+        LogError: the release is unknown to cgplan (name one with `vllm_version`).
+        ConfigError: the config file is malformed.
+    """
+    version = vllm_version or parsed.vllm_version
+    if version is None:
+        raise LogError(
+            f"{parsed.source}: the log names no vLLM version (no engine line); pass --vllm-version"
+        )
+    if version not in SUPPORTED_VERSIONS:
+        raise LogError(
+            f"{parsed.source}: the log is from vLLM {version}; cgplan has rules for "
+            f"{', '.join(SUPPORTED_VERSIONS)} (pass --vllm-version to plan under one of them)"
+        )
+    try:
+        loaded, plan = plan_file(config, Overrides(vllm_version=version), with_fixes=False)
+    except ConfigRejected as e:
+        return Comparison(str(config), version, e.message, _refused_checks(parsed))
+    return Comparison(str(config), version, None, compare(parsed, loaded, plan))
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------
+
+FIGURE_FIELDS = (
+    "capture_finished_secs",
+    "capture_took_gib",
+    "estimated_cudagraph_gib",
+    "actual_vs_estimated",
+    "kv_cache_tokens",
+    "available_kv_cache_gib",
+)
+"""vLLM's own figures, named as in a capture report's `measured.vllm`."""
+
+
+def logs_to_dict(parsed: ParsedLog, comparison: Comparison | None = None) -> dict[str, Any]:
+    """The JSON document of `cgplan logs --json` (schema_version 1, kind "logs")."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "logs",
+        "cgplan_version": __version__,
+        "source": parsed.source,
+        "log_format": parsed.log_format,
+        "vllm_version": parsed.vllm_version,
+        "engine_starts": parsed.engine_starts,
+        "model_runner": parsed.model_runner,
+        "model_runner_evidence": list(parsed.model_runner_evidence),
+        "speculative": None
+        if parsed.speculative_method is None
+        else {
+            "method": parsed.speculative_method,
+            "num_speculative_tokens": parsed.num_speculative_tokens,
+            "num_speculative_tokens_per_batch_size": _jsonable(parsed.dynamic_sd_schedule),
+        },
+        "max_num_seqs": parsed.max_num_seqs,
+        "max_num_batched_tokens": parsed.max_num_batched_tokens,
+        "tensor_parallel_size": parsed.tensor_parallel_size,
+        "enforce_eager": parsed.enforce_eager,
+        "engine_config": {
+            "cudagraph_mode": parsed.cudagraph_mode,
+            "cudagraph_capture_sizes": _jsonable(parsed.capture_sizes),
+            "max_cudagraph_capture_size": parsed.max_capture_size,
+            "compilation_mode": parsed.compilation_mode,
+        },
+        "cudagraph_mode": parsed.final_cudagraph_mode,
+        "events": [
+            {"kind": e.kind, "message": e.message, "values": {k: _jsonable(v) for k, v in e.values}}
+            for e in parsed.events
+        ],
+        "profiling": None
+        if parsed.profiling is None
+        else {mode: {"graphs": n, "largest_tokens": t} for mode, n, t in parsed.profiling},
+        "profiling_capture": None
+        if parsed.profiling_capture is None
+        else {"secs": parsed.profiling_capture[0], "took_gib": parsed.profiling_capture[1]},
+        "figures": {name: getattr(parsed, name) for name in FIGURE_FIELDS},
+        "pool_memory": None
+        if parsed.pool_actual_gib is None
+        else {
+            "actual_gib": parsed.pool_actual_gib,
+            "estimated_gib": parsed.pool_estimated_gib,
+            "difference_gib": parsed.pool_difference_gib,
+            "difference_pct": parsed.pool_difference_pct,
+        },
+        "capture_status": parsed.capture_status,
+        "last_capture_activity": parsed.last_capture_activity,
+        "engine_ready": parsed.engine_ready,
+        "progress_bars": [
+            {
+                "desc": b.desc,
+                "manager": b.manager,
+                "mode": b.mode,
+                "done": b.done,
+                "total": b.total,
+                "phase": b.phase,
+            }
+            for b in parsed.bars
+        ],
+        "graphs": {
+            manager: {mode: sum(totals) for mode, totals in modes.items()}
+            for manager, modes in parsed.graph_counts().items()
+        }
+        or None,
+        "cudagraph_metrics": [
+            {
+                "mode": t.mode,
+                "capture_sizes": _jsonable(t.capture_sizes),
+                "rows": [
+                    {
+                        "unpadded_tokens": r.unpadded_tokens,
+                        "padded_tokens": r.padded_tokens,
+                        "num_paddings": r.num_paddings,
+                        "runtime_mode": r.runtime_mode,
+                        "count": r.count,
+                    }
+                    for r in t.rows
+                ],
+            }
+            for t in parsed.metrics
+        ],
+        "comparison": None,
+    }
+    if comparison is not None:
+        doc["comparison"] = {
+            "config": comparison.config,
+            "vllm_version": comparison.vllm_version,
+            "plan_refused": comparison.refused,
+            "agrees": comparison.agrees,
+            "checks": [
+                {"name": c.name, "log": c.log, "plan": c.plan, "agrees": c.agrees, "detail": c.detail}
+                for c in comparison.checks
+            ],
+            "disagreements": [c.name for c in comparison.disagreements],
+        }
+    return doc
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list) and value and all(isinstance(x, int) for x in value):
+        return _sizes_text(value) if len(value) > 6 else str(value)
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict) and all(isinstance(v, dict) and "largest" in v for v in value.values()):
+        return ", ".join(f"{k}={v['graphs']} (largest={v['largest']})" for k, v in value.items())
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_short(v)}" for k, v in value.items())
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, list):
+        return "; ".join(_short(v) for v in value) if value else "[]"
+    return str(value)
+
+
+def render_logs(
+    parsed: ParsedLog, comparison: Comparison | None = None, *, width: int = 100, color: bool = False
+) -> str:
+    """The terminal report: what the log says, then the checks against the plan."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        highlight=False,
+    )
+    say = console.print
+    runner = (parsed.model_runner or "-").upper()
+    say(
+        f"cgplan logs {parsed.source} · vLLM {parsed.vllm_version or 'unknown'} · model runner {runner}",
+        soft_wrap=True,
+    )
+    if parsed.engine_starts > 1:
+        say(f"{parsed.engine_starts} engine starts in this log: reading the last one", style="yellow")
+    if parsed.speculative_method:
+        sched = (
+            f" · dynamic SD {_short(_jsonable(parsed.dynamic_sd_schedule))}"
+            if parsed.dynamic_sd_schedule
+            else ""
+        )
+        say(f"speculative decoding: {parsed.speculative_method}, K={parsed.num_speculative_tokens}{sched}")
+    if parsed.cudagraph_mode is not None:
+        say(
+            f"engine config: cudagraph_mode {parsed.cudagraph_mode} · capture sizes "
+            f"{_sizes_text(parsed.capture_sizes)} · max {parsed.max_capture_size}",
+            soft_wrap=True,
+        )
+    if parsed.final_cudagraph_mode != parsed.cudagraph_mode:
+        say(f"after the attention downgrade: cudagraph_mode {parsed.final_cudagraph_mode}")
+    if parsed.events:
+        say("warnings:")
+        for e in parsed.events:
+            say(f"  {e.message}", soft_wrap=True)
+    if parsed.profiling is not None:
+        groups = ", ".join(f"{m}={n} (largest={t})" for m, n, t in parsed.profiling)
+        est = (
+            f" · estimate {parsed.estimated_cudagraph_gib:.2f} GiB"
+            if parsed.estimated_cudagraph_gib is not None
+            else ""
+        )
+        say(f"memory profiling: {groups}{est}")
+    if parsed.profiling_capture is not None:
+        secs, gib = parsed.profiling_capture
+        say(f"memory profiling capture: {secs:.0f} s, {gib:.2f} GiB (graphs discarded)")
+    if parsed.capture_took_gib is not None:
+        line = (
+            f"capture: finished in {parsed.capture_finished_secs:.0f} s, "
+            f"took {parsed.capture_took_gib:.2f} GiB"
+        )
+        if parsed.pool_actual_gib is not None:
+            line += (
+                f" · pool {parsed.pool_actual_gib:.2f} GiB actual vs {parsed.pool_estimated_gib:.2f} GiB "
+                f"estimated (difference {parsed.pool_difference_gib:.2f} GiB, {parsed.pool_difference_pct}%)"
+            )
+        say(line, soft_wrap=True)
+    else:
+        style = "bold red" if parsed.capture_status == "incomplete" else ""
+        say(Text(f"capture: {parsed.capture_status} (no 'Graph capturing finished' line)", style=style))
+    if parsed.available_kv_cache_gib is not None or parsed.kv_cache_tokens is not None:
+        kv = []
+        if parsed.available_kv_cache_gib is not None:
+            kv.append(f"{parsed.available_kv_cache_gib:.2f} GiB")
+        if parsed.kv_cache_tokens is not None:
+            kv.append(f"{parsed.kv_cache_tokens:,} tokens")
+        say("KV cache: " + ", ".join(kv))
+    if parsed.bars:
+        t = Table(show_edge=False, box=None, header_style="bold")
+        for col in ("progress bar", "graphs", "phase"):
+            t.add_column(col, justify="right" if col == "graphs" else "left")
+        for b in parsed.bars:
+            done = f"{b.done}/{b.total}"
+            t.add_row(b.desc, done if b.done == b.total else Text(done, style="red"), b.phase)
+        say()
+        say(t)
+    else:
+        say("progress bars: none in this log (tqdm writes them to stderr: keep it with 2>&1)")
+    for n, table in enumerate(parsed.metrics, start=1):
+        say()
+        say(
+            f"cudagraph metrics {n}: mode {table.mode} · capture sizes {_sizes_text(table.capture_sizes)} · "
+            f"{sum(r.count for r in table.rows)} batches",
+            soft_wrap=True,
+        )
+        mt = Table(show_edge=False, box=None, header_style="bold")
+        for col in ("unpadded", "padded", "mode", "count"):
+            mt.add_column(col, justify="left" if col == "mode" else "right")
+        for r in table.rows:
+            mt.add_row(str(r.unpadded_tokens), str(r.padded_tokens), r.runtime_mode, str(r.count))
+        say(mt)
+    if comparison is None:
+        return buf.getvalue()
+    say()
+    say(f"plan: {comparison.config} under vLLM {comparison.vllm_version} rules", soft_wrap=True)
+    if comparison.refused is not None:
+        say(Text(f"the plan refuses this config: {comparison.refused}", style="bold red"), soft_wrap=True)
+        shows = f"capture {parsed.capture_status}"
+        if parsed.last_capture_activity:
+            shows += f", last capture line: {parsed.last_capture_activity!r}"
+        verdict = (
+            "consistent with the refusal"
+            if parsed.capture_status != "finished"
+            else "the engine finished capturing: disagreement"
+        )
+        say(f"the log: {shows} ({verdict})", soft_wrap=True)
+    if comparison.checks:
+        ct = Table(show_edge=False, box=None, header_style="bold")
+        for col in ("check", "log", "plan", ""):
+            ct.add_column(col, overflow="fold")
+        for c in comparison.checks:
+            ct.add_row(
+                c.name,
+                _short(c.log),
+                _short(c.plan),
+                Text("ok" if c.agrees else "DIFFERS", style="green" if c.agrees else "bold red"),
+            )
+        say(ct)
+    bad = comparison.disagreements
+    if bad:
+        say(Text(f"{len(bad)} disagreement(s) with the plan:", style="bold red"))
+        for c in bad:
+            say(f"  - {c.name}: log {_jsonable(c.log)}; plan {_jsonable(c.plan)}", soft_wrap=True)
+            if c.detail:
+                say(f"    ({c.detail})", soft_wrap=True)
+    elif comparison.refused is None:
+        say(Text(f"all {len(comparison.checks)} checks agree with the plan", style="green"))
+    return buf.getvalue()

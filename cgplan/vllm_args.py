@@ -1,0 +1,915 @@
+"""A `vllm serve` command line → a cgplan config document, read the way vLLM's own parser reads it.
+
+Mirrors `FlexibleArgumentParser.parse_args` (vllm/utils/argparse_utils.py, the same in 0.26-0.33):
+
+* `vllm serve MODEL` or `--model MODEL` (moved to the front, as vLLM does; the positional wins);
+* `--config FILE.yaml`: its keys become flags inserted right after the model, so every flag on the
+  command line wins over the file; nested mappings become JSON values, `true` → `--key`,
+  `false` → `--no-key`, lists → `--key a b c`. A `cgplan:` mapping in the file is cgplan's own section;
+* `--snake_case` and `--dash-case` names (only the part before the first `.` is normalised);
+* `-O3`, `-O=3`, `-O 3` → `--optimization-level 3`;
+* dotted keys `--compilation-config.cudagraph_mode FULL`, `-cc.max_cudagraph_capture_size=544`,
+  `-cc.cudagraph_capture_sizes+ 1,2` (list append): JSON values, else human-readable integers, else
+  strings; merged per spelling into one JSON value placed after every other flag. Like vLLM, that merged
+  value *replaces* a whole JSON value given for the same flag (`-cc '{...}' -cc.key=v` keeps only `key`);
+* `human_readable_int` for `--max-num-batched-tokens` and `--max-model-len` (`8k` = 8000, `8K` = 8192,
+  `auto`/`-1` for the model's own length) and bare `8k` tokens inside `--compilation-config` JSON;
+* the engine's cross-flag rules: `--spec-method/--spec-model/--spec-tokens` fill `--speculative-config`,
+  `--max-cudagraph-capture-size`, `--cudagraph-capture-sizes` and `--attention-backend` are mutually
+  exclusive with the same key inside their JSON config.
+
+Every rejection is a ConfigError located as `--vllm-args:<flag>: problem (got X; expected Y)`; a value that
+came from the `--config` file is located as `--vllm-args:<file>:<key>`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgplan.config import _err
+from cgplan.errors import ConfigError
+
+SOURCE = "vllm-args"
+"""The `source` of a plan read from a command line (the JSON contract's `source` field)."""
+
+PREFIX = "--vllm-args"
+"""Every located message from this module starts with it."""
+
+
+# ---------------------------------------------------------------------------------------------- flags
+
+
+@dataclass(frozen=True)
+class _Flag:
+    """One vllm serve flag: how many values it takes and what cgplan does with it."""
+
+    dest: str
+    names: tuple[str, ...]  # positive option strings, canonical long name first
+    arity: str  # one | many | optional | none (store_true) | bool (with --no-/inverse forms)
+    role: str  # read | ignored | unmodelled
+    default: str | None = None  # unmodelled: vLLM's default value, accepted as a no-op
+    negatives: tuple[str, ...] = ()
+
+
+def _flag(dest: str, *aliases: str, arity: str = "one", role: str, default: str | None = None) -> _Flag:
+    long = "--" + dest.replace("_", "-")
+    negatives: tuple[str, ...] = ()
+    if arity == "bool":  # argparse.BooleanOptionalAction + vLLM's EnableDisableAction
+        negatives = ("--no-" + long[2:],)
+        for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+            if long.startswith(prefix):
+                negatives += (inverse + long.removeprefix(prefix),)
+    return _Flag(dest, (long, *aliases), arity, role, default, negatives)
+
+
+_R, _I, _U = "read", "ignored", "unmodelled"
+
+_FLAGS: tuple[_Flag, ...] = (
+    # what cgplan reads
+    _flag("model", role=_R),
+    _flag("hf_config_path", role=_R),
+    _flag("max_model_len", role=_R),
+    _flag("max_num_seqs", role=_R),
+    _flag("max_num_batched_tokens", role=_R),
+    _flag("tensor_parallel_size", "-tp", role=_R),
+    _flag("enforce_eager", arity="bool", role=_R),
+    _flag("performance_mode", role=_R),
+    _flag("optimization_level", role=_R),
+    _flag("speculative_config", "-sc", role=_R),
+    _flag("spec_method", role=_R),
+    _flag("spec_model", role=_R),
+    _flag("spec_tokens", role=_R),
+    _flag("compilation_config", "-cc", role=_R),
+    _flag("cudagraph_capture_sizes", arity="many", role=_R),
+    _flag("max_cudagraph_capture_size", role=_R),
+    _flag("attention_backend", role=_R),
+    _flag("attention_config", "-ac", role=_R),
+    # capture-neutral: the keys cgplan.config ignores in a YAML, plus front-end (HTTP server) flags
+    _flag("host", role=_I),
+    _flag("port", role=_I),
+    _flag("uds", role=_I),
+    _flag("served_model_name", arity="many", role=_I),
+    _flag("dtype", role=_I),
+    _flag("gpu_memory_utilization", "--device-memory-utilization", role=_I),
+    _flag("kv_cache_dtype", role=_I),
+    _flag("enable_prefix_caching", arity="bool", role=_I),
+    _flag("trust_remote_code", arity="bool", role=_I),
+    _flag("tokenizer", role=_I),
+    _flag("tokenizer_mode", role=_I),
+    _flag("tokenizer_revision", role=_I),
+    _flag("load_format", role=_I),
+    _flag("seed", role=_I),
+    _flag("block_size", role=_I),
+    _flag("swap_space", role=_I),
+    _flag("disable_log_stats", arity="none", role=_I),
+    _flag("disable_log_requests", arity="bool", role=_I),  # 0.33: the inverse of --enable-log-requests
+    _flag("enable_chunked_prefill", arity="bool", role=_I),
+    _flag("api_key", arity="many", role=_I),
+    _flag("uvicorn_log_level", role=_I),
+    _flag("download_dir", role=_I),
+    _flag("revision", role=_I),
+    _flag("code_revision", role=_I),
+    _flag("hf_token", arity="optional", role=_I),
+    _flag("max_logprobs", role=_I),
+    _flag("generation_config", role=_I),
+    _flag("chat_template", role=_I),
+    _flag("chat_template_content_format", role=_I),
+    _flag("response_role", role=_I),
+    _flag("enable_auto_tool_choice", arity="bool", role=_I),
+    _flag("tool_call_parser", role=_I),
+    _flag("tool_parser_plugin", role=_I),
+    _flag("reasoning_parser", role=_I),
+    _flag("quantization", "-q", role=_I),
+    _flag("skip_tokenizer_init", arity="bool", role=_I),
+    _flag("async_scheduling", arity="bool", role=_I),
+    _flag("distributed_executor_backend", role=_I),
+    _flag("cudagraph_metrics", arity="bool", role=_I),
+    _flag("kv_transfer_config", role=_I),
+    _flag("api_server_count", "-asc", role=_I),
+    _flag("headless", arity="none", role=_I),
+    _flag("aggregate_engine_logging", arity="none", role=_I),
+    _flag("max_log_len", role=_I),
+    _flag("enable_log_outputs", arity="bool", role=_I),
+    _flag("disable_uvicorn_access_log", arity="bool", role=_I),
+    _flag("allow_credentials", arity="bool", role=_I),
+    _flag("allowed_origins", role=_I),
+    _flag("allowed_methods", role=_I),
+    _flag("allowed_headers", role=_I),
+    _flag("ssl_keyfile", role=_I),
+    _flag("ssl_certfile", role=_I),
+    _flag("ssl_ca_certs", role=_I),
+    _flag("ssl_cert_reqs", role=_I),
+    _flag("root_path", role=_I),
+    _flag("middleware", role=_I),
+    _flag("enable_request_id_headers", arity="bool", role=_I),
+    _flag("disable_fastapi_docs", arity="bool", role=_I),
+    _flag("enable_prompt_tokens_details", arity="bool", role=_I),
+    _flag("enable_server_load_tracking", arity="bool", role=_I),
+    _flag("enable_force_include_usage", arity="bool", role=_I),
+    _flag("return_tokens_as_token_ids", arity="bool", role=_I),
+    # change what vLLM captures, not modelled by cgplan yet: refused unless left at vLLM's default
+    _flag("pipeline_parallel_size", "-pp", role=_U, default="1"),
+    _flag("data_parallel_size", "-dp", role=_U, default="1"),
+    _flag("decode_context_parallel_size", "-dcp", role=_U, default="1"),
+    _flag("prefill_context_parallel_size", "-pcp", role=_U, default="1"),
+    _flag("enable_expert_parallel", "-ep", arity="bool", role=_U),
+    _flag("enable_lora", arity="bool", role=_U),
+    _flag("max_loras", role=_U),
+    _flag("lora_modules", arity="many", role=_U),
+    _flag("enable_dbo", arity="bool", role=_U),
+    _flag("all2all_backend", role=_U),
+)
+
+_BY_NAME: dict[str, tuple[_Flag, bool]] = {}
+for _f in _FLAGS:
+    for _n in _f.names:
+        _BY_NAME[_n] = (_f, True)
+    for _n in _f.negatives:
+        _BY_NAME[_n] = (_f, False)
+_LONG_NAMES = tuple(f.names[0] for f in _FLAGS)
+
+READ_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _R)
+"""The flags cgplan reads (plus `--config FILE`)."""
+IGNORED_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _I)
+"""Flags accepted and listed as capture-neutral."""
+UNMODELLED_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _U)
+"""Flags that change capture but that cgplan does not model: refused unless at vLLM's default."""
+
+_UNMODELLED_PROBLEM = (
+    "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it"
+)
+_Put = Callable[[str, Any, "_Val"], None]
+
+_CGPLAN_OPTIONS = frozenset(
+    [
+        "--model-config",
+        "--vllm-version",
+        "--platform",
+        "--model-runner",
+        "--json",
+        "--markdown",
+        "--full",
+        "--output",
+        "-o",
+        "--no-color",
+        "--fail-on-gap",
+        "--vllm-args",
+    ]
+)
+"""`cgplan plan` options: after `--` they are a mistake worth naming."""
+_MAX_DOTS = 16
+_NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_JSON_STRING = re.compile(r'("(?:[^"\\]|\\.)*")')
+_BARE_HUMAN_INT = re.compile(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """A token as it appears in a location: bounded, one line."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fail(loc: str, problem: str, got: object = ..., expected: str | None = None) -> ConfigError:
+    return _err(f"{PREFIX}:{loc}" if loc else PREFIX, problem, got, expected)
+
+
+def human_readable_int(text: str) -> int:
+    """vLLM's `human_readable_int`: decimal k/m/g/t, binary K/M/G/T (integers only), else `int()`.
+
+    >>> [human_readable_int(t) for t in ("8k", "8K", "1.5k", "8_192", "1M")]
+    [8000, 8192, 1500, 8192, 1048576]
+
+    Raises:
+        ValueError: not an integer, or a decimal with a binary suffix (vLLM refuses `1.5K`).
+    """
+    value = text.strip()
+    match = _HUMAN_INT.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            try:
+                return int(float(number) * _DECIMAL[suffix])
+            except OverflowError:  # a 400-digit number: float → inf
+                raise ValueError(f"too large: {number[:20]}...{suffix}") from None
+        if "." in number:
+            raise ValueError(
+                f"decimals are not allowed with binary suffixes; did you mean {number}{suffix.lower()}?"
+            )
+        return int(number) * _BINARY[suffix]
+    return int(value)
+
+
+def _expand_json_human_ints(text: str) -> str:
+    """vLLM's `_expand_json_human_readable_numbers`: bare `8k` tokens outside JSON strings → integers."""
+    parts = _JSON_STRING.split(text)
+    for i in range(0, len(parts), 2):
+        parts[i] = _BARE_HUMAN_INT.sub(lambda m: str(human_readable_int(m.group())), parts[i])
+    return "".join(parts)
+
+
+def split_vllm_args(text: str) -> list[str]:
+    """Split one `--vllm-args` string the way a POSIX shell would (shlex).
+
+    >>> split_vllm_args("serve m -sc '{\\"method\\": \\"eagle\\"}'")
+    ['serve', 'm', '-sc', '{"method": "eagle"}']
+
+    Raises:
+        ConfigError: unbalanced quotes.
+    """
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise _fail(
+            "", f"cannot split the command line: {e}", text, "shell quoting, as typed in a shell"
+        ) from None
+
+
+@dataclass
+class _Tok:
+    """One command-line token; `file` and `key` say where in the --config file it came from."""
+
+    text: str
+    file: str | None = None
+    key: str | None = None
+    shown: str | None = None  # how the user spelled the flag, when normalising changed it (-O3 → -O)
+    dotted: bool = False  # the merged value of `-cc.key=value` forms
+
+    @property
+    def origin(self) -> str | None:
+        return f"{self.file}:{self.key}" if self.file is not None else None
+
+    def like(self, text: str, shown: str | None = None) -> _Tok:
+        return _Tok(text, self.file, self.key, shown if shown is not None else self.shown, self.dotted)
+
+
+@dataclass
+class _Val:
+    """The value a flag ended up with (the last occurrence wins, as in argparse)."""
+
+    flag: _Flag
+    positive: bool
+    raw: Any  # str, list[str], None (optional/flag forms)
+    loc: str  # where to point an error: the flag as written, or file:key
+    dotted: bool = False
+
+    @property
+    def spelled(self) -> str:
+        return f"{self.loc}.key=value" if self.dotted else self.loc
+
+
+@dataclass
+class VllmArgs:
+    """A command line read into cgplan's config schema, plus where each key came from."""
+
+    doc: dict[str, Any]
+    ignored: list[str]
+    where: dict[str, str] = field(default_factory=dict)  # doc path → located error path
+
+    def locate(self, err: ConfigError) -> ConfigError:
+        """The same error (same class), pointing at the flag (or --config key) that set the value."""
+        if err.path.startswith("--"):
+            return err
+        path = err.path
+        best = ""
+        for key in self.where:
+            if (path == key or path.startswith((key + ".", key + "["))) and len(key) > len(best):
+                best = key
+        if best:
+            new_path = self.where[best] + path[len(best) :]
+        elif path:
+            top, dot, rest = path.partition(".")
+            new_path = f"{PREFIX}:--{top.replace('_', '-')}{dot}{rest}"
+        else:
+            new_path = PREFIX
+        located = err.__class__.__new__(err.__class__)
+        located.__dict__.update(err.__dict__)
+        located.path = new_path
+        located.source = None
+        located.message = f"{new_path}: {err.problem}"
+        located.args = (located.message,)
+        return located
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def _strip_program(args: list[str]) -> list[str]:
+    """Drop `vllm` and `serve`; refuse other vLLM subcommands."""
+    if args and args[0] == "vllm":
+        args = args[1:]
+    if not args:
+        raise _fail("", "empty command line", expected="serve MODEL [flags]")
+    if args[0] == "serve":
+        return args[1:]
+    if args[0].startswith("-"):  # the api_server entry point: flags only
+        return args
+    raise _fail(
+        "", "not a `vllm serve` command line", args[0], "serve MODEL [flags] (a YAML goes in as CONFIG alone)"
+    )
+
+
+def _move_model_flag(args: list[str]) -> list[str]:
+    """vLLM moves the first `--model X` / `--model=X` to the positional slot."""
+    for i, arg in enumerate(args):
+        if arg == "--model":
+            if i + 1 >= len(args):
+                raise _fail("--model", "expects a value", expected="a model folder or hub name")
+            return [args[i + 1], *args[:i], *args[i + 2 :]]
+        if arg.startswith("--model="):
+            return [arg.removeprefix("--model="), *args[:i], *args[i + 1 :]]
+    return args
+
+
+def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any]) -> list[_Tok]:
+    """vLLM's `load_config_file`: the YAML's keys as flags (origin-tagged); `cgplan:` set aside."""
+    if name.split(".")[-1] not in ("yaml", "yml"):
+        raise _fail("--config", "the config file must be YAML", name, "a .yaml or .yml file")
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    label = _short(name)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _fail("--config", "no such file", name) from None
+    except (OSError, ValueError) as e:  # ValueError: undecodable bytes, a NUL in the name
+        raise _fail("--config", f"cannot read: {e}", name) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise _fail(label, f"invalid YAML: {where}{problem}") from None
+    except RecursionError:
+        raise _fail(label, "invalid YAML: nested too deeply") from None
+    if not isinstance(raw, Mapping):
+        raise _fail(label, "must be a mapping of vllm serve keys", raw, "key: value pairs")
+    toks: list[_Tok] = []
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise _fail(label, "keys must be strings", key)
+        flag = _Tok("--" + key, label, _short(key))
+        if key == "cgplan":
+            if not isinstance(value, Mapping):
+                raise _fail(f"{label}:cgplan", "must be a mapping", value, "key: value pairs")
+            cgplan_section.update(value)
+            continue
+        try:
+            toks += _config_tokens(flag, value)
+        except (ValueError, TypeError, RecursionError):  # a cycle, a 5,000-digit number
+            raise _fail(flag.origin or label, "cannot be passed as a flag value", value) from None
+    return toks
+
+
+def _config_tokens(flag: _Tok, value: object) -> list[_Tok]:
+    """One YAML key → its flag tokens, as `load_config_file` builds them."""
+    if isinstance(value, bool):
+        entry = _BY_NAME.get(_normalise(flag.text))
+        if value or entry is None:  # an unknown key is still reported, whatever its value
+            return [flag]
+        if entry[0].arity == "bool":  # vLLM: `--no-key` where that flag exists, else dropped
+            return [flag.like("--no-" + flag.text[2:])]
+        return []
+    if isinstance(value, list):
+        return [flag, *(flag.like(str(item)) for item in value)] if value else []
+    if isinstance(value, dict):
+        return [flag, flag.like(json.dumps(value, default=str))]
+    return [flag, flag.like(str(value))]
+
+
+def _normalise(text: str) -> str:
+    """`--snake_case.key` → `--snake-case.key`: only the part before the first dot (vLLM's regex)."""
+    head, dot, rest = text[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + rest
+
+
+def _dash_pass(toks: list[_Tok]) -> list[_Tok]:
+    """Underscores → dashes in flag names; `-O3`, `-O=3`, `-O 3` → `--optimization-level 3`."""
+    out: list[_Tok] = []
+    for i, tok in enumerate(toks):
+        arg = tok.text
+        if arg.startswith("--"):
+            key, eq, value = arg.partition("=")
+            out.append(tok.like(_normalise(key) + eq + value))
+        elif arg.startswith("-O") and arg != "-O":
+            level = arg[3:] if arg[2] == "=" else arg[2:]
+            out += [tok.like("--optimization-level", "-O"), tok.like(level)]
+        elif arg == "-O" and i + 1 < len(toks) and toks[i + 1].text in {"0", "1", "2", "3"}:
+            out.append(tok.like("--optimization-level", "-O"))
+        else:
+            out.append(tok)
+    return out
+
+
+def _nested(keys: list[str], value: Any) -> dict[str, Any]:
+    nested: Any = value
+    for key in reversed(keys):
+        nested = {key: nested}
+    return dict(nested)
+
+
+def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
+    """vLLM's `recursive_dict_update`: nested dicts merge, lists concatenate, the rest is replaced."""
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def _dotted_pass(toks: list[_Tok]) -> list[_Tok]:
+    """`--x.a.b v`, `-cc.a=v`, `--x.list+ 1,2` → one JSON value per spelling, appended at the end."""
+    delete: set[int] = set()
+    merged: dict[str, dict[str, Any]] = {}
+    first: dict[str, _Tok] = {}
+    for i, tok in enumerate(toks):
+        if i in delete:
+            continue
+        arg = tok.text
+        if (arg.startswith("--") and "." not in arg) or not (arg.startswith("-") and "." in arg):
+            continue
+        if "=" in arg:
+            arg, value_str = arg.split("=", 1)
+            if "." not in arg:  # the dot was only in the value
+                continue
+        else:
+            if i + 1 >= len(toks):
+                raise _fail(tok.origin or arg, "expects a value", expected=f"{arg} VALUE")
+            value_str = toks[i + 1].text
+            delete.add(i + 1)
+        if arg.endswith("+"):
+            arg = arg[:-1]
+            value_str = json.dumps(value_str.split(","))
+        key, *keys = arg.split(".")
+        if len(keys) > _MAX_DOTS:
+            raise _fail(
+                tok.origin or _short(arg), "nested too deeply", expected=f"at most {_MAX_DOTS} dotted keys"
+            )
+        value: Any
+        try:
+            value = json.loads(value_str)
+        except (ValueError, RecursionError):
+            try:
+                value = human_readable_int(value_str)
+            except ValueError:
+                value = value_str
+        _merge(merged.setdefault(key, {}), _nested(keys, value))
+        if key not in first:
+            file_key = key.lstrip("-").replace("-", "_") if tok.file is not None else None
+            first[key] = _Tok(key, tok.file, file_key, dotted=True)
+        delete.add(i)
+    out = [t for i, t in enumerate(toks) if i not in delete]
+    for key, value in merged.items():
+        out += [first[key], first[key].like(json.dumps(value))]
+    return out
+
+
+def _option_like(text: str) -> bool:
+    """argparse's `_parse_optional`: is this token a flag (known or not), or a value/positional?"""
+    if not text.startswith("-") or text == "-":
+        return False
+    if text in _BY_NAME or text.partition("=")[0] in _BY_NAME:
+        return True
+    return not _NEGATIVE_NUMBER.fullmatch(text) and " " not in text
+
+
+def _parse(toks: list[_Tok]) -> tuple[_Tok | None, dict[str, _Val], dict[str, list[_Val]]]:
+    """The argparse step: positional model, then each flag's last value (history kept for JSON flags)."""
+    model: _Tok | None = None
+    values: dict[str, _Val] = {}
+    history: dict[str, list[_Val]] = {}
+    i = 0
+    previous: tuple[_Flag, str] | None = None
+    while i < len(toks):
+        tok = toks[i]
+        i += 1
+        if not _option_like(tok.text):
+            if model is None and tok.origin is None:
+                model = tok
+                continue
+            if previous is None:
+                raise _fail(tok.origin or tok.text, "unexpected argument", tok.text, "--flag VALUE pairs")
+            flag, loc = previous
+            if flag.arity in ("bool", "none"):
+                use = f"; use {flag.negatives[0]} for false" if flag.negatives else ""
+                raise _fail(loc, f"takes no value{use}", tok.text, flag.names[0])
+            raise _fail(loc, "unexpected extra argument after its value", tok.text, "--flag VALUE pairs")
+        name, explicit = tok.text, None
+        if name not in _BY_NAME and "=" in name:
+            name, explicit = name.split("=", 1)
+        shown = tok.shown or name
+        loc = tok.origin or shown
+        entry = _BY_NAME.get(name)
+        if entry is None:
+            raise _unknown(name, tok.origin)
+        flag, positive = entry
+        previous = (flag, loc)
+        raw: Any
+        if flag.arity in ("bool", "none"):
+            if explicit is not None:
+                use = f"; use {flag.negatives[0]} for false" if flag.negatives else ""
+                raise _fail(loc, f"takes no value{use}", explicit, shown)
+            raw = None
+        elif explicit is not None:
+            raw = [explicit] if flag.arity == "many" else explicit
+        elif flag.arity == "many":
+            raw = []
+            while i < len(toks) and not _option_like(toks[i].text):
+                raw.append(toks[i].text)
+                i += 1
+            if not raw:
+                raise _fail(loc, "expects at least one value", expected=f"{shown} VALUE [VALUE ...]")
+        elif i < len(toks) and not _option_like(toks[i].text):
+            raw = toks[i].text
+            i += 1
+        elif flag.arity == "optional":
+            raw = None
+        else:
+            got = toks[i].text if i < len(toks) else ...
+            raise _fail(loc, "expects a value", got, f"{shown} VALUE")
+        val = _Val(flag, positive, raw, loc, tok.dotted)
+        values[flag.dest] = val
+        history.setdefault(flag.dest, []).append(val)
+    return model, values, history
+
+
+def _unknown(name: str, origin: str | None) -> ConfigError:
+    if name == "--config" or name.startswith("--config="):
+        return _fail(
+            origin or "--config",
+            "vLLM reads a config file only from `--config FILE` (a separate word), once, on the command line",
+            name,
+            "--config FILE.yaml",
+        )
+    if name.partition("=")[0] in _CGPLAN_OPTIONS:
+        return _fail(
+            _short(name),
+            f"unknown flag; {name.partition('=')[0]} is a cgplan option: give it before `--`",
+            expected="cgplan plan [OPTIONS] -- serve MODEL [FLAGS...]",
+        )
+    close = difflib.get_close_matches(name[:80], [*_LONG_NAMES, *_BY_NAME], n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestion = close[0][2:].replace("-", "_") if origin else close[0]
+        hint = f"; did you mean '{suggestion}'?"
+    return _fail(
+        origin or _short(name),
+        f"unknown flag{hint}",
+        expected="a vllm serve flag that cgplan reads or lists as capture-neutral",
+    )
+
+
+# -------------------------------------------------------------------------------------- conversion
+
+
+def _int(val: _Val, *, human: bool = False) -> int:
+    text = str(val.raw)
+    try:
+        return human_readable_int(text) if human else int(text)
+    except ValueError as e:
+        expected = "an integer such as 8192, 8k (8000) or 8K (8192)" if human else "an integer such as 32"
+        if "binary suffixes" in str(e):
+            raise _fail(val.loc, str(e), text, expected) from None
+        raise _fail(val.loc, "must be an integer", text, expected) from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _json_object(val: _Val, *, human: bool, example: str) -> dict[str, Any] | None:
+    text = str(val.raw)
+    try:
+        value = json.loads(_expand_json_human_ints(text) if human else text)
+    except ValueError as e:  # also a 5,000-digit number, or 1.5K (a decimal with a binary suffix)
+        raise _fail(val.loc, f"invalid JSON: {e}", text, f"a JSON object such as {example}") from None
+    except RecursionError:
+        raise _fail(val.loc, "invalid JSON: nested too deeply", text[:60]) from None
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _fail(val.loc, "must be a JSON object", value, f"a JSON object such as {example}")
+    return value
+
+
+def _resolve(text: str, base_dir: Path) -> Path:
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else base_dir / path
+
+
+def _exists(path: Path, *, folder: bool) -> bool:
+    """`is_dir()` / `exists()` that treats an unusable name (NUL byte, too long) as absent."""
+    try:
+        return path.is_dir() if folder else path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _model(
+    model: _Tok | None,
+    values: dict[str, _Val],
+    model_config: Path | None,
+    base_dir: Path,
+) -> tuple[str, str]:
+    """The folder whose config.json gives the model's shape, and where to point errors about it."""
+    if model is not None:
+        name, loc = model.text, "MODEL"
+    elif "model" in values:
+        name, loc = str(values["model"].raw), values["model"].loc
+    else:
+        raise _fail("MODEL", "missing", expected="serve MODEL, --model MODEL or model: in the --config file")
+    if model_config is not None:
+        path = _resolve(str(model_config), base_dir)
+        if not _exists(path, folder=False):
+            raise _err(
+                "--model-config", "no such file or folder", str(model_config), "a folder with config.json"
+            )
+        return str(path), "--model-config"
+    hf = values.get("hf_config_path")
+    if hf is not None and _exists(_resolve(str(hf.raw), base_dir), folder=True):
+        return str(_resolve(str(hf.raw), base_dir)), f"{PREFIX}:{hf.loc}"
+    path = _resolve(name, base_dir)
+    if _exists(path, folder=True):
+        return str(path), f"{PREFIX}:{loc}"
+    where = " (relative to the working directory, as vLLM reads it)" if loc != "MODEL" else ""
+    raise _fail(
+        loc,
+        f"not a local folder{where}; a hub model needs --model-config PATH",
+        name,
+        "a local folder with config.json, or --model-config PATH",
+    )
+
+
+def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: Path) -> VllmArgs:
+    """Read a `vllm serve` command line into cgplan's config schema (see the module docstring).
+
+    Raises:
+        ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
+    """
+    args = _move_model_flag(_strip_program(list(argv)))
+    for arg in args:
+        if arg.startswith("--config="):
+            raise _unknown(arg, None)
+    cgplan_section: dict[str, Any] = {}
+    config_label: str | None = None
+    toks = [_Tok(a) for a in args]
+    if args.count("--config") > 1:
+        raise _fail("--config", "given more than once (vLLM refuses that)", expected="one --config FILE")
+    if "--config" in args:
+        index = args.index("--config")
+        if index == len(args) - 1:
+            raise _fail("--config", "expects a file", expected="--config FILE.yaml")
+        config_label = args[index + 1]
+        file_toks = _load_config_file(config_label, base_dir, cgplan_section)
+        model_in_cli = not args[0].startswith("-")
+        if not model_in_cli and not any(t.text == "--model" for t in file_toks):
+            raise _fail(
+                "MODEL",
+                "missing: with --config, vLLM wants the model right after `serve` or as model: in the file",
+                expected="serve MODEL --config FILE ...",
+            )
+        head = toks[:1] if model_in_cli else []
+        toks = [*head, *file_toks, *toks[len(head) : index], *toks[index + 2 :]]
+    model, values, history = _parse(_dotted_pass(_dash_pass(toks)))
+    parsed = _build(model, values, history, model_config, base_dir)
+    if cgplan_section:
+        cg = {**cgplan_section, **parsed.doc.get("cgplan", {})}  # --attention-backend wins over the file
+        parsed.doc["cgplan"] = cg
+        parsed.where["cgplan"] = f"{PREFIX}:{config_label}:cgplan"
+    return parsed
+
+
+def _build(
+    model: _Tok | None,
+    values: dict[str, _Val],
+    history: dict[str, list[_Val]],
+    model_config: Path | None,
+    base_dir: Path,
+) -> VllmArgs:
+    doc: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    ignored: list[str] = []
+
+    def put(key: str, value: Any, val: _Val) -> None:
+        doc[key] = value
+        where[key] = f"{PREFIX}:{val.loc}"
+
+    for dest, vals in history.items():
+        flag = vals[-1].flag
+        if flag.role == _I and flag.names[0] not in ignored:
+            ignored.append(flag.names[0])
+        elif flag.role == _U:
+            val = vals[-1]
+            at_default = (flag.arity == "bool" and not val.positive) or (
+                flag.default is not None and str(val.raw).strip() == flag.default
+            )
+            if not at_default:
+                got = val.raw if val.raw is not None else val.loc
+                expected = f"{flag.default}, vLLM's default" if flag.default else "the flag left out"
+                raise _fail(
+                    val.loc,
+                    _UNMODELLED_PROBLEM,
+                    got,
+                    expected,
+                )
+            ignored.append(flag.names[0])
+        elif dest in ("speculative_config", "compilation_config", "attention_config"):
+            last = vals[-1]
+            ignored += [
+                f"{v.spelled} (replaced by the later {last.spelled}, as vLLM does)" for v in vals[:-1]
+            ]
+
+    model_path, model_where = _model(model, values, model_config, base_dir)
+    doc["model"] = model_path
+    where["model"] = model_where
+
+    if (v := values.get("max_model_len")) is not None:
+        text = str(v.raw).strip()
+        if text != "-1" and text.lower() != "auto":  # auto-fit: sized after capture is planned
+            put("max_model_len", _int(v, human=True), v)
+    for key, human in (
+        ("max_num_seqs", False),
+        ("max_num_batched_tokens", True),
+        ("tensor_parallel_size", False),
+    ):
+        if (v := values.get(key)) is not None:
+            put(key, _int(v, human=human), v)
+    if (v := values.get("enforce_eager")) is not None:
+        put("enforce_eager", v.positive, v)
+    if (v := values.get("performance_mode")) is not None:
+        put("performance_mode", v.raw, v)
+    if (v := values.get("optimization_level")) is not None:
+        level = str(v.raw).strip()
+        if level not in ("0", "1", "2", "3"):
+            hint = "; -O.key=value is not a vLLM form: use -cc.key=value" if level.startswith(".") else ""
+            raise _fail(v.loc, f"out of range{hint}", v.raw, "0, 1, 2 or 3")
+        put("optimization_level", int(level), v)
+
+    _speculative(values, put, where)
+    _compilation(values, put, where)
+    backend = _attention(values, where)
+    if backend is not None:
+        doc["cgplan"] = {"attention_backend": backend}
+    return VllmArgs(doc, ignored, where)
+
+
+def _speculative(values: dict[str, _Val], put: _Put, where: dict[str, str]) -> None:
+    sc: dict[str, Any] | None = None
+    if (v := values.get("speculative_config")) is not None:
+        sc = _json_object(v, human=False, example='{"method": "eagle", "num_speculative_tokens": 3}')
+        if sc is not None:
+            sc = {k.replace("-", "_"): x for k, x in sc.items()}  # create_speculative_config does this
+            put("speculative_config", sc, v)
+    for dest, key in (
+        ("spec_method", "method"),
+        ("spec_model", "model"),
+        ("spec_tokens", "num_speculative_tokens"),
+    ):
+        if (v := values.get(dest)) is None:
+            continue
+        if sc is None:  # filled by flags of its own: errors about other keys point at the JSON flag
+            sc = {}
+            put("speculative_config", sc, v)
+            where["speculative_config"] = f"{PREFIX}:--speculative-config"
+        if key in sc:
+            raise _fail(
+                v.loc,
+                f"mutually exclusive with the speculative config's '{key}' (vLLM refuses both)",
+                v.raw,
+                f"one of {v.flag.names[0]} and --speculative-config.{key}",
+            )
+        sc[key] = _int(v) if dest == "spec_tokens" else v.raw
+        where[f"speculative_config.{key}"] = f"{PREFIX}:{v.loc}"
+
+
+def _compilation(values: dict[str, _Val], put: _Put, where: dict[str, str]) -> None:
+    cc: dict[str, Any] | None = None
+    if (v := values.get("compilation_config")) is not None:
+        cc = _json_object(v, human=True, example='{"cudagraph_mode": "FULL_AND_PIECEWISE"}')
+        if cc is not None:
+            put("compilation_config", cc, v)
+    for dest in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        if (v := values.get(dest)) is None:
+            continue
+        if cc is None:  # filled by flags of its own: errors about other keys point at the JSON flag
+            cc = {}
+            put("compilation_config", cc, v)
+            where["compilation_config"] = f"{PREFIX}:--compilation-config"
+        if cc.get(dest) is not None:
+            raise _fail(
+                v.loc,
+                f"mutually exclusive with the compilation config's '{dest}' (vLLM refuses both)",
+                v.raw,
+                f"one of {v.flag.names[0]} and --compilation-config.{dest}",
+            )
+        if dest == "cudagraph_capture_sizes":
+            bad = [item for item in v.raw if not _is_int(item)]
+            if bad:
+                raise _fail(v.loc, "must be integers", bad[0], "sizes such as 1 2 4 8")
+            cc[dest] = [int(item) for item in v.raw]
+        else:
+            cc[dest] = _int(v)
+        where[f"compilation_config.{dest}"] = f"{PREFIX}:{v.loc}"
+
+
+def _attention(values: dict[str, _Val], where: dict[str, str]) -> str | None:
+    backend: str | None = None
+    if (v := values.get("attention_config")) is not None:
+        ac = _json_object(v, human=True, example='{"backend": "FLASH_ATTN"}') or {}
+        for key in ac:
+            if key != "backend":
+                raise _fail(
+                    f"{v.loc}.{key}",
+                    _UNMODELLED_PROBLEM,
+                    ac[key],
+                    "only backend in --attention-config",
+                )
+        if ac.get("backend") is not None:
+            backend = str(ac["backend"])
+            where["cgplan.attention_backend"] = f"{PREFIX}:{v.loc}.backend"
+    if (v := values.get("attention_backend")) is not None:
+        if backend is not None:
+            raise _fail(
+                v.loc,
+                "mutually exclusive with the attention config's 'backend' (vLLM refuses both)",
+                v.raw,
+                "one of --attention-backend and --attention-config.backend",
+            )
+        backend = str(v.raw)
+        where["cgplan.attention_backend"] = f"{PREFIX}:{v.loc}"
+    if backend is not None and backend.lower() == "auto":  # vLLM: "auto" means its own choice
+        return None
+    return backend
+
+
+def parse_vllm_args(
+    argv: list[str], *, model_config: Path | None, base_dir: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """A `vllm serve` command line → (config document in cgplan's YAML schema, ignored flags).
+
+    `base_dir` is where relative paths (MODEL, --config FILE) start, as for vLLM: the working directory.
+
+    Raises:
+        ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
+    """
+    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base_dir)
+    return parsed.doc, parsed.ignored
