@@ -200,6 +200,11 @@ def cases(tmp: Path, quick: bool) -> list[tuple[str, str, list[str]]]:
             ],
         ),
         (
+            "sweep 20,000 dynamic-SD plans at max_num_batched_tokens 10^7 (2 x 10^8 request counts)",
+            "refused",
+            ["sweep", str(DYN), "--set", "max_num_seqs=1..20000", "--set", "max_num_batched_tokens=10000000"],
+        ),
+        (
             "diff two reports at max_num_seqs 1,000,000",
             "accepted",
             ["diff", str(rep1m), str(rep1m), "--json"],
@@ -218,9 +223,14 @@ def cases(tmp: Path, quick: bool) -> list[tuple[str, str, list[str]]]:
     if not quick:
         out += [
             (
-                "sweep 200,000 plans (max_num_seqs 1..200000, the largest grid accepted)",
+                "sweep 200,000 plans (max_num_seqs 1..200000: vLLM refuses every point above 8,192)",
                 "accepted",
                 ["sweep", str(PR), "--set", "max_num_seqs=1..200000", "--json"],
+            ),
+            (
+                "sweep 200,000 valid plans (max_model_len 1..200000, the largest grid accepted)",
+                "accepted",
+                ["sweep", str(PR), "--set", "max_model_len=1..200000", "--json"],
             ),
             (
                 "plan max_num_seqs 10,000,000 (K=3, with the fix search)",
@@ -303,6 +313,7 @@ def main() -> int:
             "entries of cudagraph_capture_sizes": 10_000,
             "ranges of a dynamic-SD schedule": 1_000,
             "plans per sweep (points x releases)": 200_000,
+            "request counts walked per sweep (sum of max_num_seqs over its plans)": 200_000_000,
         },
         "cases": rows,
     }

@@ -164,7 +164,8 @@ def _fmt(value: object) -> str:
 
 def _key(key: str) -> str:
     """A key as it goes into a dotted path: quoted when empty or not printable, cut when long."""
-    if key and len(key) <= 80 and key.isprintable() and key.strip() == key:
+    # quoted when it starts with "-": a path "--x" reads as a command-line option (ConfigError.located)
+    if key and len(key) <= 80 and key.isprintable() and key.strip() == key and not key.startswith("-"):
         return key
     return repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
 

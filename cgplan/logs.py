@@ -1486,6 +1486,7 @@ def render_logs(
         color_system="standard" if color else None,
         force_terminal=color,
         highlight=False,
+        markup=False,
     )
     say = console.print
     runner = (parsed.model_runner or "-").upper()

@@ -26,7 +26,8 @@ def _name(key: object) -> str:
     """A key as it goes into a message: quoted unless it is a plain printable string."""
     if not isinstance(key, str):
         return preview(key)
-    if key and len(key) <= 80 and key.isprintable() and key.strip() == key:
+    # quoted when it starts with "-": a path "--x" reads as a command-line option (ConfigError.located)
+    if key and len(key) <= 80 and key.isprintable() and key.strip() == key and not key.startswith("-"):
         return key
     return repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
 

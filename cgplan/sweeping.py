@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,12 @@ from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES
 from cgplan.core.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS, SweepResult, sweep
 from cgplan.errors import ConfigError
+
+MAX_SWEEP_REQUESTS = 200_000_000
+"""Bound on the request counts a sweep walks, summed over its plans: every plan walks each
+request count 1..max_num_seqs once or more (the dynamic-SD lookup, the per-request decode
+outcomes), about 0.5 µs each, so this is about 100 s of CPU. The core's 200,000-plan cap
+alone does not bound time: 100 dynamic-SD plans at max_num_seqs 10^6 take 45 s."""
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "performance_mode": (*PERFORMANCE_MODES, "none"),
@@ -113,6 +120,33 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     return key, values
 
 
+def _check_walk(seqs: int, tokens: int, axes: list[tuple[str, list[Any]]], releases: int) -> None:
+    """Refuse a sweep whose plans would walk more than MAX_SWEEP_REQUESTS request counts.
+
+    A point with max_num_batched_tokens < max_num_seqs is refused by vLLM at once and walks
+    nothing. Grids over the core's plan limit, and axes given twice, are left to the core.
+    """
+    values = dict(axes)
+    if len(values) < len(axes):
+        return
+    plans = releases
+    for v in values.values():
+        plans *= len(v)
+    if plans > MAX_SWEEP_POINTS:
+        return
+    s_values = values.get("max_num_seqs", [seqs])
+    b_values = sorted(values.get("max_num_batched_tokens", [tokens]))
+    others = plans // (len(s_values) * len(b_values))
+    walked = others * sum(s * (len(b_values) - bisect.bisect_left(b_values, s)) for s in s_values)
+    if walked > MAX_SWEEP_REQUESTS:
+        raise ConfigError(
+            "--set",
+            f"{plans:,} plans walking {walked:,} request counts in all; at most "
+            f"{MAX_SWEEP_REQUESTS:,} per sweep (take a coarser STEP, e.g. max_num_seqs=8..2048:8, "
+            "smaller max_num_seqs values, or fewer releases)",
+        )
+
+
 def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str | None = None) -> SweepResult:
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
@@ -125,6 +159,7 @@ def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str |
             )
     loaded = load_config(path, Overrides())
     axes = [parse_set(s) for s in sets]
+    _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))
     try:
         return sweep(loaded.input, axes, versions or [loaded.input.vllm_version], load_capture_policy(policy))
     except ValueError as e:

@@ -40,23 +40,31 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     decode = Counter(binomial(rng, 32, 0.8) for _ in range(20_000))
     mixed = Counter(rng.randint(64, 4096) for _ in range(2_000))
-    write(out / "decode-heavy-mns32.yaml",
-          "Synthetic (scripts/make_traffic.py, seed 2026): busy EAGLE K=16 server, max_num_seqs 32.\n"
-          "Decode steps: running requests ~ binomial(32, 0.8); prefill steps: tokens uniform in 64..4096.",
-          decode, mixed)
-    decode = Counter(
-        binomial(rng, 256, 0.15 if rng.random() < 0.6 else 0.7) for _ in range(50_000)
+    write(
+        out / "decode-heavy-mns32.yaml",
+        "Synthetic (scripts/make_traffic.py, seed 2026): busy EAGLE K=16 server, max_num_seqs 32.\n"
+        "Decode steps: running requests ~ binomial(32, 0.8); prefill steps: tokens uniform in 64..4096.",
+        decode,
+        mixed,
     )
+    decode = Counter(binomial(rng, 256, 0.15 if rng.random() < 0.6 else 0.7) for _ in range(50_000))
     mixed = Counter(int(math.exp(rng.uniform(0, math.log(8192)))) for _ in range(5_000))
-    write(out / "bursty-mns256.yaml",
-          "Synthetic (scripts/make_traffic.py, seed 2026): bursty 256-request server, no speculation.\n"
-          "Decode steps: 60% binomial(256, 0.15), 40% binomial(256, 0.7); mixed steps log-uniform 1..8192 tokens.",
-          decode, mixed)
+    write(
+        out / "bursty-mns256.yaml",
+        "Synthetic (scripts/make_traffic.py, seed 2026): bursty 256-request server, no speculation.\n"
+        "Decode steps: 60% binomial(256, 0.15), 40% binomial(256, 0.7);\n"
+        "mixed steps log-uniform 1..8192 tokens.",
+        decode,
+        mixed,
+    )
     decode = Counter(min(1024, int(math.exp(rng.uniform(0, math.log(1024))))) for _ in range(100_000))
-    write(out / "dyn4-mns1024.yaml",
-          "Synthetic (scripts/make_traffic.py, seed 2026): 4-tier dynamic-SD server, max_num_seqs 1024.\n"
-          "Decode steps: running requests log-uniform in 1..1024.",
-          decode, Counter())
+    write(
+        out / "dyn4-mns1024.yaml",
+        "Synthetic (scripts/make_traffic.py, seed 2026): 4-tier dynamic-SD server, max_num_seqs 1024.\n"
+        "Decode steps: running requests log-uniform in 1..1024.",
+        decode,
+        Counter(),
+    )
 
 
 if __name__ == "__main__":

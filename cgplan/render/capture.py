@@ -25,6 +25,7 @@ def render_capture(doc: dict[str, Any], *, width: int = 100, color: bool = False
         color_system="standard" if color else None,
         force_terminal=color,
         highlight=False,
+        markup=False,
     )
     m = doc["measured"]
     env = doc.get("environment") or {}

@@ -25,6 +25,7 @@ def _console(buf: io.StringIO, width: int, color: bool) -> Console:
         color_system="standard" if color else None,
         force_terminal=color,
         highlight=False,
+        markup=False,
     )
 
 

@@ -24,6 +24,7 @@ def render_table(
         force_terminal=color,
         highlight=False,
         soft_wrap=False,
+        markup=False,
     )
     for line in headline(plan, source):
         console.print(line, soft_wrap=True)

@@ -1,0 +1,144 @@
+"""The limits that keep plan, sweep, diff and gate bounded: at the limit accepted, past it refused.
+
+Timings and memory at these limits: benchmarks/bench_bounds.py → benchmarks/results/bounds.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cgplan.config import MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
+from cgplan.core.sweep import MAX_SWEEP_POINTS
+from cgplan.errors import ConfigError, ReportError
+from cgplan.reports import side_from_report
+from cgplan.sweeping import MAX_SWEEP_REQUESTS, parse_set
+from tests.fuzz.harness import EXAMPLES, MODELS, problems, run_cli
+
+PR = EXAMPLES / "pr50488-eagle-k16.yaml"
+
+
+def serve(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "serve.yaml"
+    path.write_text(f"model: {MODELS / 'tiny-llama'}\n{body}")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("key", "limit"),
+    [
+        ("max_num_seqs", MAX_REASONABLE),
+        ("max_num_batched_tokens", MAX_REASONABLE),
+        ("max_model_len", MAX_REASONABLE),
+        ("compilation_config.max_cudagraph_capture_size", MAX_REASONABLE),
+        ("speculative_config.num_speculative_tokens", MAX_REASONABLE),
+    ],
+)
+def test_numbers_at_and_past_the_limit(tmp_path: Path, key: str, limit: int) -> None:
+    section, _, name = key.rpartition(".")
+    extra = "method: eagle, " if section == "speculative_config" else ""
+
+    def body(n: int) -> str:
+        return f"{section}: {{{extra}{name}: {n}}}\n" if section else f"{name}: {n}\n"
+
+    assert limit == 10_000_000
+    load_config(serve(tmp_path, body(limit)))
+    with pytest.raises(
+        ConfigError, match=rf"{key}: too large to plan \(got {limit + 1}; expected at most 10,000,000\)"
+    ):
+        load_config(serve(tmp_path, body(limit + 1)))
+
+
+def test_capture_sizes_list(tmp_path: Path) -> None:
+    assert MAX_LIST == 10_000
+    sizes = list(range(1, MAX_LIST + 1))
+    ok = serve(
+        tmp_path, f"max_num_batched_tokens: 10000\ncompilation_config: {{cudagraph_capture_sizes: {sizes}}}\n"
+    )
+    run = run_cli(["plan", str(ok), "--json"])
+    assert run.code == 0 and len(json.loads(run.out)["capture_sizes"]) == MAX_LIST
+    bad = serve(tmp_path, f"compilation_config: {{cudagraph_capture_sizes: {[*sizes, 10_001]}}}\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"cudagraph_capture_sizes: too many sizes to plan \(got 10001; expected at most 10,000",
+    ):
+        load_config(bad)
+
+
+def test_dynamic_sd_schedule(tmp_path: Path) -> None:
+    assert MAX_SCHEDULE == 1_000
+
+    def body(n: int) -> str:
+        sched = [[i, i, 1 + i % 3] for i in range(1, n + 1)]
+        return (
+            f"max_num_seqs: {n}\nmax_num_batched_tokens: 100000\nspeculative_config: "
+            f"{{method: eagle, num_speculative_tokens: 3, num_speculative_tokens_per_batch_size: {sched}}}\n"
+        )
+
+    loaded = load_config(serve(tmp_path, body(MAX_SCHEDULE)))
+    assert loaded.input.speculative is not None
+    assert len(loaded.input.speculative.num_speculative_tokens_per_batch_size or ()) == MAX_SCHEDULE
+    with pytest.raises(
+        ConfigError, match=r"num_speculative_tokens_per_batch_size: too many ranges to plan \(got 1001"
+    ):
+        load_config(serve(tmp_path, body(MAX_SCHEDULE + 1)))
+
+
+def test_sweep_grid() -> None:
+    assert MAX_SWEEP_POINTS == 200_000
+    assert len(parse_set(f"max_num_seqs=1..{MAX_SWEEP_POINTS}")[1]) == MAX_SWEEP_POINTS
+    with pytest.raises(ConfigError, match=r"200,001 values; at most 200,000 plans per sweep"):
+        parse_set(f"max_num_seqs=1..{MAX_SWEEP_POINTS + 1}")
+    with pytest.raises(ConfigError, match=r"values must be from 1 to 10,000,000"):
+        parse_set("max_num_seqs=1..100000000000000000000")
+    # within each axis, over the limit as a product (and times the releases): the core refuses
+    for sets, versions in [
+        (["max_num_seqs=1..500", "max_model_len=1..500"], []),
+        (["max_num_seqs=1..100000"], ["0.26.0", "0.33.0", "0.32.0"]),
+    ]:
+        args = ["sweep", str(PR)] + [f"--set={s}" for s in sets]
+        for v in versions:
+            args += ["--vllm-version", v]
+        run = run_cli(args)
+        assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
+        assert "plans requested; at most 200,000 per sweep" in run.err
+
+
+def test_sweep_request_walk() -> None:
+    """Plans walk every request count: 200,000 plans at max_num_seqs 10^6 would take days."""
+    assert MAX_SWEEP_REQUESTS == 200_000_000
+    dyn = EXAMPLES / "mns1024-eagle-k16-dyn4.yaml"
+    big = ["--set=max_num_batched_tokens=10000000"]
+    run = run_cli(["sweep", str(dyn), "--set=max_num_seqs=1..20000", *big, "--vllm-version", "0.33.0"])
+    assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
+    assert "20,000 plans walking 200,010,000 request counts in all; at most 200,000,000 per sweep" in run.err
+    # points that vLLM refuses (max_num_batched_tokens < max_num_seqs) walk nothing
+    run = run_cli(["sweep", str(PR), "--set=max_num_seqs=9000000..10000000:1000", "--json"])
+    assert run.code == 0, run.err
+    assert {o["status"] for r in json.loads(run.out)["ranges"] for o in r["outcomes"].values()} == {
+        "rejected"
+    }
+
+
+def plan_report(max_num_seqs: int, rows: int = 1) -> dict[str, object]:
+    return {
+        "schema_version": 1,
+        "kind": "plan",
+        "vllm_version": "0.33.0",
+        "max_num_seqs": max_num_seqs,
+        "uniform_decode_query_len": 2,
+        "dynamic_sd": {"lookup": [[i + 1, i + 1, 1] for i in range(rows)]},
+        "graphs": {"target": []},
+        "uniform_decode": {"2": [{"from_reqs": 1, "to_reqs": max_num_seqs, "mode": "FULL"}]},
+    }
+
+
+def test_report_limits() -> None:
+    side_from_report(plan_report(MAX_REASONABLE), "r.json")
+    with pytest.raises(ReportError, match=r"r\.json: max_num_seqs: expected an integer from 1 to 10,000,000"):
+        side_from_report(plan_report(MAX_REASONABLE + 1), "r.json")
+    side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST), "r.json")
+    with pytest.raises(ReportError, match=r"dynamic_sd\.lookup: 100,001 entries; at most 100,000"):
+        side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST + 1), "r.json")

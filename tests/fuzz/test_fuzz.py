@@ -1,0 +1,217 @@
+"""No traceback for any input: drawn configs, reports, policies and --set strings through the CLI.
+
+`make test` runs a fast, derandomized subset (about 300 inputs). `make fuzz` (`pytest -m fuzz`)
+runs the full set (10,000 config documents and thousands of the rest) with a fresh seed
+(FUZZ_SEED to replay one) and writes benchmarks/results/fuzz.json.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import hypothesis
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cgplan.config import load_config
+from cgplan.errors import CgplanError
+from cgplan.sweeping import parse_set
+from tests.fuzz.harness import ROOT, TIME_LIMIT_S, Run, Tally, materialize, problems, run_cli
+from tests.fuzz.strategies import Input, plan_inputs, policy_inputs, report_inputs, sweep_inputs
+
+SWEEP_S_PER_PLAN = 0.005
+SWEEP_S_PER_REQUEST = 1e-6
+"""A sweep may take TIME_LIMIT_S plus SWEEP_S_PER_PLAN per planned (point × release) plus
+SWEEP_S_PER_REQUEST per request count its plans walk (plans × the largest max_num_seqs)."""
+FAST = {"config": 130, "report": 80, "policy": 40, "sweep": 50}
+FULL = {
+    "config": int(os.environ.get("FUZZ_CONFIGS", "10000")),
+    "report": int(os.environ.get("FUZZ_REPORTS", "3000")),
+    "policy": int(os.environ.get("FUZZ_POLICIES", "1000")),
+    "sweep": int(os.environ.get("FUZZ_SWEEPS", "2000")),
+}
+STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Input]]] = {
+    "config": plan_inputs,
+    "report": report_inputs,
+    "policy": policy_inputs,
+    "sweep": sweep_inputs,
+}
+RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
+COMMON = settings(
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
+)
+
+
+def sweep_budget_s(args: tuple[str, ...] | list[str]) -> float:
+    """The CPU time a sweep command line may take: more plans and wider ones, more time."""
+    plans = max(1, sum(1 for a in args if a == "--vllm-version"))
+    widest = 1024  # the base configs' max_num_seqs is at most this
+    for a in args:
+        if a.startswith("--set="):
+            try:
+                key, values = parse_set(a[len("--set=") :])
+            except CgplanError:
+                return TIME_LIMIT_S
+            plans *= len(values)
+            if key == "max_num_seqs":
+                widest = max(values)
+    return TIME_LIMIT_S + SWEEP_S_PER_PLAN * plans + SWEEP_S_PER_REQUEST * plans * widest
+
+
+CORE_SLOW_ABOVE = 100_000
+"""max_num_seqs, or capture-size tokens, above which the core's own cost exceeds the per-input
+bound for a valid config: the fix search re-plans, the dynamic-SD lookup and the per-request
+walks are O(max_num_seqs), the graph tables O(capture sizes). Measured and reported in
+benchmarks/results/bounds.json (S = 10^6: 7.5 s; S = 10^7: 22 s); counted apart, not failed."""
+
+
+def core_slow(args: list[str], run: Run, found: list[str]) -> str | None:
+    """Why a run that broke only the time bound is the core's known cost (None if it is not)."""
+    if not found or run.code not in (0, 1) or any(not f.startswith("took ") for f in found):
+        return None
+    if args[0] != "plan":
+        return None
+    try:
+        inp = load_config(args[1]).input
+    except CgplanError:
+        return None
+    tokens = max([inp.max_cudagraph_capture_size or 0, *(inp.cudagraph_capture_sizes or ())])
+    if inp.max_num_seqs > CORE_SLOW_ABOVE:
+        return f"max_num_seqs {inp.max_num_seqs:,}"
+    if tokens > CORE_SLOW_ABOVE and inp.max_num_batched_tokens > CORE_SLOW_ABOVE:
+        return f"capture sizes up to {tokens:,} tokens"
+    return None
+
+
+def judge(inp: Input, folder: Path) -> tuple[Run, list[str], str | None]:
+    """Write the input's files, run it, and list what went wrong (and whether it is known core cost)."""
+    args = materialize(inp.files, inp.args, folder)
+    run = run_cli(args)
+    limit = sweep_budget_s(args) if inp.kind == "sweep" else TIME_LIMIT_S
+    found = problems(run, where=[str(folder), *inp.options], time_limit_s=limit)
+    slow = core_slow(args, run, found)
+    if slow is not None:
+        return run, [], slow
+    if run.code in (0, 1) and not found:
+        json_out = "--json" in args and args[0] in ("plan", "diff", "sweep")
+        if json_out or args[-2:] == ["--json", "-"]:
+            try:
+                json.loads(run.out)
+            except ValueError as e:
+                found.append(f"--json printed something that is not JSON: {e}")
+    return run, found, None
+
+
+# ---------------------------------------------------------------- the fast subset (make test)
+
+
+@pytest.mark.parametrize("kind", sorted(FAST))
+def test_fuzz_fast(kind: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "case"
+
+        @settings(COMMON, max_examples=FAST[kind], derandomize=True)
+        @given(STRATEGIES[kind]())
+        def check(inp: Input) -> None:
+            run, found, _ = judge(inp, folder)
+            assert not found, f"{found}\n{run.argv}\n{inp.sample()[:3000]}\n{run.err[-3000:]}"
+
+        check()
+
+
+# ---------------------------------------------------------------- the full run (make fuzz)
+
+SEED = int(os.environ.get("FUZZ_SEED") or random.randrange(2**32))
+
+
+def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
+    """Merge this kind's tally into benchmarks/results/fuzz.json."""
+    try:
+        doc = json.loads(RESULTS.read_text())
+        if not isinstance(doc, dict) or doc.get("seed") != SEED:
+            doc = {}
+    except (OSError, ValueError):
+        doc = {}
+
+    def scrub(x: object) -> object:
+        return x.replace(tmp, "<tmp>") if isinstance(x, str) else x
+
+    kinds = doc.get("kinds", {})
+    kinds[kind] = {
+        "tried": tally.tried,
+        "exits": dict(sorted(tally.exits.items())),
+        "failures": len(tally.failures),
+        "slowest_cpu_s": round(tally.slowest_cpu_s, 3),
+        "slowest_argv": [scrub(a) for a in tally.slowest_argv],
+        "slowest_wall_s": round(tally.slowest_s, 3),
+        "wall_s": round(wall_s, 1),
+        "core_slow": {
+            "count": len(tally.core_slow),
+            "why": f"valid configs above {CORE_SLOW_ABOVE:,} requests or capture-size tokens: the core's "
+            "cost, over the bound but reported (bounds.json), not failed",
+            "slowest_cpu_s": max((float(str(c["cpu_s"])) for c in tally.core_slow), default=0.0),
+            "samples": [
+                {k: scrub(v) if isinstance(v, str) else v for k, v in c.items()} for c in tally.core_slow[:3]
+            ],
+        },
+        "cpu_time_limit_s": TIME_LIMIT_S
+        if kind != "sweep"
+        else f"{TIME_LIMIT_S} + {SWEEP_S_PER_PLAN} per plan + {SWEEP_S_PER_REQUEST} per request count walked",
+    }
+    failures = [f for f in doc.get("failure_samples", []) if f.get("kind") != kind]
+    failures += [
+        {"kind": kind, **{k: scrub(v) if k != "argv" else [scrub(a) for a in v] for k, v in f.items()}}  # type: ignore[union-attr]
+        for f in tally.failures[:20]
+    ]
+    doc.update(
+        {
+            "command": f"make fuzz  (.venv/bin/python -m pytest -m fuzz tests/fuzz), FUZZ_SEED={SEED}",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "seed": SEED,
+            "python": platform.python_version(),
+            "hypothesis": hypothesis.__version__,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "kinds": dict(sorted(kinds.items())),
+            "inputs_tried": sum(k["tried"] for k in kinds.values()),
+            "failures_found": sum(k["failures"] for k in kinds.values()),
+            "slowest_cpu_s": max(k["slowest_cpu_s"] for k in kinds.values()),
+            "slowest_wall_s": max(k["slowest_wall_s"] for k in kinds.values()),
+            "failure_samples": failures,
+        }
+    )
+    RESULTS.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("kind", sorted(FULL))
+def test_fuzz_full(kind: str) -> None:
+    tally = Tally()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "case"
+
+        @settings(COMMON, max_examples=FULL[kind], derandomize=False)
+        @hypothesis.seed(SEED + sorted(FULL).index(kind))
+        @given(STRATEGIES[kind]())
+        def check(inp: Input) -> None:
+            run, found, slow = judge(inp, folder)
+            tally.add(run, found, inp.sample(), slow)
+            if found:
+                sys.stderr.write(f"\nFUZZ FAILURE ({kind}): {found}\n{inp.sample()[:1500]}\n")
+
+        check()
+        _record(kind, tally, time.perf_counter() - start, tmp)
+    assert not tally.failures, json.dumps(tally.failures[:5], indent=1)[:5000]
