@@ -113,12 +113,27 @@ class ConfigError(CgplanError):
         """The same error (same class), with the file it came from in front."""
         err = self.__class__.__new__(self.__class__)
         err.__dict__.update(self.__dict__)
-        if self.path.startswith("--"):  # a command-line option: the file is not where it went wrong
-            return self
+        if self.path in COMMAND_LINE_PATHS or self.path.startswith("--vllm-args"):
+            return self  # a command-line option: the file is not where it went wrong
         err.source = source
         err.message = f"{source}:{self.path}: {self.problem}" if self.path else f"{source}: {self.problem}"
         err.args = (err.message,)
         return err
+
+
+COMMAND_LINE_PATHS = frozenset(
+    {
+        "--vllm-version",
+        "--platform",
+        "--model-runner",
+        "--set",
+        "--policy",
+        "--max-graphs",
+        "--max-sizes",
+        "--traffic",
+    }
+)
+"""Error paths that name a cgplan option rather than a key of the file being read."""
 
 
 class ConfigRejected(ConfigError):

@@ -95,3 +95,15 @@ def test_version_and_help(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     assert code == 0 and out.startswith("cgplan ")
     code, out, _ = run(monkeypatch, capsys, "plan", "--help")
     assert code == 0 and "--vllm-version" in out and "Exit codes" in out
+
+
+def test_yaml_key_that_looks_like_an_option_is_located(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Found by the fuzzer: a YAML key "--max-graphs" lost its file name."""
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text(
+        EXAMPLE.read_text().replace("../models", str(ROOT / "configs/models")) + "--max-graphs: 3\n"
+    )
+    code, _, err = run(monkeypatch, capsys, "plan", str(cfg))
+    assert code == 2 and err.startswith(f"cgplan: error: {cfg}:")
