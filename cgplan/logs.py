@@ -1475,19 +1475,13 @@ def render_logs(
     parsed: ParsedLog, comparison: Comparison | None = None, *, width: int = 100, color: bool = False
 ) -> str:
     """The terminal report: what the log says, then the checks against the plan."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from cgplan.render._console import buffer_console
+
     buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-        highlight=False,
-        markup=False,
-    )
+    console = buffer_console(buf, width, color)
     say = console.print
     runner = (parsed.model_runner or "-").upper()
     say(

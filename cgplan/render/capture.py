@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from cgplan.render._console import buffer_console
 
 MIB = 1 << 20
 
@@ -19,14 +20,7 @@ def _mib(value: int | None) -> str:
 def render_capture(doc: dict[str, Any], *, width: int = 100, color: bool = False) -> str:
     """Per family/mode cost, vLLM's own figures, and the plan-vs-measured verdict."""
     buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-        highlight=False,
-        markup=False,
-    )
+    console = buffer_console(buf, width, color)
     m = doc["measured"]
     env = doc.get("environment") or {}
     gpus = ", ".join(g["name"] for g in env.get("gpus", [])) or "no GPU recorded"

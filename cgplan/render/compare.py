@@ -13,20 +13,14 @@ from rich.table import Table
 from cgplan.core.diff import Diff, TierPadding
 from cgplan.core.gate import GateResult
 from cgplan.core.sweep import SweepResult
+from cgplan.render._console import buffer_console
 from cgplan.render.json import SCHEMA_VERSION
 
 GIB = 1 << 30
 
 
 def _console(buf: io.StringIO, width: int, color: bool) -> Console:
-    return Console(
-        file=buf,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-        highlight=False,
-        markup=False,
-    )
+    return buffer_console(buf, width, color)
 
 
 def _ratio(p: int, r: int) -> str:

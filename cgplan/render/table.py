@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from cgplan.core.types import Plan
+from cgplan.render._console import buffer_console
 from cgplan.render.summary import family_rows, headline, tier_rows
 
 
@@ -17,15 +17,7 @@ def render_table(
 ) -> str:
     """The human report of `cgplan plan`."""
     buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-        highlight=False,
-        soft_wrap=False,
-        markup=False,
-    )
+    console = buffer_console(buf, width, color)
     for line in headline(plan, source):
         console.print(line, soft_wrap=True)
     console.print()
