@@ -6,11 +6,8 @@ are checked; nothing is imported, evaluated or unpickled.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -19,7 +16,8 @@ from cgplan.config import MAX_LIST, MAX_REASONABLE
 from cgplan.core.compare_sides import Side
 from cgplan.core.measure import Comparison, MeasuredCapture, summarize
 from cgplan.core.types import DispatchRange, Graph, Plan
-from cgplan.errors import CgplanError, ReportError, preview
+from cgplan.errors import ReportError, preview
+from cgplan.files import write_atomically
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
 REPORT_KINDS = ("plan", "capture")
@@ -127,21 +125,7 @@ def capture_report(
 def write_report(doc: dict[str, Any], path: Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename (never a half file)."""
     text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
-    tmp: str | None = None
-    try:
-        target = path.expanduser()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise CgplanError(f"{path}: cannot write the report: {reason}") from None
+    write_atomically(path, text, "write the report")
 
 
 def read_report(path: Path) -> dict[str, Any]:

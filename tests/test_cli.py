@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from cgplan.cli import main
+from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
-
-
-def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["cgplan", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out = capsys.readouterr()
-    code = info.value.code
-    return int(code) if isinstance(code, int) else 0, out.out, out.err
 
 
 def test_json_contract_pr50488(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,26 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.cli import main
 from cgplan.config import Overrides
 from cgplan.core.gate import DEFAULT_POLICY
 from cgplan.planning import plan_file
 from cgplan.policy import load_policy
+from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
 PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
 H200 = ROOT / "benchmarks/results/h200"
-
-
-def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["cgplan", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out = capsys.readouterr()
-    code = info.value.code
-    return (int(code) if isinstance(code, int) else 0), out.out, out.err
 
 
 def fixed_config(tmp_path: Path) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgplan import config as cfg
-from cgplan.cli import main
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.planning import plan_vllm_args
 from cgplan.vllm_args import (
@@ -27,6 +25,7 @@ from cgplan.vllm_args import (
     parse_vllm_args,
     split_vllm_args,
 )
+from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
 MODEL = "configs/models/tiny-llama"
@@ -45,17 +44,6 @@ def refused(line: str, *, base: Path = ROOT, model_config: Path | None = None) -
         parse_vllm_args(shlex.split(line), model_config=model_config, base_dir=base)
     assert "\n" not in info.value.message
     return info.value.message
-
-
-def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["cgplan", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out = capsys.readouterr()
-    code = info.value.code
-    return int(code) if isinstance(code, int) else 0, out.out, out.err
 
 
 def comparable(text: str) -> dict[str, Any]:

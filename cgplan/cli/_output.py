@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from cgplan.errors import CgplanError
+from cgplan.files import write_atomically
 
 
 def write_artifact(text: str, output: Path | None) -> None:
@@ -16,16 +13,4 @@ def write_artifact(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    tmp: str | None = None
-    try:
-        target = output.expanduser()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise CgplanError(f"{output}: cannot write: {reason}") from None
+    write_atomically(output, text)
