@@ -284,6 +284,23 @@ def parse_platform(value: object, path: str) -> Platform:
     )
 
 
+def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
+    """The draft model's shape when `speculative_config.model` names a local folder with a
+    config.json; a hub name (or anything unreadable) leaves the cost model to assume a
+    one-layer head of the target's width, as EAGLE heads are."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        return None
+    try:
+        folder = Path(value).expanduser()
+        if not folder.is_absolute():
+            folder = base_dir / folder
+        if not (folder / "config.json").is_file():
+            return None
+        return read_model_shape(folder, "speculative_config.model")
+    except (OSError, ValueError, RuntimeError, ConfigError):
+        return None
+
+
 def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     try:
@@ -464,7 +481,13 @@ def parse_config(
                 sc["num_speculative_tokens_per_batch_size"],
                 "speculative_config.num_speculative_tokens_per_batch_size",
             )
-        spec = SpeculativeSpec(method, k, sched, bool(_bool(sc, "enforce_eager", "speculative_config")))
+        spec = SpeculativeSpec(
+            method,
+            k,
+            sched,
+            bool(_bool(sc, "enforce_eager", "speculative_config")),
+            draft_model=_draft_shape(sc.get("model"), base_dir),
+        )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
+from cgplan.core.cost import CostCoefficients
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.types import Plan
+from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.vllm_args import SOURCE, read_vllm_args
 
@@ -19,17 +22,20 @@ def plan_file(
     *,
     with_fixes: bool = True,
     policy: CapturePolicy = UPSTREAM,
+    coefficients: CostCoefficients | None = None,
 ) -> tuple[LoadedConfig, Plan]:
-    """Load `path` and plan it; vLLM's refusals come back located in that file.
+    """Load `path` and plan it, with its predicted cost (`coefficients`, default: the shipped H200
+    set); vLLM's refusals come back located in that file.
 
     Raises:
         ConfigError: bad input, or a config the chosen release refuses (ConfigRejected).
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        return loaded, build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
+    return loaded, with_cost(plan, loaded.input, coefficients or shipped_coefficients())
 
 
 def plan_vllm_args(
@@ -40,6 +46,7 @@ def plan_vllm_args(
     base_dir: Path | None = None,
     with_fixes: bool = True,
     policy: CapturePolicy = UPSTREAM,
+    coefficients: CostCoefficients | None = None,
 ) -> tuple[LoadedConfig, Plan]:
     """Read a `vllm serve` command line as vLLM would, then plan it like the equivalent YAML.
 
@@ -55,6 +62,13 @@ def plan_vllm_args(
     try:
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
         loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
-        return loaded, build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigError as e:
         raise parsed.locate(e) from None
+    return loaded, with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_coefficients() -> CostCoefficients:
+    """The H200 coefficients shipped with cgplan (read once)."""
+    return default_coefficients()

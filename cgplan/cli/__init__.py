@@ -7,6 +7,7 @@ import sys
 import typer
 
 from cgplan import __version__
+from cgplan.cli import calibrate as calibrate_cmd
 from cgplan.cli import capture as capture_cmd
 from cgplan.cli import diff as diff_cmd
 from cgplan.cli import env as env_cmd
@@ -55,6 +56,7 @@ app.command("gate", epilog=EPILOG)(gate_cmd.gate)
 app.command("logs", epilog=EPILOG)(logs_cmd.logs)
 app.command("optimize", epilog=EPILOG)(optimize_cmd.optimize)
 app.command("env", epilog=EPILOG)(env_cmd.env)
+app.command("calibrate", epilog=EPILOG)(calibrate_cmd.calibrate)
 
 
 def main() -> None:

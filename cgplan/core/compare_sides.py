@@ -59,7 +59,9 @@ class Side:
 def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
-    """A plan as a comparison side."""
+    """A plan as a comparison side (its predicted cost, when it has one, as the pool and time)."""
+    if pool_bytes is None and plan.cost is not None and plan.cost.graphs:
+        pool_bytes = round(plan.cost.total_mib * (1 << 20))
     return Side(
         label=label,
         kind="plan",
@@ -72,6 +74,7 @@ def side_from_plan(
         lookup=plan.dynamic_sd_lookup,
         pool_bytes=pool_bytes,
         pool_source="predicted" if pool_bytes is not None else None,
+        capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
     )
 
 

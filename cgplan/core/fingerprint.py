@@ -18,7 +18,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.metadata.get("fingerprint", True)
+        }
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     return value

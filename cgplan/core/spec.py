@@ -7,7 +7,7 @@ cgplan YAML reads like the `vllm serve --config` file it predicts. `None` means
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cgplan.core.modes import CGSupport, Mode, Platform
 
@@ -65,6 +65,9 @@ class SpeculativeSpec:
     """Dynamic-SD schedule: inclusive (first_batch, last_batch, K) ranges."""
     enforce_eager: bool = False
     """Run the drafter without CUDA graphs."""
+    draft_model: ModelShape | None = field(default=None, metadata={"fingerprint": False})
+    """The draft model's shape when `speculative_config.model` is a local folder (cost model only;
+    left out of the fingerprint so that reports made before it was read keep matching)."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cgplan.errors import ConfigRejected
+
+if TYPE_CHECKING:
+    from cgplan.core.cost import CostPrediction
 
 
 class Rejected(ConfigRejected):
@@ -131,3 +135,5 @@ class Plan:
     fixes: tuple[Fix, ...] = ()
     piecewise_pieces_per_graph: int = 1
     """CUDA graphs per PIECEWISE descriptor (compiled pieces: layers + 1 for a dense model)."""
+    cost: CostPrediction | None = None
+    """Predicted memory and capture time (None: no cost coefficients were given)."""

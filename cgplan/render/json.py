@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from cgplan import __version__
+from cgplan.core.cost import CostPrediction
 from cgplan.core.gaps import graph_count, padding_tokens
 from cgplan.core.types import DispatchRange, Plan
 
@@ -20,6 +21,31 @@ def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
         "mode": r.mode,
         "padded_tokens": r.padded_tokens,
         "padded_reqs": r.padded_reqs,
+    }
+
+
+def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
+    """The cost model's prediction as JSON (None when no coefficients were used)."""
+    if c is None:
+        return None
+    return {
+        "gpu": c.gpu,
+        "total_mib": round(c.total_mib, 1),
+        "low_mib": round(c.low_mib, 1),
+        "high_mib": round(c.high_mib, 1),
+        "warmup_mib": round(c.warmup_mib, 1),
+        "capture_s": round(c.capture_s, 2),
+        "by_family_mode": [
+            {
+                "family": fm.family,
+                "mode": fm.mode,
+                "graphs": fm.graphs,
+                "pool_mib": round(fm.pool_mib, 1),
+                "graph_state_mib": round(fm.exec_mib, 1),
+            }
+            for fm in c.by_family_mode
+        ],
+        "caveats": list(c.caveats),
     }
 
 
@@ -69,6 +95,8 @@ def plan_to_dict(
         "graph_counts": counts,
         "total_graphs": graph_count(plan),
         "piecewise_pieces_per_graph": plan.piecewise_pieces_per_graph,
+        "predicted_cost": cost_to_dict(plan.cost),
+        "predicted_pool_bytes": round(plan.cost.total_mib * (1 << 20)) if plan.cost else None,
         "uniform_decode": {
             str(ql): [_range(r, "reqs") for r in ranges] for ql, ranges in sorted(plan.uniform_decode.items())
         },

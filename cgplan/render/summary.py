@@ -102,3 +102,23 @@ def headline(plan: Plan, source: str | None) -> list[str]:
         + f" · uniform decode = {plan.uniform_decode_query_len} tokens per request"
         + f" · {graph_count(plan)} graphs",
     ]
+
+
+def cost_lines(plan: Plan) -> list[str]:
+    """The predicted memory and capture time, in a few lines (nothing without a prediction)."""
+    c = plan.cost
+    if c is None or not c.graphs:
+        return []
+    per_gpu = " per GPU" if plan.cost and any("tensor parallel" in x for x in c.caveats) else ""
+    lines = [
+        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB ({c.low_mib:,.0f}..{c.high_mib:,.0f}) "
+        f"taken from the KV cache · capture ~{c.capture_s:.1f} s · {c.gpu} cost model"
+    ]
+    lines.extend(
+        f"  {fm.family} {fm.mode}: {fm.graphs} graphs, pool {fm.pool_mib:,.0f} MiB + graph state "
+        f"{fm.exec_mib:,.0f} MiB"
+        for fm in c.by_family_mode
+    )
+    lines.append(f"  warmup runs during capture: {c.warmup_mib:,.0f} MiB")
+    lines.extend(f"  caveat: {x}" for x in c.caveats)
+    return lines

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from cgplan.core.types import Plan
 from cgplan.render._console import buffer_console
-from cgplan.render.summary import family_rows, headline, tier_rows
+from cgplan.render.summary import cost_lines, family_rows, headline, tier_rows
 
 
 def render_table(
@@ -38,6 +38,11 @@ def render_table(
             f"(a PIECEWISE descriptor is {plan.piecewise_pieces_per_graph} CUDA graphs: "
             "one per compiled piece)"
         )
+    cost = cost_lines(plan)
+    if cost:
+        console.print()
+        for line in cost:
+            console.print(line, soft_wrap=True)
     if plan.dynamic_sd_lookup:
         console.print()
         d = Table(show_edge=False, box=None, header_style="bold", title_justify="left")

@@ -1,0 +1,46 @@
+"""`cgplan calibrate REPORTS... -o coefficients.yaml`: fit the cost model from capture reports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cgplan.calibrating import calibrate as run_calibrate
+from cgplan.calibrating import calibration_json, calibration_table
+from cgplan.cli._options import JsonOpt
+from cgplan.cli._output import write_artifact
+from cgplan.costs import save_coefficients
+
+
+def calibrate(
+    reports: Annotated[
+        list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the fitted coefficients (YAML) here.")
+    ] = None,
+    test: Annotated[
+        list[Path] | None,
+        typer.Option("--test", help="Held-out capture reports to predict with the fit (repeatable)."),
+    ] = None,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU the reports were measured on.")] = "H200",
+    measured_with: Annotated[
+        str, typer.Option("--measured-with", help="Software the reports were measured with, in words.")
+    ] = "vLLM 0.26.0, torch 2.11.0, FLASH_ATTN (FA3)",
+    max_error: Annotated[
+        float | None,
+        typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
+    cal = run_calibrate(reports, test or [], gpu, measured_with)
+    if output is not None:
+        save_coefficients(cal.coefficients, output)
+        sys.stderr.write(f"cgplan: coefficients written to {output}\n")
+    write_artifact(calibration_json(cal) if json_out else calibration_table(cal), None)
+    if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
+        raise typer.Exit(1)

@@ -1,0 +1,549 @@
+"""Predicted graph-pool memory and capture time (the cost model), and its fit from capture reports.
+
+What a capture costs, as measured through NVML on an H200 (docs/cost-model.md has the evidence):
+
+- every CUDA graph instantiates driver-side state: about 0.13 MiB per PIECEWISE piece (a dense
+  model's PIECEWISE descriptor is layers + 1 graphs) and a per-layer amount for a FULL graph;
+- the graphs of one family and mode share the pool, captured largest first, so only the first
+  (largest) graph of each grows the pool; the rest reuse it;
+- a FULL graph's pool is dominated by FlashAttention's split-KV accumulators, which vLLM sizes for
+  `max_num_splits` (32) splits during capture: 32 x tokens x query width x 4 bytes (fp32);
+- the capture phase adds warmup runs' allocations (what vLLM's "took X GiB" also counts).
+
+Coefficients are data (CostCoefficients), fitted by `fit_coefficients` from capture reports and
+shipped for the H200; a user can fit their own (`cgplan calibrate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import median
+from typing import TYPE_CHECKING
+
+from cgplan.core.spec import ModelShape, PlanInput
+
+if TYPE_CHECKING:
+    from cgplan.core.types import Plan
+
+MIB = 1 << 20
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "auto": 2}
+SPLIT_KV_ACCUM_BYTES = 4
+"""FlashAttention's split-KV partial outputs are fp32."""
+
+
+@dataclass(frozen=True)
+class CostCoefficients:
+    """The fitted constants of the cost model for one GPU kind (all memory in MiB)."""
+
+    gpu: str
+    """GPU the coefficients were measured on, e.g. "H200"."""
+    measured_with: str
+    """Software they were measured with, in words (vLLM release, torch, attention backend)."""
+    exec_mib_per_piece: float
+    """Driver-side memory of one PIECEWISE piece (one instantiated graph of a compiled piece)."""
+    exec_mib_per_full_graph: float
+    exec_mib_per_full_layer: float
+    piecewise_pool_base_mib: float
+    piecewise_pool_per_activation: float
+    """Pool of the largest target PIECEWISE graph per MiB of its activation (tokens x hidden x dtype)."""
+    full_pool_base_mib_v1: float
+    full_pool_base_mib_v2: float
+    """Pool of the largest target FULL graph beyond the split-KV accumulators, per model runner."""
+    drafter_piecewise_pool_base_mib: float
+    drafter_piecewise_pool_per_activation: float
+    warmup_mib_v1: float
+    warmup_mib_v2: float
+    warmup_mib_drafter: float
+    """Capture-phase allocations outside the graph sections (warmup runs), per runner, plus a drafter."""
+    capture_ms_per_piece: float
+    capture_ms_per_full_graph: float
+    capture_ms_per_full_layer: float
+    capture_overhead_s: float
+    """Capture-phase wall time outside the graph sections (warmups, synchronisation)."""
+    band_ratio: tuple[float, float]
+    """Lowest and highest measured/predicted ratio over the fitted reports: a prediction P is shown
+    with the band [P x low, P x high] (asymmetric: the allocator can only ever add segments)."""
+    split_kv_splits: int = 32
+    """vLLM's FlashAttention `max_num_splits` during CUDA-graph capture."""
+    split_kv_backends: tuple[str, ...] = ("FLASH_ATTN",)
+    """Attention backends whose FULL graphs carry the split-KV accumulators (what was measured)."""
+    hidden_size_range: tuple[int, int] = (2048, 5120)
+    """Target widths the fit saw; outside them the prediction is flagged as an extrapolation."""
+    fitted_on: tuple[str, ...] = ()
+    """Names of the capture reports the coefficients were fitted on."""
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    """Predicted marginal cost of one graph in capture order."""
+
+    family: str
+    mode: str
+    num_tokens: int
+    pool_mib: float
+    """Pool growth this graph causes (non-zero for the first graph of a family and mode)."""
+    exec_mib: float
+    """The graph's own instantiated state."""
+    capture_ms: float
+
+
+@dataclass(frozen=True)
+class FamilyModeCost:
+    """Predicted cost of one graph family and mode."""
+
+    family: str
+    mode: str
+    graphs: int
+    pool_mib: float
+    exec_mib: float
+    capture_ms: float
+
+    @property
+    def total_mib(self) -> float:
+        """Pool plus graph state."""
+        return self.pool_mib + self.exec_mib
+
+
+@dataclass(frozen=True)
+class CostPrediction:
+    """What the cost model predicts for one plan, per rank."""
+
+    graphs: tuple[GraphCost, ...]
+    by_family_mode: tuple[FamilyModeCost, ...]
+    warmup_mib: float
+    """Capture-phase allocations outside the graphs (counted in vLLM's "took")."""
+    total_mib: float
+    """Everything the capture phase takes from the KV cache, on each rank."""
+    low_mib: float
+    high_mib: float
+    capture_s: float
+    """Predicted capture-phase wall time."""
+    gpu: str
+    caveats: tuple[str, ...] = ()
+    """Why this prediction may be less trustworthy than the band says."""
+
+    @property
+    def graphs_mib(self) -> float:
+        """Sum over the graph sections (without the warmups)."""
+        return self.total_mib - self.warmup_mib
+
+
+def activation_mib(num_tokens: int, shape: ModelShape) -> float:
+    """Size of one hidden-state activation of `num_tokens` tokens."""
+    return num_tokens * shape.hidden_size * DTYPE_BYTES.get(shape.dtype, 2) / MIB
+
+
+def split_kv_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int, splits: int) -> float:
+    """FlashAttention's split-KV accumulators for a FULL graph of `num_tokens` (query heads are
+    sharded across tensor-parallel ranks)."""
+    query_width = shape.num_attention_heads * shape.head_dim // max(1, tensor_parallel_size)
+    return splits * num_tokens * query_width * SPLIT_KV_ACCUM_BYTES / MIB
+
+
+def drafter_shape(target: ModelShape, draft: ModelShape | None, method: str | None) -> ModelShape:
+    """The model whose graphs the drafter families capture: the draft model when known, else a
+    one-layer head of the target's width (EAGLE and MTP heads are one layer each)."""
+    if draft is not None:
+        return draft
+    layers = target.num_nextn_predict_layers if method == "mtp" and target.num_nextn_predict_layers else 1
+    return replace(target, num_hidden_layers=layers)
+
+
+def _exec_mib(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
+    if mode == "PIECEWISE":
+        return c.exec_mib_per_piece * pieces
+    return c.exec_mib_per_full_graph + c.exec_mib_per_full_layer * layers
+
+
+def _capture_ms(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
+    if mode == "PIECEWISE":
+        return c.capture_ms_per_piece * pieces
+    return c.capture_ms_per_full_graph + c.capture_ms_per_full_layer * layers
+
+
+@dataclass(frozen=True)
+class CostInput:
+    """What the cost model needs besides the graphs: shapes, parallelism, runner, backend."""
+
+    target: ModelShape
+    drafter: ModelShape
+    model_runner: str
+    tensor_parallel_size: int = 1
+    attention_backend: str = "FLASH_ATTN"
+
+
+def predict_cost(
+    graphs: Mapping[str, Sequence[tuple[str, int]]],
+    inp: CostInput,
+    c: CostCoefficients,
+) -> CostPrediction:
+    """Predict the capture cost of `graphs` (family → (mode, num_tokens) in capture order).
+
+    >>> from cgplan.core.spec import ModelShape
+    >>> c = CostCoefficients("H200", "test", 0.1, 0.0, 0.05, 10.0, 1.0, 0.0, 50.0, 5.0, 1.0,
+    ...                      30.0, 50.0, 60.0, 1.0, 10.0, 0.5, 1.0, (0.95, 1.1))
+    >>> p = predict_cost({"target": [("FULL", 8), ("FULL", 4)]}, CostInput(
+    ...     ModelShape(num_hidden_layers=2, hidden_size=64, num_attention_heads=1, head_dim=64),
+    ...     ModelShape(), "v2"), c)
+    >>> [round(g.pool_mib, 3) for g in p.graphs], round(p.total_mib, 3)
+    ([50.062, 0.0], 100.263)
+    """
+    costs: list[GraphCost] = []
+    full_pool_tokens = 0
+    for family, items in graphs.items():
+        shape = inp.target if family == "target" else inp.drafter
+        pieces = shape.num_hidden_layers + 1
+        seen: set[str] = set()
+        for mode, tokens in items:
+            pool = 0.0
+            if mode not in seen:
+                seen.add(mode)
+                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens)
+                if mode == "FULL":
+                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
+            costs.append(
+                GraphCost(
+                    family,
+                    mode,
+                    tokens,
+                    pool,
+                    _exec_mib(c, mode, pieces, shape.num_hidden_layers),
+                    _capture_ms(c, mode, pieces, shape.num_hidden_layers),
+                )
+            )
+    groups: dict[tuple[str, str], list[GraphCost]] = {}
+    for g in costs:
+        groups.setdefault((g.family, g.mode), []).append(g)
+    by_fm = tuple(
+        FamilyModeCost(
+            f,
+            m,
+            len(gs),
+            sum(g.pool_mib for g in gs),
+            sum(g.exec_mib for g in gs),
+            sum(g.capture_ms for g in gs),
+        )
+        for (f, m), gs in groups.items()
+    )
+    families = set(graphs) if costs else set()
+    warmup = 0.0
+    if costs:
+        warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+        if families - {"target"}:
+            warmup += c.warmup_mib_drafter
+    total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
+    capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
+    return CostPrediction(
+        graphs=tuple(costs),
+        by_family_mode=by_fm,
+        warmup_mib=warmup,
+        total_mib=total,
+        low_mib=total * c.band_ratio[0],
+        high_mib=total * c.band_ratio[1],
+        capture_s=capture_s,
+        gpu=c.gpu,
+        caveats=_caveats(inp, c, bool(costs)),
+    )
+
+
+def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
+    # Token-width product of a FULL graph's accumulators: a later FULL graph fits in the freed
+    # accumulators of an earlier one when this is no larger.
+    return tokens * shape.num_attention_heads * shape.head_dim
+
+
+def _pool_mib(
+    c: CostCoefficients,
+    family: str,
+    mode: str,
+    tokens: int,
+    shape: ModelShape,
+    inp: CostInput,
+    earlier_full: int,
+) -> float:
+    if mode == "PIECEWISE":
+        if family == "target":
+            return c.piecewise_pool_base_mib + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
+        return c.drafter_piecewise_pool_base_mib + c.drafter_piecewise_pool_per_activation * activation_mib(
+            tokens, shape
+        )
+    splits = c.split_kv_splits if inp.attention_backend in c.split_kv_backends else 0
+    if family == "target" or not earlier_full:
+        base = c.full_pool_base_mib_v1 if inp.model_runner == "v1" else c.full_pool_base_mib_v2
+        return base + split_kv_mib(tokens, shape, inp.tensor_parallel_size, splits)
+    # A drafter's FULL graphs come after the target's: the pool already holds accumulators
+    # that large, freed at the end of the target's capture, and only an excess grows it.
+    excess = _split_kv_equivalent(tokens, shape, inp) - earlier_full
+    if excess <= 0:
+        return 0.0
+    return splits * excess * SPLIT_KV_ACCUM_BYTES / max(1, inp.tensor_parallel_size) / MIB
+
+
+def _caveats(inp: CostInput, c: CostCoefficients, any_graphs: bool) -> tuple[str, ...]:
+    if not any_graphs:
+        return ()
+    out = []
+    lo, hi = c.hidden_size_range
+    if not lo <= inp.target.hidden_size <= hi:
+        out.append(f"hidden size {inp.target.hidden_size} is outside the fitted {lo}..{hi}")
+    if inp.target.is_moe or inp.target.use_mla:
+        out.append("MoE/MLA layers were not in the fit (dense-layer terms used)")
+    if inp.attention_backend not in c.split_kv_backends:
+        out.append(f"attention backend {inp.attention_backend} was not measured (FULL pools are a guess)")
+    if inp.tensor_parallel_size > 1:
+        out.append("tensor parallel: per-rank figures scale the attention term only")
+    return tuple(out)
+
+
+# ---- fitting ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObservedGraph:
+    """One measured graph of a capture report."""
+
+    family: str
+    mode: str
+    num_tokens: int
+    pieces: int
+    nvml_bytes: int
+    torch_reserved_bytes: int
+    capture_ms: float
+
+
+@dataclass(frozen=True)
+class CostObservation:
+    """One complete capture report, reduced to what the fit uses."""
+
+    name: str
+    inp: CostInput
+    graphs: tuple[ObservedGraph, ...]
+    capture_nvml_bytes: int
+    capture_wall_s: float | None = None
+    vllm_estimate_gib: float | None = None
+    vllm_took_gib: float | None = None
+
+    def plan_graphs(self) -> dict[str, list[tuple[str, int]]]:
+        """The measured graphs as predict_cost takes them."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for g in self.graphs:
+            out.setdefault(g.family, []).append((g.mode, g.num_tokens))
+        return out
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """Prediction against measurement for one report."""
+
+    name: str
+    measured_mib: float
+    predicted_mib: float
+    measured_capture_s: float | None
+    predicted_capture_s: float
+    vllm_estimate_gib: float | None
+
+    @property
+    def error(self) -> float:
+        """Relative error of the predicted total."""
+        return (self.predicted_mib - self.measured_mib) / self.measured_mib if self.measured_mib else 0.0
+
+
+class FitError(ValueError):
+    """The reports cannot determine the coefficients (too few, or the wrong kind)."""
+
+
+def _lstsq(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
+    """Least squares through the normal equations (a handful of unknowns; stdlib only)."""
+    n = len(rows[0])
+    a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] + [0.0] for i in range(n)]
+    for i in range(n):
+        a[i][n] = sum(r[i] * y for r, y in zip(rows, ys, strict=True))
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda k: abs(a[k][i]))
+        a[i], a[pivot] = a[pivot], a[i]
+        if abs(a[i][i]) < 1e-12:
+            raise FitError("the reports do not vary enough to separate the terms of the cost model")
+        for k in range(n):
+            if k != i:
+                f = a[k][i] / a[i][i]
+                a[k] = [x - f * y for x, y in zip(a[k], a[i], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def _groups(obs: CostObservation) -> dict[tuple[str, str], list[ObservedGraph]]:
+    out: dict[tuple[str, str], list[ObservedGraph]] = {}
+    for g in obs.graphs:
+        out.setdefault((g.family, g.mode), []).append(g)
+    return out
+
+
+def _layers(obs: CostObservation, family: str) -> int:
+    return (obs.inp.target if family == "target" else obs.inp.drafter).num_hidden_layers
+
+
+def _med(values: Iterable[float], what: str) -> float:
+    vs = list(values)
+    if not vs:
+        raise FitError(f"no report shows {what}")
+    return float(median(vs))
+
+
+def fit_coefficients(
+    observations: Sequence[CostObservation], gpu: str, measured_with: str
+) -> tuple[CostCoefficients, tuple[FitCheck, ...]]:
+    """Fit every coefficient from complete capture reports; returns them with each report's check.
+
+    Term by term, so that each is pinned by the measurements that show it: graph state from the
+    graphs after the first of each family and mode (their pool growth is ~0), pools from each
+    family and mode's sum less that state, warmups from the capture phase less the graph sections.
+    Medians where a term is one constant, so one allocator outlier does not move the rest.
+    """
+    if not observations:
+        raise FitError("no capture reports to fit")
+    ex_rows: list[list[float]] = []
+    ex_y: list[float] = []
+    t_rows: list[list[float]] = []
+    t_y: list[float] = []
+    for o in observations:
+        for (family, mode), gs in _groups(o).items():
+            layers = _layers(o, family)
+            for g in gs[1:]:
+                row = [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
+                ex_rows.append(row)
+                ex_y.append((g.nvml_bytes - g.torch_reserved_bytes) / MIB)
+            for g in gs:
+                t_rows.append(
+                    [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
+                )
+                t_y.append(g.capture_ms)
+    if not ex_rows:
+        raise FitError("the reports hold no graph measurements")
+    per_piece, per_full, per_layer = _lstsq(ex_rows, ex_y)
+    t_piece, t_full, t_layer = _lstsq(t_rows, t_y)
+    draft = CostCoefficients(
+        gpu, measured_with, per_piece, per_full, per_layer, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+        t_piece, t_full, t_layer, 0.0, (1.0, 1.0),
+    )  # fmt: skip
+
+    def exec_of(o: CostObservation, family: str, mode: str, g: ObservedGraph) -> float:
+        return _exec_mib(draft, mode, g.pieces, _layers(o, family))
+
+    pw_rows: list[list[float]] = []
+    pw_y: list[float] = []
+    dpw_rows: list[list[float]] = []
+    dpw_y: list[float] = []
+    full_base: dict[str, list[float]] = {"v1": [], "v2": []}
+    warm: dict[str, list[float]] = {"v1": [], "v2": []}
+    warm_drafter: list[tuple[str, float]] = []
+    overhead_s: list[float] = []
+    for o in observations:
+        groups = _groups(o)
+        for (family, mode), gs in groups.items():
+            pool = sum(g.nvml_bytes for g in gs) / MIB - sum(exec_of(o, family, mode, g) for g in gs)
+            shape = o.inp.target if family == "target" else o.inp.drafter
+            act = activation_mib(gs[0].num_tokens, shape)
+            if family == "target" and mode == "PIECEWISE":
+                pw_rows.append([1.0, act])
+                pw_y.append(pool)
+            elif family == "target" and mode == "FULL":
+                splits = 32 if o.inp.attention_backend in draft.split_kv_backends else 0
+                kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
+                full_base[o.inp.model_runner].append(pool - kv)
+            elif family != "target" and mode == "PIECEWISE":
+                dpw_rows.append([1.0, act])
+                dpw_y.append(pool)
+        outside = (o.capture_nvml_bytes - sum(g.nvml_bytes for g in o.graphs)) / MIB
+        if set(groups) and {f for f, _ in groups} - {"target"}:
+            warm_drafter.append((o.inp.model_runner, outside))
+        else:
+            warm[o.inp.model_runner].append(outside)
+        if o.capture_wall_s is not None:
+            overhead_s.append(o.capture_wall_s - sum(g.capture_ms for g in o.graphs) / 1000)
+    if len(pw_rows) < 2:
+        raise FitError("need at least two reports with target PIECEWISE graphs")
+    pw_base, pw_slope = _lstsq(pw_rows, pw_y)
+    d_base, d_slope = (pw_base, pw_slope) if len(dpw_rows) < 2 else _lstsq(dpw_rows, dpw_y)
+    w = {r: _med(v, f"a runner {r} capture without a drafter") if v else None for r, v in warm.items()}
+    known = [x for x in w.values() if x is not None]
+    if not known:
+        raise FitError("no report without a drafter: the warmup cannot be separated")
+    w_v1 = w["v1"] if w["v1"] is not None else known[0]
+    w_v2 = w["v2"] if w["v2"] is not None else known[0]
+    w_d = _med(
+        (x - (w_v1 if r == "v1" else w_v2) for r, x in warm_drafter), "a drafter's warmup"
+    ) if warm_drafter else 0.0  # fmt: skip
+    fb = {r: _med(v, f"target FULL graphs on runner {r}") if v else None for r, v in full_base.items()}
+    fb_known = [x for x in fb.values() if x is not None]
+    if not fb_known:
+        raise FitError("no report with target FULL graphs")
+    widths = [o.inp.target.hidden_size for o in observations]
+    coeffs = replace(
+        draft,
+        piecewise_pool_base_mib=pw_base,
+        piecewise_pool_per_activation=pw_slope,
+        full_pool_base_mib_v1=fb["v1"] if fb["v1"] is not None else fb_known[0],
+        full_pool_base_mib_v2=fb["v2"] if fb["v2"] is not None else fb_known[0],
+        drafter_piecewise_pool_base_mib=d_base,
+        drafter_piecewise_pool_per_activation=d_slope,
+        warmup_mib_v1=w_v1,
+        warmup_mib_v2=w_v2,
+        warmup_mib_drafter=w_d,
+        capture_overhead_s=_med(overhead_s, "a capture-phase time") if overhead_s else 0.0,
+        hidden_size_range=(min(widths), max(widths)),
+        fitted_on=tuple(o.name for o in observations),
+    )
+    checks = check_coefficients(observations, coeffs)
+    ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]
+    band = (round(min(1.0, *ratios), 4), round(max(1.0, *ratios), 4))
+    return replace(coeffs, band_ratio=band), checks
+
+
+def check_coefficients(observations: Sequence[CostObservation], c: CostCoefficients) -> tuple[FitCheck, ...]:
+    """Predict every report's capture from its own graphs and set it beside the measurement."""
+    out = []
+    for o in observations:
+        p = predict_cost(o.plan_graphs(), o.inp, c)
+        out.append(
+            FitCheck(
+                o.name,
+                o.capture_nvml_bytes / MIB,
+                p.total_mib,
+                o.capture_wall_s,
+                p.capture_s,
+                o.vllm_estimate_gib,
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class CostDelta:
+    """Predicted memory of two plans, side by side (diff, policies)."""
+
+    a_mib: float
+    b_mib: float
+    by_family_mode: tuple[tuple[str, str, float, float], ...] = field(default=())
+
+    @property
+    def delta_mib(self) -> float:
+        """B minus A."""
+        return self.b_mib - self.a_mib
+
+
+def cost_input_for(inp: PlanInput, model_runner: str, attention_backend: str) -> CostInput:
+    """The cost model's view of a planned config."""
+    spec = inp.speculative
+    return CostInput(
+        target=inp.model,
+        drafter=drafter_shape(inp.model, spec.draft_model if spec else None, spec.method if spec else None),
+        model_runner=model_runner,
+        tensor_parallel_size=inp.tensor_parallel_size,
+        attention_backend=attention_backend,
+    )
+
+
+def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction:
+    """Predict the capture cost of `plan` (made from `inp`) on each rank."""
+    graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
+    return predict_cost(graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend), c)

@@ -1,0 +1,162 @@
+"""Cost coefficients as YAML files, capture reports as fit observations, and the default (H200) set."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgplan.config import load_config
+from cgplan.core.cost import (
+    CostCoefficients,
+    CostObservation,
+    ObservedGraph,
+    cost_input_for,
+    plan_cost,
+)
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import Plan
+from cgplan.errors import ConfigError, ReportError
+from cgplan.files import write_atomically
+
+DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.yaml"
+"""Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md)."""
+
+COEFFICIENTS_KIND = "cgplan-cost-coefficients"
+_FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
+
+
+def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
+    """The YAML document of a coefficient set."""
+    doc: dict[str, Any] = {"kind": COEFFICIENTS_KIND, "schema_version": 1}
+    for name in _FIELDS:
+        v = getattr(c, name)
+        doc[name] = list(v) if isinstance(v, tuple) else (round(v, 6) if isinstance(v, float) else v)
+    return doc
+
+
+def save_coefficients(c: CostCoefficients, path: Path) -> None:
+    """Write a coefficient set (atomically) as YAML."""
+    text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
+    text += yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
+    write_atomically(path, text)
+
+
+def load_coefficients(path: str | Path) -> CostCoefficients:
+    """Read a coefficient set written by `cgplan calibrate` (or by hand).
+
+    Raises:
+        ConfigError: located at the file and key that is wrong.
+    """
+    source = str(path)
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError("", f"cannot read the coefficients: {e.strerror or e}", source=source) from None
+    except yaml.YAMLError as e:
+        raise ConfigError("", f"not YAML: {str(e).splitlines()[0]}", source=source) from None
+    if not isinstance(doc, dict) or doc.get("kind") != COEFFICIENTS_KIND:
+        raise ConfigError(
+            "kind", f"not a cost-coefficient file (expected kind: {COEFFICIENTS_KIND})", source=source
+        )
+    values: dict[str, Any] = {}
+    for name, f in _FIELDS.items():
+        if name not in doc:
+            if f.default is dataclasses.MISSING:
+                raise ConfigError(name, "missing", source=source)
+            continue
+        v = doc[name]
+        kind = str(f.type)
+        if kind == "float":
+            if isinstance(v, bool) or not isinstance(v, int | float) or v != v or abs(v) > 1e9:
+                raise ConfigError(name, f"expected a number, got {v!r}", source=source)
+            values[name] = float(v)
+        elif kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1024:
+                raise ConfigError(name, f"expected an integer 0..1024, got {v!r}", source=source)
+            values[name] = v
+        elif kind == "str":
+            if not isinstance(v, str):
+                raise ConfigError(name, f"expected text, got {v!r}", source=source)
+            values[name] = v
+        else:  # tuples
+            if not isinstance(v, list):
+                raise ConfigError(name, f"expected a list, got {v!r}", source=source)
+            values[name] = tuple(v)
+    unknown = sorted(set(doc) - set(_FIELDS) - {"kind", "schema_version"})
+    if unknown:
+        raise ConfigError(unknown[0], "unknown key", source=source)
+    rng = values.get("hidden_size_range", (0, 1 << 30))
+    if len(rng) != 2 or not all(isinstance(x, int) for x in rng):
+        raise ConfigError("hidden_size_range", "expected [lowest, highest]", source=source)
+    return CostCoefficients(**values)
+
+
+def default_coefficients() -> CostCoefficients:
+    """The shipped H200 set."""
+    return load_coefficients(DEFAULT_COEFFICIENTS)
+
+
+def with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients | None) -> Plan:
+    """`plan` with its predicted cost (unchanged when no coefficients are given)."""
+    if coefficients is None:
+        return plan
+    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
+
+
+def _source_config(doc: dict[str, Any], report: Path) -> Path:
+    # Reports name their config as given on the command line (relative to where capture ran):
+    # try the working directory, then the report's folder and its parents.
+    src = Path(str(doc.get("source") or ""))
+    candidates = [src] if src.is_absolute() else [src, *(p / src for p in report.resolve().parents)]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ReportError(f"{report}: its config {src} was not found (run from the folder capture ran in)")
+
+
+def observation_from_report(doc: dict[str, Any], report: Path) -> CostObservation:
+    """Reduce a complete vLLM capture report to a fit observation.
+
+    Raises:
+        ReportError: not a complete capture with NVML figures, or its config cannot be found.
+    """
+    m = doc.get("measured") or {}
+    if doc.get("kind") != "capture" or doc.get("status") != "complete":
+        raise ReportError(f"{report}: not a complete capture report (status {doc.get('status')!r})")
+    if m.get("capture_nvml_delta_bytes") is None:
+        raise ReportError(f"{report}: no NVML figure for the capture phase")
+    try:
+        inp = load_config(_source_config(doc, report)).input
+    except ConfigError as e:
+        raise ReportError(f"{report}: its config does not load: {e}") from None
+    plan = doc.get("plan") or {}
+    runner = m.get("model_runner") or plan.get("model_runner") or "v1"
+    graphs = []
+    for g in m.get("graphs") or []:
+        if g.get("nvml_delta_bytes") is None:
+            raise ReportError(f"{report}: graph {g.get('order')} has no NVML figure")
+        graphs.append(
+            ObservedGraph(
+                g["family"],
+                g["mode"],
+                int(g["num_tokens"]),
+                int(g.get("pieces") or 1),
+                int(g["nvml_delta_bytes"]),
+                int(g.get("torch_reserved_delta_bytes") or 0),
+                float(g.get("capture_time_ms") or 0.0),
+            )
+        )
+    v = m.get("vllm") or {}
+    name = report.name.removesuffix(".json")
+    return CostObservation(
+        name=name,
+        inp=cost_input_for(inp, runner, str(plan.get("attention_backend") or "FLASH_ATTN")),
+        graphs=tuple(graphs),
+        capture_nvml_bytes=int(m["capture_nvml_delta_bytes"]),
+        capture_wall_s=m.get("capture_wall_s"),
+        vllm_estimate_gib=v.get("estimated_cudagraph_gib"),
+        vllm_took_gib=v.get("capture_took_gib"),
+    )

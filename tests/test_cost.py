@@ -1,0 +1,204 @@
+"""The cost model: predicted graph-pool memory and capture time, against real H200 captures.
+
+The reports under benchmarks/results/h200 are real `cgplan capture --gpu` runs (vLLM 0.26.0, dummy
+weights; commands in benchmarks/results/h200/README.md). The shipped coefficients must be exactly
+what fitting those reports gives, and the held-out reports (never fitted) must be predicted
+within 5%.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cgplan.core.cost import (
+    CostInput,
+    FitError,
+    check_coefficients,
+    fit_coefficients,
+    predict_cost,
+)
+from cgplan.core.spec import ModelShape
+from cgplan.costs import DEFAULT_COEFFICIENTS, load_coefficients, observation_from_report
+from cgplan.errors import ConfigError
+from cgplan.planning import plan_file
+from tests.cli_helpers import run
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "benchmarks/results/h200"
+SHIPPED = load_coefficients(DEFAULT_COEFFICIENTS)
+
+
+def _report(name: str) -> Path:
+    direct = H200 / f"{name}.json"
+    return direct if direct.is_file() else H200 / "cost" / f"{name}.json"
+
+
+def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
+    return [observation_from_report(json.loads(_report(n).read_text()), _report(n)) for n in names]
+
+
+FIT = list(SHIPPED.fitted_on)
+HELD_OUT = sorted(p.stem for p in (H200 / "cost").glob("test-*.json")) + ["med-llama-mns256-optimized-vllm"]
+
+
+def test_shipped_coefficients_are_the_fit_of_the_committed_reports() -> None:
+    fitted, _ = fit_coefficients(_obs(FIT), SHIPPED.gpu, SHIPPED.measured_with)
+    for f in dataclasses.fields(fitted):
+        a, b = getattr(fitted, f.name), getattr(SHIPPED, f.name)
+        if isinstance(a, float):
+            assert a == pytest.approx(b, abs=1e-5), f.name
+        else:
+            assert tuple(a) if isinstance(a, tuple) else a == (tuple(b) if isinstance(b, list) else b), f.name
+
+
+def test_held_out_reports_are_predicted_within_five_percent() -> None:
+    assert not set(HELD_OUT) & set(FIT), "held-out reports must not be fitted"
+    assert len(HELD_OUT) >= 8
+    checks = check_coefficients(_obs(HELD_OUT), SHIPPED)
+    worst = max(checks, key=lambda c: abs(c.error))
+    assert abs(worst.error) <= 0.05, (worst.name, worst.measured_mib, worst.predicted_mib)
+
+
+def test_vllm_estimate_is_further_off_than_the_model_on_v1_runs() -> None:
+    # V1 prints its own estimate; the cost model should beat it on every such held-out run.
+    checks = [c for c in check_coefficients(_obs(HELD_OUT), SHIPPED) if c.vllm_estimate_gib is not None]
+    assert len(checks) >= 2
+    for c in checks:
+        vllm_error = abs(c.vllm_estimate_gib * 1024 - c.measured_mib) / c.measured_mib  # type: ignore[operator]
+        assert abs(c.error) < vllm_error
+
+
+def _shape(**kw: int) -> ModelShape:
+    return ModelShape(
+        hidden_size=kw.get("h", 4096),
+        num_hidden_layers=kw.get("layers", 32),
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+    )
+
+
+def test_only_the_first_graph_of_a_family_and_mode_grows_the_pool() -> None:
+    p = predict_cost(
+        {"target": [("PIECEWISE", 512), ("PIECEWISE", 256), ("FULL", 256), ("FULL", 128)]},
+        CostInput(_shape(), _shape(layers=1), "v2"),
+        SHIPPED,
+    )
+    pools = [g.pool_mib for g in p.graphs]
+    assert pools[0] > 0 and pools[2] > 0 and pools[1] == pools[3] == 0
+    assert p.total_mib == pytest.approx(p.warmup_mib + sum(g.pool_mib + g.exec_mib for g in p.graphs))
+    assert p.low_mib <= p.total_mib <= p.high_mib
+
+
+def test_more_graphs_cost_more_and_split_kv_scales_with_tokens_and_tp() -> None:
+    inp = CostInput(_shape(), _shape(layers=1), "v2")
+    small = predict_cost({"target": [("FULL", 128)]}, inp, SHIPPED)
+    big = predict_cost({"target": [("FULL", 256)]}, inp, SHIPPED)
+    # 32 splits x 128 extra tokens x 4096 query width x 4 bytes = 64 MiB.
+    assert big.total_mib - small.total_mib == pytest.approx(64.0)
+    tp2 = predict_cost({"target": [("FULL", 256)]}, dataclasses.replace(inp, tensor_parallel_size=2), SHIPPED)
+    assert big.total_mib - tp2.total_mib == pytest.approx(64.0)
+    assert any("tensor parallel" in c for c in tp2.caveats)
+    more = predict_cost({"target": [("FULL", 256), ("FULL", 128)]}, inp, SHIPPED)
+    assert more.total_mib > big.total_mib
+
+
+def test_drafter_full_graphs_reuse_the_targets_accumulators() -> None:
+    inp = CostInput(_shape(), _shape(layers=1), "v2")
+    p = predict_cost(
+        {"target": [("FULL", 256)], "drafter_prefill": [("FULL", 256)], "drafter_decode": [("FULL", 64)]},
+        inp,
+        SHIPPED,
+    )
+    assert [g.pool_mib > 0 for g in p.graphs] == [True, False, False]
+
+
+def test_outside_the_fit_is_flagged() -> None:
+    p = predict_cost({"target": [("FULL", 32)]}, CostInput(_shape(h=512), _shape(layers=1), "v2"), SHIPPED)
+    assert any("outside the fitted" in c for c in p.caveats)
+
+
+def test_fit_refuses_too_little_data() -> None:
+    with pytest.raises(FitError):
+        fit_coefficients([], "H200", "x")
+    with pytest.raises(FitError):
+        fit_coefficients(_obs(FIT[:1]), "H200", "x")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("kind: plan\n", "kind"),
+        ("kind: cgplan-cost-coefficients\n", "gpu"),
+        ("[1, 2\n", "not YAML"),
+    ],
+)
+def test_bad_coefficient_files_are_located(tmp_path: Path, text: str, where: str) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_coefficients(f)
+    assert where in str(e.value)
+
+
+def test_bad_number_in_coefficients_is_located(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(DEFAULT_COEFFICIENTS.read_text().replace("warmup_mib_v2: 56.0", "warmup_mib_v2: lots"))
+    with pytest.raises(ConfigError) as e:
+        load_coefficients(f)
+    assert "warmup_mib_v2" in str(e.value)
+
+
+def test_plan_shows_the_prediction(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(monkeypatch, capsys, "plan", str(ROOT / "configs/gpu/llama8b-mns256.yaml"), "--json")
+    cost = json.loads(out)["predicted_cost"]
+    assert code == 0 and cost["gpu"] == "H200"
+    measured = json.loads((H200 / "llama8b-mns256-vllm.json").read_text())["measured"]
+    assert abs(cost["total_mib"] * 2**20 / measured["capture_nvml_delta_bytes"] - 1) < 0.05
+    assert cost["low_mib"] <= cost["total_mib"] <= cost["high_mib"]
+    code, out, _ = run(monkeypatch, capsys, "plan", str(ROOT / "configs/gpu/llama8b-mns256.yaml"))
+    assert "predicted graph memory" in out
+
+
+def test_gate_bounds_predicted_memory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = ROOT / "configs/gpu/llama8b-mns256.yaml"
+    _, plan = plan_file(cfg)
+    assert plan.cost is not None
+    policy = tmp_path / "p.yaml"
+    policy.write_text(f"max_pool_gib: {plan.cost.total_mib / 1024 / 2:.3f}\n")
+    code, out, _ = run(monkeypatch, capsys, "gate", str(cfg), "--policy", str(policy), "--json", "-")
+    assert code == 1 and "max_pool_gib" in out
+    policy.write_text(f"max_pool_gib: {plan.cost.high_mib / 1024 * 1.01:.3f}\n")
+    code, _, _ = run(monkeypatch, capsys, "gate", str(cfg), "--policy", str(policy), "--json", "-")
+    assert code == 0
+
+
+def test_calibrate_cli_fits_writes_and_gates(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "coeffs.yaml"
+    args = ["calibrate", *(str(_report(n)) for n in FIT), "-o", str(out_file)]
+    for n in HELD_OUT[:3]:
+        args += ["--test", str(_report(n))]
+    code, out, err = run(monkeypatch, capsys, *args, "--json")
+    doc = json.loads(out)
+    assert code == 0 and "written" in err and len(doc["held_out"]) == 3
+    assert load_coefficients(out_file) == SHIPPED
+    code, _, _ = run(monkeypatch, capsys, *args, "--max-error", "0.01")
+    assert code == 1
+
+
+def test_calibrate_refuses_a_plan_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plan_report = tmp_path / "plan.json"
+    code, out, _ = run(monkeypatch, capsys, "plan", str(ROOT / "configs/gpu/llama8b-mns256.yaml"), "--json")
+    plan_report.write_text(out)
+    code, _, err = run(monkeypatch, capsys, "calibrate", str(plan_report))
+    assert code == 2 and "not a complete capture report" in err
