@@ -42,7 +42,7 @@ def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
 
 
 FIT = list(SHIPPED.fitted_on)
-HELD_OUT = sorted(p.stem for p in (H200 / "cost").glob("test-*.json")) + ["med-llama-mns256-optimized-vllm"]
+HELD_OUT = [*sorted(p.stem for p in (H200 / "cost").glob("test-*.json")), "med-llama-mns256-optimized-vllm"]
 
 
 def test_shipped_coefficients_are_the_fit_of_the_committed_reports() -> None:
@@ -153,7 +153,9 @@ def test_bad_number_in_coefficients_is_located(tmp_path: Path) -> None:
     assert "warmup_mib_v2" in str(e.value)
 
 
-def test_plan_shows_the_prediction(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_shows_the_prediction(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(monkeypatch, capsys, "plan", str(ROOT / "configs/gpu/llama8b-mns256.yaml"), "--json")
     cost = json.loads(out)["predicted_cost"]
     assert code == 0 and cost["gpu"] == "H200"

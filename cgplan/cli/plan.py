@@ -29,6 +29,7 @@ from cgplan.cli._options import (
 from cgplan.cli._output import write_artifact
 from cgplan.config import Overrides
 from cgplan.core.fingerprint import fingerprint
+from cgplan.costs import load_coefficients
 from cgplan.errors import ExitCode
 from cgplan.planning import plan_file, plan_vllm_args
 from cgplan.render import OutputFormat, render
@@ -66,6 +67,13 @@ def plan(
     output: OutputOpt = None,
     html: HtmlOpt = None,
     policy: PolicyOpt = None,
+    coefficients: Annotated[
+        Path | None,
+        typer.Option(
+            "--coefficients",
+            help="Cost-model coefficients (cgplan calibrate -o; default: the shipped H200 set).",
+        ),
+    ] = None,
     no_color: NoColorOpt = False,
     fail_on_gap: Annotated[
         bool,
@@ -79,16 +87,17 @@ def plan(
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(vllm_version, platform, model_runner)
     pol = load_capture_policy(policy)
+    coeffs = load_coefficients(coefficients) if coefficients is not None else None
     if argv is not None:
         loaded, result = plan_vllm_args(
-            argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol
+            argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol, coefficients=coeffs
         )
         source = SOURCE
     else:
         assert config is not None
         if model_config is not None:
             raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
-        loaded, result = plan_file(config, overrides, policy=pol)
+        loaded, result = plan_file(config, overrides, policy=pol, coefficients=coeffs)
         source = str(config)
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
     tty = sys.stdout.isatty() and output is None
