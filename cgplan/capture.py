@@ -8,10 +8,11 @@ failure, and the caller maps the failure class to an exit code.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -111,6 +112,12 @@ def run_capture(
     """
     progress = progress or NullProgress()
     loaded = load_config(config, overrides)
+    workers = loaded.input.tensor_parallel_size > 1
+    if workers:
+        # vLLM's workers are forked from this process and cannot use CUDA if it initialised the
+        # driver first; asking NVML whether a GPU is there keeps it uninitialised (vLLM's import
+        # sets the same, too late for the check below).
+        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     reason = gpu_unavailable_reason()
     if reason is not None:
         raise GpuUnavailableError(f"cannot capture here: {reason}")
@@ -136,7 +143,7 @@ def run_capture(
         raise e.located(str(config)) from None
     raw = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
     from cgplan.gpu.environment import collect_environment
-    from cgplan.gpu.nvml import nvml_session
+    from cgplan.gpu.nvml import NvmlSession, nvml_session
 
     log_lines: list[str] = []
     failure: CaptureError | None = None
@@ -144,7 +151,20 @@ def run_capture(
     total = (
         sum(len(g) for g in plan.graphs.values()) if chosen == "vllm" else len(plan.graphs.get("target", ()))
     )
-    with nvml_session([device_index + i for i in range(inp.tensor_parallel_size)]) as nvml:
+    # With vLLM's workers, each opens NVML itself after the fork; the parent holds none across it.
+    in_workers = workers and chosen == "vllm"
+    if in_workers and device_index != 0:
+        progress.note(
+            f"--device {device_index} is not used with tensor_parallel_size > 1: vLLM's ranks take the "
+            "first visible GPUs (choose them with CUDA_VISIBLE_DEVICES)"
+        )
+        device_index = 0
+    session: AbstractContextManager[NvmlSession | None] = (
+        nullcontext(None)
+        if in_workers
+        else nvml_session([device_index + i for i in range(inp.tensor_parallel_size)])
+    )
+    with session as nvml:
         recorder = GraphRecorder(nvml, progress)
         progress.start(total)
         try:
@@ -167,7 +187,8 @@ def run_capture(
             failure = CaptureError("terminated (SIGTERM); the partial report was kept")
         except Exception as e:  # the engine's own failure: keep what was measured
             text = short_reason(e)
-            done = len(recorder.measurements())
+            # The workers' records reach this process only once the engine is up.
+            done = "an unknown number of" if in_workers else str(len(recorder.measurements()))
             if "out of memory" in text.lower() or "OutOfMemory" in type(e).__name__:
                 failure = CaptureError(
                     f"capture failed (out of memory) after {done} graphs: {text}; the partial report was "

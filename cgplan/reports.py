@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 from cgplan.config import MAX_LIST, MAX_REASONABLE
 from cgplan.core.compare_sides import Side
-from cgplan.core.measure import Comparison, MeasuredCapture, summarize
+from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
 from cgplan.core.types import DispatchRange, Graph, Plan
 from cgplan.errors import ReportError, preview
 from cgplan.files import write_atomically
@@ -36,8 +36,31 @@ def _ranges(ranges: tuple[DispatchRange, ...], unit: str) -> list[dict[str, Any]
     ]
 
 
+def rank_to_dict(r: RankMeasurement) -> dict[str, Any]:
+    """One rank of a tensor-parallel capture, as JSON."""
+    return {
+        "rank": r.rank,
+        "local_rank": r.local_rank,
+        "device_name": r.device_name,
+        "nvml_index": r.nvml_index,
+        "graphs": [asdict(g) for g in r.graphs],
+        "capture_wall_s": r.capture_wall_s,
+        "capture_nvml_delta_bytes": r.capture_nvml_delta_bytes,
+        "graph_nvml_total_bytes": r.graph_nvml_total_bytes,
+        "graph_torch_reserved_total_bytes": sum(g.torch_reserved_delta_bytes for g in r.graphs),
+    }
+
+
 def measured_to_dict(m: MeasuredCapture) -> dict[str, Any]:
-    """The measured part of a capture report."""
+    """The measured part of a capture report (`ranks` only when the engine ran workers, so
+    single-process reports keep their exact shape)."""
+    out = _measured_dict(m)
+    if m.ranks:
+        out["ranks"] = [rank_to_dict(r) for r in m.ranks]
+    return out
+
+
+def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
     return {
         "backend": m.backend,
         "model_runner": m.model_runner,
@@ -204,24 +227,22 @@ def _list(v: Any, where: str, what: str) -> list[Any]:
     return v
 
 
+def _graph(g: Any, at: str) -> Graph:
+    if not isinstance(g, dict):
+        raise ReportError(f"{at}: expected {{mode, num_tokens, num_reqs, query_len}} (got {preview(g)})")
+    mode = g.get("mode")
+    if mode not in ("FULL", "PIECEWISE"):
+        raise ReportError(f"{at}.mode: expected FULL or PIECEWISE (got {preview(mode)})")
+    return Graph(
+        mode,
+        _int(g.get("num_tokens"), f"{at}.num_tokens"),
+        _opt_int(g.get("num_reqs"), f"{at}.num_reqs"),
+        _opt_int(g.get("query_len"), f"{at}.query_len"),
+    )
+
+
 def _graph_list(items: Any, where: str) -> tuple[Graph, ...]:
-    out = []
-    for i, g in enumerate(_list(items, where, "graphs")):
-        at = f"{where}[{i}]"
-        if not isinstance(g, dict):
-            raise ReportError(f"{at}: expected {{mode, num_tokens, num_reqs, query_len}} (got {preview(g)})")
-        mode = g.get("mode")
-        if mode not in ("FULL", "PIECEWISE"):
-            raise ReportError(f"{at}.mode: expected FULL or PIECEWISE (got {preview(mode)})")
-        out.append(
-            Graph(
-                mode,
-                _int(g.get("num_tokens"), f"{at}.num_tokens"),
-                _opt_int(g.get("num_reqs"), f"{at}.num_reqs"),
-                _opt_int(g.get("query_len"), f"{at}.query_len"),
-            )
-        )
-    return tuple(out)
+    return tuple(_graph(g, f"{where}[{i}]") for i, g in enumerate(_list(items, where, "graphs")))
 
 
 def _dispatch(rows: Any, unit: str, where: str) -> tuple[DispatchRange, ...]:
@@ -281,6 +302,89 @@ def _fingerprint(v: Any, where: str) -> str | None:
     return None if v is None else _name(v, where)
 
 
+def _number(v: Any, where: str) -> float:
+    """A duration (seconds or milliseconds): not negative, not absurd."""
+    if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < 1e9:
+        raise ReportError(f"{where}: expected a number from 0 to 1e9 (got {preview(v)})")
+    return float(v)
+
+
+def _bytes(v: Any, where: str) -> int | None:
+    """A memory delta, or None: NVML's can be negative (another process freed memory meanwhile)."""
+    if v is None:
+        return None
+    if not _is_int(v) or not -(1 << 62) <= v < 1 << 62:
+        raise ReportError(f"{where}: expected a byte count (got {preview(v)})")
+    return int(v)
+
+
+def _measurements(items: Any, where: str) -> tuple[GraphMeasurement, ...]:
+    out = []
+    for i, g in enumerate(_list(items, where, "graphs")):
+        at = f"{where}[{i}]"
+        shape = _graph(g, at)
+        reserved = _bytes(g.get("torch_reserved_delta_bytes"), f"{at}.torch_reserved_delta_bytes")
+        if reserved is None:
+            raise ReportError(f"{at}.torch_reserved_delta_bytes: missing")
+        out.append(
+            GraphMeasurement(
+                order=_int(g.get("order"), f"{at}.order"),
+                family=_name(g.get("family"), f"{at}.family"),
+                mode=shape.mode,
+                num_tokens=shape.num_tokens,
+                num_reqs=shape.num_reqs,
+                query_len=shape.query_len,
+                pieces=_int(g.get("pieces"), f"{at}.pieces"),
+                capture_time_ms=_number(g.get("capture_time_ms"), f"{at}.capture_time_ms"),
+                window_time_ms=_number(g.get("window_time_ms"), f"{at}.window_time_ms"),
+                nvml_delta_bytes=_bytes(g.get("nvml_delta_bytes"), f"{at}.nvml_delta_bytes"),
+                torch_reserved_delta_bytes=reserved,
+            )
+        )
+    return tuple(out)
+
+
+_DEVICE_NAME = re.compile(r"[ -~]{1,128}")
+
+
+def ranks_from_report(doc: dict[str, Any], label: str) -> tuple[RankMeasurement, ...]:
+    """The per-rank section of a capture report (empty when it has none: one process, or a
+    report written before tensor-parallel captures).
+
+    Raises:
+        ReportError: a field is missing, of the wrong type or out of bounds.
+    """
+    m = doc.get("measured")
+    raw = m.get("ranks") if isinstance(m, dict) else None
+    if raw is None:
+        return ()
+    out: list[RankMeasurement] = []
+    for i, r in enumerate(_list(raw, f"{label}: measured.ranks", "ranks")):
+        at = f"{label}: measured.ranks[{i}]"
+        if not isinstance(r, dict):
+            raise ReportError(f"{at}: expected {{rank, local_rank, graphs, ...}} (got {preview(r)})")
+        rank = _int(r.get("rank"), f"{at}.rank")
+        if out and rank <= out[-1].rank:
+            raise ReportError(f"{at}.rank: ranks must be sorted and unique (rank {rank})")
+        name, wall = r.get("device_name"), r.get("capture_wall_s")
+        if name is not None and not (isinstance(name, str) and _DEVICE_NAME.fullmatch(name)):
+            raise ReportError(f"{at}.device_name: expected a GPU name or null (got {preview(name)})")
+        out.append(
+            RankMeasurement(
+                rank=rank,
+                local_rank=_int(r.get("local_rank"), f"{at}.local_rank"),
+                device_name=name,
+                nvml_index=_opt_int(r.get("nvml_index"), f"{at}.nvml_index"),
+                graphs=_measurements(r.get("graphs", []), f"{at}.graphs"),
+                capture_wall_s=None if wall is None else _number(wall, f"{at}.capture_wall_s"),
+                capture_nvml_delta_bytes=_bytes(
+                    r.get("capture_nvml_delta_bytes"), f"{at}.capture_nvml_delta_bytes"
+                ),
+            )
+        )
+    return tuple(out)
+
+
 def side_from_report(doc: dict[str, Any], label: str) -> Side:
     """A plan JSON or capture report as a comparison side (measured figures for captures).
 
@@ -314,6 +418,7 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
             families.setdefault(fam, []).extend(_graph_list([g], at))
         ud = m.get("uniform_decode")
         uniform = _uniform({} if ud is None else ud, f"{label}: measured.uniform_decode")
+        ranks_from_report(doc, label)  # checked like the rest, though a side compares rank 0 only
         pool = m.get("graph_nvml_total_bytes")
         wall = m.get("capture_wall_s")
         pool_ok = _is_int(pool) and 0 <= pool < 1 << 62

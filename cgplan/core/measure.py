@@ -56,6 +56,31 @@ class VllmFigures:
 
 
 @dataclass(frozen=True)
+class RankMeasurement:
+    """What one tensor-parallel rank measured on its own GPU (captures through vLLM's workers)."""
+
+    rank: int
+    """The worker's global rank (0 is the one whose graphs are compared with the plan)."""
+    local_rank: int
+    """The worker's CUDA device, as the CUDA runtime numbers the visible GPUs."""
+    device_name: str | None
+    """NVML's product name of that GPU (None: no NVML in the worker)."""
+    nvml_index: int | None
+    """NVML's index of that GPU (NVML numbers every GPU of the host, CUDA_VISIBLE_DEVICES aside)."""
+    graphs: tuple[GraphMeasurement, ...] = ()
+    """Per descriptor, in capture order, NVML on this rank's GPU only."""
+    capture_wall_s: float | None = None
+    """Wall time of this rank's capture phase."""
+    capture_nvml_delta_bytes: int | None = None
+    """NVML used-memory growth of this rank's GPU over its capture phase."""
+
+    @property
+    def graph_nvml_total_bytes(self) -> int:
+        """NVML growth summed over this rank's capture sections (its graph pool and graphs)."""
+        return sum(g.nvml_delta_bytes or 0 for g in self.graphs)
+
+
+@dataclass(frozen=True)
 class MeasuredCapture:
     """Everything a capture backend measured (possibly partial)."""
 
@@ -85,6 +110,10 @@ class MeasuredCapture:
     """NVML used-memory growth over the whole capture phase, all GPUs used."""
     vllm: VllmFigures = field(default_factory=VllmFigures)
     """vLLM's own figures."""
+    ranks: tuple[RankMeasurement, ...] = ()
+    """Per rank, when the engine ran tensor parallel through worker processes (empty otherwise).
+    Then `graphs` are rank 0's, `capture_wall_s` is the slowest rank's and
+    `capture_nvml_delta_bytes` the ranks' sum."""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -54,6 +55,18 @@ class NvmlSession:
             out.append(name.decode() if isinstance(name, bytes) else str(name))
         return out
 
+    def indices(self) -> list[int | None]:
+        """NVML's index of each GPU of the session (None where the query fails)."""
+        import pynvml
+
+        def index(handle: Any) -> int | None:
+            try:
+                return int(pynvml.nvmlDeviceGetIndex(handle))
+            except pynvml.NVMLError:
+                return None
+
+        return [index(h) for h in self.handles]
+
 
 def nvml_unavailable_reason() -> str | None:
     """Why NVML cannot be used here, or None when it can."""
@@ -73,9 +86,25 @@ def nvml_unavailable_reason() -> str | None:
     return None
 
 
+def _visible_device(index: int, visible: str | None) -> int | str:
+    """NVML's name for CUDA device `index`: NVML numbers every GPU of the host and ignores
+    CUDA_VISIBLE_DEVICES, so CUDA device 0 under CUDA_VISIBLE_DEVICES=1 is NVML device 1.
+    Returns an NVML index or a UUID (when the variable lists UUIDs)."""
+    if not visible or not visible.strip():
+        return index
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if index >= len(entries):
+        return index
+    entry = entries[index]
+    if entry.isdigit():
+        return int(entry)
+    return entry if entry.startswith(("GPU-", "MIG-")) else index
+
+
 @contextmanager
 def nvml_session(device_indices: Sequence[int]) -> Iterator[NvmlSession | None]:
-    """Initialise NVML for `device_indices`; yields None (and never raises) when NVML is unavailable."""
+    """Initialise NVML for the CUDA devices `device_indices` (as the CUDA runtime numbers them);
+    yields None (and never raises) when NVML is unavailable."""
     try:
         import pynvml
 
@@ -84,7 +113,14 @@ def nvml_session(device_indices: Sequence[int]) -> Iterator[NvmlSession | None]:
         yield None
         return
     try:
-        handles = tuple(pynvml.nvmlDeviceGetHandleByIndex(i) for i in device_indices)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        names = [_visible_device(i, visible) for i in device_indices]
+        handles = tuple(
+            pynvml.nvmlDeviceGetHandleByUUID(n)
+            if isinstance(n, str)
+            else pynvml.nvmlDeviceGetHandleByIndex(n)
+            for n in names
+        )
         try:
             drv = pynvml.nvmlSystemGetDriverVersion()
             driver = drv.decode() if isinstance(drv, bytes) else str(drv)

@@ -6,25 +6,30 @@ each descriptor (V1 `GPUModelRunner._warmup_and_capture`, the V1 drafter's
 being captured, and measures each `torch.cuda.graph` section. After start-up it drives
 the engine's own dispatcher (V1 `CudagraphDispatcher` or V2 `CudaGraphManager`) with
 every uniform-decode batch of every dynamic-SD tier and every mixed token count.
+
+With tensor_parallel_size > 1 the engine runs vLLM's own MultiprocExecutor: its workers are
+forked from this process after the hooks are in place, so they inherit them and each
+measures its own rank on its own GPU; `collective_rpc` brings every rank's records back.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
-from cgplan.core.measure import MeasuredCapture, VllmFigures
+from cgplan.core.measure import GraphMeasurement, MeasuredCapture, RankMeasurement, VllmFigures
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import DispatchRange
 from cgplan.errors import GpuUnavailableError
-from cgplan.gpu.nvml import NvmlSession
-from cgplan.gpu.recorder import GraphRecorder, hook_torch_graph_capture
+from cgplan.gpu.nvml import NvmlSession, nvml_session
+from cgplan.gpu.recorder import GraphRecorder, NullProgress, hook_torch_graph_capture
 
 _FIGURES = {
     "capture": re.compile(r"Graph capturing finished in ([\d.]+) secs, took ([\d.]+) GiB"),
@@ -104,6 +109,10 @@ def engine_kwargs(inp: PlanInput, raw: dict[str, Any], base_dir: str) -> dict[st
         "enforce_eager": inp.enforce_eager,
         "seed": 0,
     }
+    if inp.tensor_parallel_size > 1:
+        # Named rather than left to vLLM's default, which is Ray inside a Ray placement group:
+        # Ray's workers are not forked from here and would not carry cgplan's hooks.
+        kw["distributed_executor_backend"] = "mp"
     if inp.performance_mode is not None:
         kw["performance_mode"] = inp.performance_mode
     if inp.optimization_level != 2:
@@ -170,12 +179,74 @@ class _State:
     returned_bytes: int | None
     capture_wall_s: float | None
     capture_nvml_delta: int | None
+    in_worker: bool
+    """True in a forked vLLM worker (set after the fork), where NVML is this rank's own."""
+    worker_nvml: NvmlSession | None
+    worker_nvml_stack: ExitStack | None
 
     def __init__(self) -> None:
         self.runners = []
         self.returned_bytes = None
         self.capture_wall_s = None
         self.capture_nvml_delta = None
+        self.in_worker = False
+        self.worker_nvml = None
+        self.worker_nvml_stack = None
+
+
+@dataclasses.dataclass
+class _Handover:
+    """What a forked worker takes over from the parent's capture (its own copies, after the fork)."""
+
+    recorder: GraphRecorder
+    state: _State
+    log_lines: list[str]
+
+
+_HANDOVER: _Handover | None = None
+"""Set while the engine starts with worker processes; a forked worker keeps its copy for good."""
+
+
+def _after_fork_in_child() -> None:
+    handover = _HANDOVER
+    if handover is None:
+        return
+    handover.state.in_worker = True
+    # NVML handles opened before a fork are not safe to use after it; the worker opens its
+    # own for its GPU when capture starts (the parent holds no NVML session across the fork).
+    handover.recorder.nvml = None
+    # The parent's progress bar lives in the parent; a copy here would print over it.
+    handover.recorder.progress = NullProgress()
+    # The lines logged before the fork are the parent's (it keeps them).
+    del handover.log_lines[:]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@contextmanager
+def _hand_over_to_workers(recorder: GraphRecorder, state: _State, log_lines: list[str]) -> Iterator[None]:
+    global _HANDOVER
+    _HANDOVER = _Handover(recorder, state, log_lines)
+    try:
+        yield
+    finally:
+        _HANDOVER = None
+
+
+def _worker_nvml(runner: Any, recorder: GraphRecorder, state: _State) -> NvmlSession | None:
+    """This worker's own NVML session on its GPU, opened once and kept for the worker's life."""
+    if state.worker_nvml_stack is None:
+        import torch
+
+        device = getattr(runner, "device", None)
+        index = getattr(device, "index", None)
+        if index is None:
+            index = torch.cuda.current_device()
+        state.worker_nvml_stack = ExitStack()
+        state.worker_nvml = state.worker_nvml_stack.enter_context(nvml_session([int(index)]))
+        recorder.nvml = state.worker_nvml
+    return state.worker_nvml
 
 
 @contextmanager
@@ -196,9 +267,10 @@ def instrument(
         def capture_model_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
             def capture_model(self: Any, *a: Any, **k: Any) -> Any:
                 state.runners.append(self)
+                nv = _worker_nvml(self, recorder, state) if state.in_worker else nvml
                 recorder.armed = True
                 torch.cuda.synchronize()
-                used0 = nvml.memory_used_bytes() if nvml else None
+                used0 = nv.memory_used_bytes() if nv else None
                 t0 = time.perf_counter()
                 try:
                     out = orig(self, *a, **k)
@@ -207,7 +279,7 @@ def instrument(
                     recorder.armed = False
                     torch.cuda.synchronize()
                     state.capture_wall_s = round(time.perf_counter() - t0, 3)
-                    used1 = nvml.memory_used_bytes() if nvml else None
+                    used1 = nv.memory_used_bytes() if nv else None
                     if used0 is not None and used1 is not None:
                         state.capture_nvml_delta = used1 - used0
                 state.returned_bytes = int(out) if isinstance(out, int) else None
@@ -380,6 +452,145 @@ def probe_dispatch(
     return uniform, _compress(mixed_rows)
 
 
+RANK_RPC_TIMEOUT_S = 300.0
+"""How long the parent waits for the workers' records (the probe on rank 0 takes seconds)."""
+_WORKER_LOG_LINES = 2000
+
+
+def prepare_worker_environment() -> None:
+    """Environment for an engine whose workers must carry cgplan's hooks (set before vLLM starts)."""
+    # Forked workers are copies of this process, hooks included; spawned ones would import vLLM
+    # afresh and capture unmeasured. vLLM itself switches to spawn if CUDA is already initialised
+    # here, which capture_vllm refuses before starting the engine.
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
+    # NVLink multicast (NVLS) stays off on the machines cgplan is run on; these are defaults only,
+    # so a value set by whoever runs cgplan (the lent machines set them already) wins.
+    for key, value in (
+        ("NCCL_NVLS_ENABLE", "0"),
+        ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+        ("NVSHMEM_DISABLE_NVLS", "1"),
+    ):
+        os.environ.setdefault(key, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankPayload:
+    """What one worker sends back through `collective_rpc` (pickled by vLLM's message queue)."""
+
+    measurement: RankMeasurement
+    error: str | None = None
+    """Why this worker has no records (e.g. it was spawned, so it never had the hooks)."""
+    returned_bytes: int | None = None
+    """`capture_model()`'s return value in this worker."""
+    log_lines: tuple[str, ...] = ()
+    """vLLM's log lines in this worker since the fork (its capture figures are logged here)."""
+    model_runner: str | None = None
+    """Rank 0 only, from the worker's own config (the parent's copy does not see the worker's
+    adjustments to mode and sizes): v1 or v2."""
+    cudagraph_mode: str | None = None
+    capture_sizes: tuple[int, ...] = ()
+    max_capture_size: int | None = None
+    uniform_decode: dict[int, tuple[DispatchRange, ...]] = dataclasses.field(default_factory=dict)
+    """Rank 0 only: the dispatch probe on its runner."""
+    mixed: tuple[DispatchRange, ...] = ()
+
+
+def rank_payload(worker: Any) -> RankPayload:
+    """Runs inside each vLLM worker, sent there by `LLM.collective_rpc` (which calls it with the
+    worker's WorkerWrapperBase; unknown attributes reach the GPU worker): this rank's records."""
+    rank, local_rank = int(worker.rank), int(worker.local_rank)
+    handover = _HANDOVER
+    if handover is None or not handover.state.in_worker:
+        return RankPayload(
+            RankMeasurement(rank, local_rank, None, None),
+            error=f"rank {rank}: cgplan's hooks are not in this worker (it was spawned, not forked: "
+            "was CUDA initialised before the engine started?)",
+        )
+    state, recorder = handover.state, handover.recorder
+    name: str | None = None
+    index: int | None = None
+    if state.worker_nvml is not None:
+        with suppress(Exception):  # a name is nice to have; the measurements matter
+            name, index = state.worker_nvml.names()[0], state.worker_nvml.indices()[0]
+    measurement = RankMeasurement(
+        rank,
+        local_rank,
+        name,
+        index,
+        recorder.measurements(),
+        state.capture_wall_s,
+        state.capture_nvml_delta,
+    )
+    payload = RankPayload(
+        measurement,
+        returned_bytes=state.returned_bytes,
+        log_lines=tuple(handover.log_lines[-_WORKER_LOG_LINES:]),
+    )
+    runner = state.runners[-1] if state.runners else None
+    if rank != 0 or runner is None:
+        return payload
+    vc = getattr(runner, "vllm_config", None) or worker.vllm_config
+    uniform, mixed = probe_dispatch(runner, vc)
+    cc = vc.compilation_config
+    return dataclasses.replace(
+        payload,
+        model_runner="v2" if getattr(vc, "use_v2_model_runner", False) else "v1",
+        cudagraph_mode=getattr(cc.cudagraph_mode, "name", str(cc.cudagraph_mode)),
+        capture_sizes=tuple(cc.cudagraph_capture_sizes or ()),
+        max_capture_size=cc.max_cudagraph_capture_size,
+        uniform_decode=uniform,
+        mixed=mixed,
+    )
+
+
+def measured_from_ranks(
+    payloads: list[RankPayload], vllm_config: Any, log_lines: list[str], recorder: GraphRecorder
+) -> MeasuredCapture:
+    """The capture of a tensor-parallel engine from its workers' payloads: rank 0's graphs and
+    probe (what the plan is compared with), every rank's own cost in `ranks`."""
+    errors = [p.error for p in payloads if p.error]
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    payloads = sorted(payloads, key=lambda p: p.measurement.rank)
+    if not payloads or payloads[0].measurement.rank != 0:
+        raise RuntimeError(f"no record from rank 0 (got ranks {[p.measurement.rank for p in payloads]})")
+    first = payloads[0]
+    log_lines.extend(f"(rank 0) {line}" for line in first.log_lines)
+    ranks = tuple(p.measurement for p in payloads)
+    graphs: tuple[GraphMeasurement, ...] = first.measurement.graphs
+    # The workers had no way to the parent's progress bar while capturing; bring it up to date.
+    mib = 0.0
+    for g in graphs:
+        mib += (g.nvml_delta_bytes or 0) / (1 << 20)
+        recorder.progress.advance(f"{g.family} {g.mode} {g.num_tokens} tokens (rank 0)", mib)
+    figures = vllm_figures(log_lines, first.returned_bytes)
+    kv_blocks = getattr(vllm_config.cache_config, "num_gpu_blocks", None)
+    if figures.kv_cache_tokens is None and kv_blocks:
+        tokens = kv_blocks * vllm_config.cache_config.block_size
+        figures = dataclasses.replace(figures, kv_cache_tokens=tokens)
+    walls = [r.capture_wall_s for r in ranks if r.capture_wall_s is not None]
+    deltas = [r.capture_nvml_delta_bytes for r in ranks]
+    return MeasuredCapture(
+        backend="vllm",
+        status="complete",
+        model_runner=first.model_runner,
+        cudagraph_mode=first.cudagraph_mode,
+        capture_sizes=first.capture_sizes,
+        max_capture_size=first.max_capture_size,
+        graphs=graphs,
+        uniform_decode=first.uniform_decode,
+        mixed=first.mixed,
+        # The ranks capture in lockstep (every graph's warmup runs collectives), so the phase
+        # lasts as long as its slowest rank; memory adds up over the GPUs, as with one process.
+        capture_wall_s=max(walls) if walls else None,
+        capture_nvml_delta_bytes=sum(d for d in deltas if d is not None)
+        if deltas and all(d is not None for d in deltas)
+        else None,
+        vllm=figures,
+        ranks=ranks,
+    )
+
+
 def capture_vllm(
     inp: PlanInput,
     raw: dict[str, Any],
@@ -390,11 +601,17 @@ def capture_vllm(
     per_graph: bool = True,
 ) -> MeasuredCapture:
     """Start the engine (which captures), then probe its dispatcher. Raises on failure;
-    the caller builds the partial report from `recorder`."""
+    the caller builds the partial report from `recorder`.
+
+    With tensor_parallel_size > 1 the capture happens in vLLM's forked workers: `nvml` should
+    then be None (each worker opens its own), and a failure leaves nothing in `recorder`."""
+    workers = inp.tensor_parallel_size > 1
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    if workers:
+        prepare_worker_environment()
     if inp.model_runner in ("v1", "v2"):
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if inp.model_runner == "v2" else "0"
     recorder.armed = False
@@ -406,9 +623,23 @@ def capture_vllm(
     try:
         from vllm import LLM
 
-        with instrument(recorder, nvml, state, per_graph):
+        if workers:
+            import torch
+
+            if torch.cuda.is_initialized():
+                raise RuntimeError(
+                    "CUDA is initialised in cgplan's process, so vLLM would spawn its workers "
+                    "and they would capture without cgplan's hooks"
+                )
+        with ExitStack() as hooks:
+            hooks.enter_context(instrument(recorder, nvml, state, per_graph))
+            if workers:
+                hooks.enter_context(_hand_over_to_workers(recorder, state, tap.lines))
             llm = LLM(**engine_kwargs(inp, raw, base_dir))
         vc = llm.llm_engine.vllm_config
+        if workers:
+            payloads = llm.collective_rpc(rank_payload, timeout=RANK_RPC_TIMEOUT_S)
+            return measured_from_ranks(list(payloads), vc, tap.lines, recorder)
         runner = state.runners[-1] if state.runners else None
         uniform, mixed = probe_dispatch(runner, vc) if runner is not None else ({}, ())
         cc = vc.compilation_config

@@ -60,6 +60,32 @@ def render_capture(doc: dict[str, Any], *, width: int = 100, color: bool = False
         "(warmups included)",
         soft_wrap=True,
     )
+    ranks = m.get("ranks") or []
+    if len(ranks) > 1:
+        console.print()
+        console.print(
+            f"{len(ranks)} tensor-parallel ranks, each on its own GPU (the tables above and the comparison "
+            "are rank 0's; the capture phase line sums the GPUs and takes the slowest rank's time):",
+            soft_wrap=True,
+        )
+        rt = Table(show_edge=False, box=None, header_style="bold")
+        cols = ("rank", "GPU", "graphs", "NVML MiB (graph sections)", "capture phase NVML MiB", "capture s")
+        for col in cols:
+            rt.add_column(col, justify="left" if col == "GPU" else "right")
+        for r in ranks:
+            gpu = r.get("device_name") or "-"
+            if r.get("nvml_index") is not None:
+                gpu += f" (NVML {r['nvml_index']})"
+            wall = r.get("capture_wall_s")
+            rt.add_row(
+                str(r["rank"]),
+                Text(gpu),
+                str(len(r.get("graphs") or [])),
+                _mib(r.get("graph_nvml_total_bytes")),
+                _mib(r.get("capture_nvml_delta_bytes")),
+                "n/a" if wall is None else f"{wall:.2f}",
+            )
+        console.print(rt)
     v = m.get("vllm") or {}
     if any(v.values()):
         parts = []
