@@ -24,12 +24,23 @@ from cgplan.reports import read_report
 ROOT = Path(__file__).parent.parent
 H200 = ROOT / "benchmarks/results/h200"
 CRASHED = {"tiny-eagle-dyn-v2-vllm"}  # vLLM itself failed to start: see test_gpu_crash_is_predicted
-EVIDENCE = sorted(p for p in H200.glob("*-vllm.json") if p.stem not in CRASHED)
+# Top level: the capture issue's runs; cost/: the cost model's fit and held-out runs; tp2/: TP=2.
+EVIDENCE = sorted(
+    p
+    for pat in ("*-vllm.json", "cost/*-vllm.json", "tp2/*-vllm.json")
+    for p in H200.glob(pat)
+    if p.stem not in CRASHED
+)
 CONFIGS = ROOT / "configs/gpu"
 
 
+def _config_of(report: Path) -> Path:
+    folder = CONFIGS / "cost" if report.parent.name == "cost" else CONFIGS
+    return folder / (report.stem.removesuffix("-vllm") + ".yaml")
+
+
 def test_evidence_exists() -> None:
-    assert len(EVIDENCE) >= 5
+    assert len(EVIDENCE) >= 24
 
 
 @pytest.mark.parametrize("report", EVIDENCE, ids=[p.stem for p in EVIDENCE])
@@ -37,7 +48,7 @@ def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
     """What vLLM captured and dispatched on the H200 equals what cgplan plans now."""
     doc = read_report(report)
     assert doc["kind"] == "capture" and doc["status"] == "complete"
-    config = CONFIGS / (report.stem.removesuffix("-vllm") + ".yaml")
+    config = _config_of(report)
     _, plan = plan_file(config, Overrides(vllm_version=doc["environment"]["vllm"]))
     measured = doc["measured"]
     assert measured["model_runner"] == plan.model_runner
