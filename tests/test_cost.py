@@ -52,7 +52,7 @@ def test_shipped_coefficients_are_the_fit_of_the_committed_reports() -> None:
         if isinstance(a, float):
             assert a == pytest.approx(b, abs=1e-5), f.name
         else:
-            assert tuple(a) if isinstance(a, tuple) else a == (tuple(b) if isinstance(b, list) else b), f.name
+            assert a == b, f.name
 
 
 def test_held_out_reports_are_predicted_within_five_percent() -> None:
