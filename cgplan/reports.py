@@ -151,12 +151,29 @@ def write_report(doc: dict[str, Any], path: Path) -> None:
     write_atomically(path, text, "write the report")
 
 
+MAX_REPORT_BYTES = 32 << 20
+"""The largest report read: a capture of every graph of a TP=8 engine is a few MB; more is
+not a cgplan report, and parsing it would only cost memory and time."""
+
+
 def read_report(path: Path) -> dict[str, Any]:
-    """Parse and check a report (plan or capture JSON)."""
+    """Parse and check a report (plan or capture JSON).
+
+    Raises:
+        ReportError: unreadable, larger than MAX_REPORT_BYTES, not JSON, or an unknown schema.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise ReportError(
+                f"{path}: too large for a report (more than {MAX_REPORT_BYTES >> 20} MiB; "
+                "expected a cgplan plan or capture JSON)"
+            )
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: cannot read: {e}") from None
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ReportError(f"{path}: cannot read: {reason}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

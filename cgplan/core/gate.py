@@ -92,11 +92,9 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
     if policy.widest_decode_full:
         bad = []
         for ql in side.query_lens:
-            modes = side.decode_modes(ql)
-            if modes:
-                widest = max(modes)
-                if modes[widest][0] != "FULL":
-                    bad.append(f"{widest} requests × {ql} → {modes[widest][0]}")
+            runs = side.decode_runs(ql)
+            if runs and runs[-1].mode != "FULL":
+                bad.append(f"{runs[-1].last} requests × {ql} → {runs[-1].mode}")
         checks.append(
             Check("widest_decode_full", not bad, "; ".join(bad) or "every tier's widest batch is FULL")
         )
