@@ -25,6 +25,176 @@ def write(path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+# --- 1. a report's status is data -------------------------------------------------------------
+
+FAULTS = H200 / "faults"
+DEFAULT_GATE = ROOT / "configs/gates/default.yaml"
+
+
+@pytest.mark.parametrize(
+    ("name", "failure", "missing"),
+    [
+        ("oom-eagle", "capture failed (out of memory)", "51 of 169 planned graphs captured"),
+        ("oom-torch-8b", "out of memory during capture", "30 of 86 planned graphs captured"),
+        ("sigint-tiny", "interrupted (SIGINT)", "8 of 18 planned graphs captured (missing target 10)"),
+        ("sigterm-tiny", "terminated (SIGTERM)", "8 of 18 planned graphs captured (missing target 10)"),
+    ],
+)
+def test_fault_reports_fail_the_default_gate_naming_the_failure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, failure: str, missing: str
+) -> None:
+    # They passed with exit 0 ("gate passed: 1/1"): an empty dispatch table made every check true.
+    report = FAULTS / f"{name}.json"
+    code, out, err = run(monkeypatch, capsys, "gate", "--policy", str(DEFAULT_GATE), str(report))
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert lines[0] == f"FAIL {report}"
+    assert lines[-1] == "gate failed: 0/1 targets pass"
+    checks = lines[1:-1]
+    assert len(checks) == 3 and all(line.startswith("  FAIL ") for line in checks)
+    assert all(f"capture partial ({failure}" in line for line in checks)
+    assert "no uniform-decode outcome for 1-" in checks[0] and "no uniform-decode outcome" in checks[1]
+    assert missing in checks[2]
+
+
+def test_fault_reports_fail_the_gate_script(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
+    faults = sorted(str(p) for p in FAULTS.glob("*.json"))
+    assert len(faults) == 4
+    r = subprocess.run(
+        [str(ROOT / "scripts/cgplan-gate"), "--policy", str(DEFAULT_GATE), *faults],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.endswith("gate failed: 0/4 targets pass\n")
+
+
+def plan_report(tmp_path: Path, **changes: Any) -> Path:
+    code_doc = json.loads((H200 / "tiny-nospec-vllm.json").read_text())["plan"]
+    code_doc.update(changes)
+    return write(tmp_path / "plan.json", code_doc)
+
+
+def test_checks_on_an_empty_dispatch_table_fail_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "no_piecewise_uniform_decode: true\nmax_decode_padding_ratio: 2\nmax_total_graphs: 500\n"
+    )
+    empty = plan_report(tmp_path, uniform_decode={}, graphs={})
+    code, out, _ = run(monkeypatch, capsys, "gate", str(empty), "--policy", str(policy))
+    assert code == 1
+    fails = {line.split(":")[0].split()[-1]: line for line in out.splitlines() if line.startswith("  FAIL")}
+    assert set(fails) == {
+        "no_eager_uniform_decode",
+        "no_piecewise_uniform_decode",
+        "widest_decode_full",
+        "max_total_graphs",
+        "max_decode_padding_ratio",
+    }
+    assert fails["no_eager_uniform_decode"].endswith("no uniform-decode outcome for 1-32 requests × 1")
+    assert "no graphs at all" in fails["max_total_graphs"]
+
+
+def test_a_table_that_covers_part_of_the_tier_fails_naming_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = json.loads((H200 / "tiny-nospec-vllm.json").read_text())["plan"]
+    short = [r for r in doc["uniform_decode"]["1"] if r["to_reqs"] <= 8]
+    report = plan_report(tmp_path, uniform_decode={"1": short})
+    code, out, _ = run(monkeypatch, capsys, "gate", str(report))
+    assert code == 1
+    assert "  FAIL no_eager_uniform_decode: no uniform-decode outcome for 9-32 requests × 1" in out
+
+
+def test_padding_check_with_no_replayed_batch_fails(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    eager = [{"from_reqs": 1, "to_reqs": 32, "mode": "NONE", "padded_tokens": None, "padded_reqs": None}]
+    report = plan_report(tmp_path, uniform_decode={"1": eager})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "no_eager_uniform_decode: false\nwidest_decode_full: false\nmax_decode_padding_ratio: 2\n"
+    )
+    code, out, _ = run(monkeypatch, capsys, "gate", str(report), "--policy", str(policy))
+    assert code == 1
+    assert "  FAIL max_decode_padding_ratio: q=1: no graph-replayed decode batch to measure" in out
+
+
+def test_partial_baseline_is_refused_unless_allowed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = FAULTS / "sigint-tiny.json"
+    target = ROOT / "configs/gpu/tiny-nospec.yaml"
+    code, out, err = run(
+        monkeypatch, capsys, "gate", str(target), "--baseline", str(base), "--vllm-version", "0.26.0"
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        f"cgplan: error: {base}:status: the baseline is a partial capture (interrupted (SIGINT); the partial "
+        "report was kept); give a complete one, or --allow-partial-baseline to compare against what it has\n"
+    )
+    code, out, _ = run(
+        monkeypatch,
+        capsys,
+        "gate",
+        str(target),
+        "--baseline",
+        str(base),
+        "--vllm-version",
+        "0.26.0",
+        "--allow-partial-baseline",
+    )
+    # Allowed, but the regression checks still cannot hold for nothing: the baseline has no
+    # decode outcome at all, and a graph count of a partial capture is only a lower bound.
+    assert code == 1
+    assert "  FAIL no_regression: baseline " in out and "nothing to compare" in out
+    assert "  FAIL max_graph_growth_pct: 8 → 18 graphs (+125.0%, limit 10.0%)" in out
+
+
+def test_diff_shows_a_partial_capture(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = (
+        "diff",
+        str(ROOT / "configs/gpu/tiny-nospec.yaml"),
+        str(FAULTS / "sigint-tiny.json"),
+        "--vllm-version",
+        "0.26.0",
+    )
+    code, out, _ = run(monkeypatch, capsys, *args)
+    assert code == 0
+    assert out.splitlines()[1] == f"B: {FAULTS / 'sigint-tiny.json'} (capture, partial, vLLM 0.26.0)"
+    assert out.splitlines()[2].startswith("B is a partial capture (interrupted (SIGINT)")
+    code, out, _ = run(monkeypatch, capsys, *args, "--json")
+    doc = json.loads(out)
+    assert (doc["a"]["status"], doc["b"]["status"]) == ("complete", "partial")
+    assert doc["b"]["failure"] == "interrupted (SIGINT); the partial report was kept"
+
+
+@pytest.mark.parametrize("status", [None, "done", 3])
+def test_capture_report_needs_a_known_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, status: Any
+) -> None:
+    doc = json.loads((FAULTS / "sigint-tiny.json").read_text())
+    if status is None:
+        del doc["status"]  # deleting it must not make a partial capture pass for complete
+    else:
+        doc["status"] = status
+    report = write(tmp_path / "r.json", doc)
+    code, out, err = run(monkeypatch, capsys, "gate", str(report))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"cgplan: error: {report}: status: expected one of complete, partial, failed (got ")
+
+
 # --- 3. comparisons in O(ranges) -------------------------------------------------------------
 
 

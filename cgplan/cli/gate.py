@@ -26,6 +26,13 @@ def gate(
     baseline: Annotated[
         Path | None, typer.Option("--baseline", help="Config or report to check for regressions against.")
     ] = None,
+    allow_partial_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial-baseline",
+            help="Accept a partial or failed capture as the baseline (compare against what it has).",
+        ),
+    ] = False,
     vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Release for configs.")] = None,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the verdict JSON here ('-' = stdout).")
@@ -36,7 +43,9 @@ def gate(
     junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
-    results, pol = gate_targets(targets, policy, baseline, vllm_version)
+    results, pol = gate_targets(
+        targets, policy, baseline, vllm_version, allow_partial_baseline=allow_partial_baseline
+    )
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
     if json_path is not None and str(json_path) == "-":
