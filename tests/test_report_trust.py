@@ -358,3 +358,87 @@ def test_merged_comparisons_equal_the_request_by_request_walk(a: Side, b: Side) 
         (ql, n, m) for ql in a.query_lens for n, (m, _) in sorted(_naive_modes(a, ql).items()) if m != "FULL"
     ]
     assert [(ql, n, m) for ql, lo, hi, m in decode_gaps(a) for n in range(lo, hi + 1)] == gaps
+
+
+# --- 2. a report never makes cgplan open another file -------------------------------------------
+
+SECRET = "hunter2-TOKEN-do-not-print"
+COST_REPORT = H200 / "cost/fit-llama3b-mns128-vllm.json"
+
+
+def calibrate_with_source(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    source: str,
+    *extra: str,
+) -> tuple[int, str, str]:
+    work = tmp_path / "work"
+    (work / "reports").mkdir(parents=True, exist_ok=True)
+    doc = json.loads(COST_REPORT.read_text())
+    doc["source"] = source
+    report = write(work / "reports/r.json", doc)
+    monkeypatch.chdir(work)
+    return run(monkeypatch, capsys, "calibrate", str(report), *extra)
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "parent-search", "link", "not-yaml"])
+def test_calibrate_never_opens_a_file_outside_the_named_folder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, how: str
+) -> None:
+    # A report's `source` was opened as given (absolute, `../`, or searched in every parent
+    # folder of the report) and the error quoted its first characters into a CI log.
+    secret = tmp_path / "secret.yaml"
+    secret.write_text(f"{SECRET}: 1\n")
+    (tmp_path / "work").mkdir()
+    source = {
+        "absolute": str(secret),
+        "dotdot": "../secret.yaml",
+        "parent-search": "secret.yaml",  # beside the report's grandparent, not in the working dir
+        "link": "inside.yaml",
+        "not-yaml": "secret.txt",
+    }[how]
+    if how == "link":
+        (tmp_path / "work/inside.yaml").symlink_to(secret)
+    if how == "not-yaml":
+        (tmp_path / "work/secret.txt").write_text(SECRET)
+    opened: list[str] = []
+    real_open = Path.open
+
+    def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy)
+    code, out, err = calibrate_with_source(monkeypatch, capsys, tmp_path, source)
+    assert (code, out) == (2, "")
+    assert SECRET not in err and err.count("\n") == 1
+    assert err.startswith("cgplan: error: ") and ":source: " in err
+    assert not any("secret" in p for p in opened), opened
+
+
+def test_calibrate_does_not_quote_the_config_a_report_names(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work/creds.yaml").write_text(f"aws_secret_access_key: {SECRET}\n")
+    code, out, err = calibrate_with_source(monkeypatch, capsys, tmp_path, "creds.yaml")
+    assert (code, out) == (2, "")
+    assert SECRET not in err and "aws_secret_access_key" not in err
+    report = tmp_path / "work/reports/r.json"
+    assert err == (
+        f"cgplan: error: {report}:source: its config creds.yaml does not load "
+        f"(`cgplan plan creds.yaml` in {tmp_path / 'work'} says why)\n"
+    )
+
+
+def test_calibrate_reads_the_config_inside_the_named_folder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = json.loads(COST_REPORT.read_text())["source"]
+    code, out, err = calibrate_with_source(
+        monkeypatch, capsys, tmp_path, source, "--configs", str(ROOT), "--json"
+    )
+    # One report reached the fit (its config was read from ROOT): too few to fit on.
+    assert (code, out) == (2, "")
+    assert err.startswith("cgplan: error: cannot fit the cost model: ")

@@ -34,10 +34,18 @@ def calibrate(
         float | None,
         typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
     ] = None,
+    configs: Annotated[
+        Path | None,
+        typer.Option(
+            "--configs",
+            help="Folder the reports' configs (their `source`) are read from, and only from "
+            "(default: the working directory).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
-    cal = run_calibrate(reports, test or [], gpu, measured_with)
+    cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
     if output is not None:
         save_coefficients(cal.coefficients, output)
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
