@@ -38,11 +38,15 @@ def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
     return doc
 
 
+def coefficients_yaml(c: CostCoefficients) -> str:
+    """A coefficient set as the YAML `load_coefficients` reads."""
+    text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
+    return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
+
+
 def save_coefficients(c: CostCoefficients, path: Path) -> None:
     """Write a coefficient set (atomically) as YAML."""
-    text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
-    text += yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
-    write_atomically(path, text)
+    write_atomically(path, coefficients_yaml(c))
 
 
 def load_coefficients(path: str | Path) -> CostCoefficients:

@@ -4,6 +4,12 @@ files or stalls a comparison."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +19,7 @@ from hypothesis import strategies as st
 
 from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import DispatchRange
+from cgplan.files import write_atomically
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
@@ -58,10 +65,6 @@ def test_fault_reports_fail_the_default_gate_naming_the_failure(
 
 
 def test_fault_reports_fail_the_gate_script(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
     faults = sorted(str(p) for p in FAULTS.glob("*.json"))
     assert len(faults) == 4
@@ -442,3 +445,142 @@ def test_calibrate_reads_the_config_inside_the_named_folder(
     # One report reached the fit (its config was read from ROOT): too few to fit on.
     assert (code, out) == (2, "")
     assert err.startswith("cgplan: error: cannot fit the cost model: ")
+
+
+# --- 4. output: streams, stdout, all or nothing ---------------------------------------------------
+
+PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
+
+
+def cgplan_sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`cgplan` in a shell (for redirections the test harness cannot make)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        ["/bin/sh", "-c", command.replace("cgplan ", f"{shlex.quote(sys.executable)} -m cgplan ")],
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_stdout_on_a_full_disk_is_one_line_exit_2(tmp_path: Path) -> None:
+    # `--json > file` on a full disk exited 0 with a truncated file (the short write ignored).
+    for args in (f"plan {PR}", f"plan {PR} --json", f"gate {PR} --json -", "plan --help"):
+        r = cgplan_sh(f"cgplan {args} > /dev/full", tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.endswith("cgplan: error: <stdout>: cannot write: No space left on device\n"), r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_closed_stdout_is_one_line_exit_2(tmp_path: Path) -> None:
+    r = cgplan_sh(f"cgplan plan {PR} >&-", tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "cgplan: error: <stdout>: cannot write: stdout is closed (give -o FILE)\n"
+    # a command that writes only files does not need stdout
+    r = cgplan_sh(f"cgplan plan {PR} -o plan.txt >&-", tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert (tmp_path / "plan.txt").read_text().startswith("cgplan ")
+
+
+def test_a_reader_that_goes_away_is_silent(tmp_path: Path) -> None:
+    r = cgplan_sh(f"cgplan plan {PR} --full | true; cgplan gate {PR} | true", tmp_path)
+    assert r.stderr == ""
+
+
+def test_o_dash_is_stdout_on_every_command(tmp_path: Path) -> None:
+    commands = [
+        f"plan {PR} -o -",
+        f"plan {PR} -o plan.txt --html -",
+        f"diff {PR} --vllm-version 0.26.0..0.33.0 -o -",
+        f"sweep {PR} --set max_num_seqs=8..9 -o -",
+        f"gate {PR} --markdown -",
+        f"gate {PR} --junit -",
+        f"gate {PR} --json -",
+    ]
+    if (ROOT / "tests/data/logs").is_dir():
+        first = sorted((ROOT / "tests/data/logs").iterdir())[0]
+        commands.append(f"logs {first} -o -")
+    for c in commands:
+        r = cgplan_sh(f"cgplan {c}", tmp_path)
+        assert r.returncode in (0, 1), (c, r.stderr)
+        assert len(r.stdout) > 50, c
+        assert not (tmp_path / "-").exists(), c
+    r = cgplan_sh(f"cgplan plan {PR} --html -", tmp_path)  # the plan's table is on stdout already
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "cgplan: error: -: more than one output goes to stdout; name a file for all but one\n"
+
+
+def test_o_to_a_fifo_or_descriptor_writes_it_and_never_replaces_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = cgplan_sh(f"cat {fifo} > got.txt & cgplan plan {PR} -o {fifo}; wait", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert (tmp_path / "got.txt").read_text().startswith("cgplan ")
+    r = cgplan_sh(f"cgplan plan {PR} -o /dev/fd/1 | head -c 6", tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "cgplan", "")
+
+
+def test_o_to_a_folder_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(monkeypatch, capsys, "plan", str(PR), "-o", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"cgplan: error: {tmp_path}: cannot write: a folder; refusing to replace it (name a file)\n"
+
+
+def test_undecodable_file_names_are_shown_escaped(tmp_path: Path) -> None:
+    text = PR.read_text().replace(
+        "model: ../models/tiny-llama", f"model: {ROOT / 'configs/models/tiny-llama'}"
+    )
+    name = os.fsdecode(b"\xff-x.yaml")
+    (tmp_path / name).write_text(text)
+    r = cgplan_sh("cgplan plan \"$(printf '\\377-x.yaml')\" | head -1", tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.rstrip().endswith("\\udcff-x.yaml")
+
+
+def test_a_failed_command_leaves_none_of_its_artifacts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good, bad = tmp_path / "verdict.json", tmp_path / "no-such-dir/junit.xml"
+    code, _, err = run(monkeypatch, capsys, "gate", str(PR), "--json", str(good), "--junit", str(bad))
+    assert code == 2 and "junit.xml: cannot write: No such file or directory" in err
+    assert not good.exists()
+    plan_txt = tmp_path / "plan.txt"
+    code, _, _ = run(monkeypatch, capsys, "plan", str(PR), "-o", str(plan_txt), "--html", str(bad))
+    assert code == 2 and not plan_txt.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_no_temporary_file_is_left_by_a_signal_during_a_write(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str
+) -> None:
+    target = tmp_path / "plan.txt"
+    target.write_text("old\n")
+
+    def interrupted(fd: int) -> None:
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(target, "new\n" * 100_000)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.txt"]
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_link_stays_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    real.chmod(0o644)
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    write_atomically(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644

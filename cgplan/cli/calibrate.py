@@ -11,8 +11,8 @@ import typer
 from cgplan.calibrating import calibrate as run_calibrate
 from cgplan.calibrating import calibration_json, calibration_table
 from cgplan.cli._options import JsonOpt
-from cgplan.cli._output import write_artifact
-from cgplan.costs import save_coefficients
+from cgplan.cli._output import write_artifact, write_artifacts
+from cgplan.costs import coefficients_yaml
 
 
 def calibrate(
@@ -46,9 +46,11 @@ def calibrate(
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
     cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
-    if output is not None:
-        save_coefficients(cal.coefficients, output)
+    table = calibration_json(cal) if json_out else calibration_table(cal)
+    if output is None:
+        write_artifact(table, None)
+    else:
+        write_artifacts([(coefficients_yaml(cal.coefficients), output), (table, None)])
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
-    write_artifact(calibration_json(cal) if json_out else calibration_table(cal), None)
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)
