@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
@@ -16,7 +17,8 @@ from cgplan.cli import logs as logs_cmd
 from cgplan.cli import optimize as optimize_cmd
 from cgplan.cli import plan as plan_cmd
 from cgplan.cli import sweep as sweep_cmd
-from cgplan.errors import CgplanError, one_line
+from cgplan.errors import CgplanError, ExitCode, one_line
+from cgplan.files import flush_stdout, guard_closed_stdout, silence_stdout
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -64,8 +66,21 @@ def main() -> None:
 
     Click (inside typer) handles its own usage errors (exit 2), Ctrl-C and --help.
     """
+    guard_closed_stdout()
     try:
-        app()
+        try:
+            app()
+        finally:
+            flush_stdout()  # what is still buffered: a full disk there is an error too
     except CgplanError as e:
         sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
         sys.exit(int(e.exit_code))
+    except BrokenPipeError:  # click's own output (--help | head): the reader went away
+        silence_stdout()
+        sys.exit(0)
+    except OSError as e:  # click's own output to a full disk or a closed stdout
+        if e.errno not in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
+            raise
+        silence_stdout()
+        sys.stderr.write(f"cgplan: error: <stdout>: cannot write: {e.strerror or e}\n")
+        sys.exit(int(ExitCode.USAGE))

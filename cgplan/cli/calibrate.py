@@ -11,8 +11,8 @@ import typer
 from cgplan.calibrating import calibrate as run_calibrate
 from cgplan.calibrating import calibration_json, calibration_table
 from cgplan.cli._options import JsonOpt
-from cgplan.cli._output import write_artifact
-from cgplan.costs import save_coefficients
+from cgplan.cli._output import write_artifact, write_artifacts
+from cgplan.costs import coefficients_yaml
 
 
 def calibrate(
@@ -34,13 +34,23 @@ def calibrate(
         float | None,
         typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
     ] = None,
+    configs: Annotated[
+        Path | None,
+        typer.Option(
+            "--configs",
+            help="Folder the reports' configs (their `source`) are read from, and only from "
+            "(default: the working directory).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
-    cal = run_calibrate(reports, test or [], gpu, measured_with)
-    if output is not None:
-        save_coefficients(cal.coefficients, output)
+    cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
+    table = calibration_json(cal) if json_out else calibration_table(cal)
+    if output is None:
+        write_artifact(table, None)
+    else:
+        write_artifacts([(coefficients_yaml(cal.coefficients), output), (table, None)])
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
-    write_artifact(calibration_json(cal) if json_out else calibration_table(cal), None)
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)

@@ -21,6 +21,7 @@ from cgplan.cli._options import (
 from cgplan.cli._output import write_artifact
 from cgplan.cli._progress import RichProgress
 from cgplan.config import Overrides
+from cgplan.files import write_stdout
 from cgplan.render.capture import render_capture
 from cgplan.render.html import capture_html
 
@@ -77,7 +78,7 @@ def capture(
         write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
         sys.stderr.write(summary)
     else:
-        sys.stdout.write(summary)
+        write_stdout(summary)
     if output is not None:
         sys.stderr.write(f"cgplan: report written to {output} ({outcome.report['status']})\n")
     if html is not None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, OutputOpt
-from cgplan.cli._output import write_artifact
+from cgplan.cli._output import write_artifacts
 from cgplan.diffing import diff_paths
 from cgplan.errors import ExitCode
 from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
@@ -53,8 +53,6 @@ def diff(
         text = render_diff_markdown(d)
     else:
         text = render_diff(d)
-    write_artifact(text, output)
-    if html is not None:
-        write_artifact(diff_html(diff_to_dict(d)), html)
+    write_artifacts([(text, output), *([(diff_html(diff_to_dict(d)), html)] if html is not None else [])])
     if fail_on_change and not d.unchanged:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

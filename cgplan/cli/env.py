@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from cgplan import __version__
 from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.files import write_stdout
 
 
 def _probe() -> dict[str, Any]:
@@ -64,7 +64,7 @@ def env(
     """Show what cgplan can see: Python, torch, vLLM, CUDA, NVML and GPUs, and why anything is missing."""
     info = _probe()
     if json_out:
-        sys.stdout.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        write_stdout(json.dumps(info, indent=2, sort_keys=True) + "\n")
         return
     lines = [
         f"cgplan {info['cgplan']} · Python {info['python']} · vLLM rules {', '.join(info['vllm_rules'])}",
@@ -82,4 +82,4 @@ def env(
         "can plan: yes · can capture: "
         + ("yes" if not ({"torch", "gpu", "nvml"} & set(info["missing"])) else "no")
     )
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_stdout("\n".join(lines) + "\n")

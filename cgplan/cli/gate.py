@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._output import write_artifact
+from cgplan.cli._output import is_stdout, write_artifacts
 from cgplan.errors import ExitCode
 from cgplan.gating import gate_targets, policy_to_dict
 from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
@@ -26,29 +26,41 @@ def gate(
     baseline: Annotated[
         Path | None, typer.Option("--baseline", help="Config or report to check for regressions against.")
     ] = None,
+    allow_partial_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial-baseline",
+            help="Accept a partial or failed capture as the baseline (compare against what it has).",
+        ),
+    ] = False,
     vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Release for configs.")] = None,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the verdict JSON here ('-' = stdout).")
     ] = None,
     markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a markdown verdict here.")
+        Path | None, typer.Option("--markdown", help="Write a markdown verdict here ('-' = stdout).")
     ] = None,
-    junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    junit_path: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here ('-' = stdout).")
+    ] = None,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
-    results, pol = gate_targets(targets, policy, baseline, vllm_version)
+    results, pol = gate_targets(
+        targets, policy, baseline, vllm_version, allow_partial_baseline=allow_partial_baseline
+    )
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
-    if json_path is not None and str(json_path) == "-":
-        write_artifact(text, None)
-        sys.stderr.write(render_gate(results))
+    artifacts = [
+        (text, json_path),
+        (render_gate_markdown(results), markdown_path),
+        (render_junit(results), junit_path),
+    ]
+    named = [(t, p) for t, p in artifacts if p is not None]
+    human = render_gate(results)
+    if any(is_stdout(p) for _, p in named):
+        sys.stderr.write(human)  # stdout carries the artifact given as '-'
+        write_artifacts(named)
     else:
-        sys.stdout.write(render_gate(results))
-        if json_path is not None:
-            write_artifact(text, json_path)
-    if markdown_path is not None:
-        write_artifact(render_gate_markdown(results), markdown_path)
-    if junit_path is not None:
-        write_artifact(render_junit(results), junit_path)
+        write_artifacts([(human, None), *named])
     if not verdict["passed"]:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

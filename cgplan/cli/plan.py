@@ -26,7 +26,7 @@ from cgplan.cli._options import (
     VllmArgsOpt,
     VllmVersionOpt,
 )
-from cgplan.cli._output import write_artifact
+from cgplan.cli._output import write_artifacts
 from cgplan.config import Overrides
 from cgplan.core.fingerprint import fingerprint
 from cgplan.costs import load_coefficients
@@ -113,11 +113,12 @@ def plan(
         color=color,
         fingerprint=fingerprint(loaded.input),
     )
-    write_artifact(text, output)
+    artifacts = [(text, output)]
     if html is not None:
-        write_artifact(
-            plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html
+        artifacts.append(
+            (plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html)
         )
+    write_artifacts(artifacts)
     if pol.name != "upstream" and fmt is OutputFormat.table:
         sys.stderr.write(f"cgplan: policy {pol.name}: {pol.description}\n")
     if loaded.ignored_keys and fmt is OutputFormat.table:
