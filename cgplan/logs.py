@@ -35,7 +35,7 @@ from typing import Any
 
 from cgplan import __version__
 from cgplan.config import LoadedConfig, Overrides
-from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
+from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
 from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
@@ -1122,10 +1122,10 @@ def compare(parsed: ParsedLog, loaded: LoadedConfig, plan: Plan) -> tuple[Check,
         detail = "the log's num_speculative_tokens_per_batch_size as vLLM's scheduler expands it"
         if parsed.dynamic_sd_schedule:
             try:
-                dense = build_lookup(
+                runs = lookup_ranges(
                     parsed.dynamic_sd_schedule, plan.max_num_seqs, parsed.num_speculative_tokens or 0
                 )
-                log_lookup = [list(r) for r in compress_lookup(dense)]
+                log_lookup = [list(r) for r in runs]
             except ScheduleError as e:
                 log_lookup = f"invalid: {e}"
         plan_lookup = [list(r) for r in plan.dynamic_sd_lookup] if plan.dynamic_sd_lookup else None
