@@ -20,7 +20,10 @@ def calibrate(
         list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
     ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the fitted coefficients (YAML) here.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the fitted coefficients here (JSON for a .json name, else YAML)."
+        ),
     ] = None,
     test: Annotated[
         list[Path] | None,
