@@ -18,8 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import yaml
-
+from cgplan import yaml_load
 from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.measure import MeasuredCapture, compare
@@ -141,7 +140,7 @@ def run_capture(
         plan = build_plan(inp)
     except ConfigRejected as e:
         raise e.located(str(config)) from None
-    raw = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    raw = yaml_load.safe_load(Path(config).read_text(encoding="utf-8"))
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session
 

@@ -1,13 +1,15 @@
-"""Cost coefficients as YAML files, capture reports as fit observations, and the default (H200) set."""
+"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
@@ -22,15 +24,17 @@ from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.files import write_atomically
 from cgplan.reports import _bytes, _measurements, _number
 
-DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.yaml"
-"""Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md)."""
+DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
+"""Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md);
+JSON, because every `plan` reads it and the C JSON parser costs microseconds where YAML costs
+milliseconds."""
 
 COEFFICIENTS_KIND = "cgplan-cost-coefficients"
 _FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
 
 
 def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
-    """The YAML document of a coefficient set."""
+    """The document of a coefficient set (JSON or YAML)."""
     doc: dict[str, Any] = {"kind": COEFFICIENTS_KIND, "schema_version": 1}
     for name in _FIELDS:
         v = getattr(c, name)
@@ -38,30 +42,38 @@ def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
     return doc
 
 
-def coefficients_yaml(c: CostCoefficients) -> str:
-    """A coefficient set as the YAML `load_coefficients` reads."""
+def coefficients_text(c: CostCoefficients, as_json: bool) -> str:
+    """What `cgplan calibrate -o` writes: JSON for a `.json` file, else commented YAML."""
+    if as_json:
+        return json.dumps(coefficients_to_dict(c), indent=2) + "\n"
     text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
     return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
 
 
 def save_coefficients(c: CostCoefficients, path: Path) -> None:
-    """Write a coefficient set (atomically) as YAML."""
-    write_atomically(path, coefficients_yaml(c))
+    """Write a coefficient set (atomically): JSON when the name ends in .json, else YAML."""
+    write_atomically(path, coefficients_text(c, path.suffix.lower() == ".json"))
 
 
 def load_coefficients(path: str | Path) -> CostCoefficients:
-    """Read a coefficient set written by `cgplan calibrate` (or by hand).
+    """Read a coefficient set written by `cgplan calibrate` (or by hand): JSON or YAML.
 
     Raises:
         ConfigError: located at the file and key that is wrong.
     """
     source = str(path)
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        doc = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml_load.safe_load(text)
     except OSError as e:
         raise ConfigError("", f"cannot read the coefficients: {e.strerror or e}", source=source) from None
     except yaml.YAMLError as e:
         raise ConfigError("", f"not YAML: {str(e).splitlines()[0]}", source=source) from None
+    except ValueError as e:  # json.JSONDecodeError, undecodable bytes, a 5,000-digit integer
+        kind = "JSON" if Path(path).suffix.lower() == ".json" else "YAML"
+        raise ConfigError("", f"not {kind}: {str(e).splitlines()[0]}", source=source) from None
+    except RecursionError:
+        raise ConfigError("", "nested too deeply", source=source) from None
     if not isinstance(doc, dict) or doc.get("kind") != COEFFICIENTS_KIND:
         raise ConfigError(
             "kind", f"not a cost-coefficient file (expected kind: {COEFFICIENTS_KIND})", source=source

@@ -12,7 +12,7 @@ from cgplan.calibrating import calibrate as run_calibrate
 from cgplan.calibrating import calibration_json, calibration_table
 from cgplan.cli._options import JsonOpt
 from cgplan.cli._output import write_artifact, write_artifacts
-from cgplan.costs import coefficients_yaml
+from cgplan.costs import coefficients_text
 
 
 def calibrate(
@@ -20,7 +20,10 @@ def calibrate(
         list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
     ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the fitted coefficients (YAML) here.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the fitted coefficients here (JSON for a .json name, else YAML)."
+        ),
     ] = None,
     test: Annotated[
         list[Path] | None,
@@ -50,7 +53,7 @@ def calibrate(
     if output is None:
         write_artifact(table, None)
     else:
-        write_artifacts([(coefficients_yaml(cal.coefficients), output), (table, None)])
+        write_artifacts([(coefficients_text(cal.coefficients, output.suffix.lower() == ".json"), output), (table, None)])
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)
