@@ -53,7 +53,8 @@ def calibrate(
     if output is None:
         write_artifact(table, None)
     else:
-        write_artifacts([(coefficients_text(cal.coefficients, output.suffix.lower() == ".json"), output), (table, None)])
+        as_json = output.suffix.lower() == ".json"
+        write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)
