@@ -178,6 +178,7 @@ def test_recorder_reads_memory_per_descriptor_not_per_piece() -> None:
         (g.num_tokens, g.pieces, g.nvml_delta_bytes, g.torch_reserved_delta_bytes) for g in rec.measurements()
     ]
     assert got == [(512, 33, 66, 8), (256, 33, 66, 8)]
+    assert rec.hook_s > 0  # the hooks' own host time, reported as measured.instrumentation_s
 
 
 def test_recorder_disarmed_records_nothing() -> None:

@@ -108,6 +108,8 @@ class MeasuredCapture:
     """Wall time of the whole capture phase."""
     capture_nvml_delta_bytes: int | None = None
     """NVML used-memory growth over the whole capture phase, all GPUs used."""
+    instrumentation_s: float | None = None
+    """Host time spent inside cgplan's per-graph hooks (their own cost, within capture_wall_s)."""
     vllm: VllmFigures = field(default_factory=VllmFigures)
     """vLLM's own figures."""
     ranks: tuple[RankMeasurement, ...] = ()

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cgplan.core.measure import GraphMeasurement
 from cgplan.gpu.nvml import NvmlSession
@@ -78,6 +78,28 @@ class _Segment:
     reserved0: int | None
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _timed(fn: Callable[Concatenate[GraphRecorder, P], T]) -> Callable[Concatenate[GraphRecorder, P], T]:
+    """Adds the call's host time to `hook_s` (outermost call only: begin() calls end())."""
+
+    def inner(self: GraphRecorder, /, *a: P.args, **k: P.kwargs) -> T:
+        if self._depth:
+            return fn(self, *a, **k)
+        self._depth += 1
+        t0 = time.perf_counter()
+        try:
+            return fn(self, *a, **k)
+        finally:
+            self.hook_s += time.perf_counter() - t0
+            self._depth -= 1
+
+    inner.__doc__, inner.__name__ = fn.__doc__, fn.__name__
+    return inner
+
+
 @dataclass
 class GraphRecorder:
     """Collects GraphMeasurements; safe to read at any time (partial reports)."""
@@ -93,11 +115,15 @@ class GraphRecorder:
     reserved_bytes: Callable[[], int] | None = None
     """PyTorch's reserved bytes now (set by the torch hook); read at segment boundaries only."""
     _total_nvml: int = 0
+    hook_s: float = 0.0
+    """Host time spent in this recorder's hooks so far (what instrumenting costs)."""
+    _depth: int = 0
     armed: bool = True
     """Descriptors are recorded only while armed (vLLM's memory-profiling captures are not)."""
     _fault_done: bool = False
     _ballast: list[Any] = field(default_factory=list)
 
+    @_timed
     def begin(
         self, family: str, mode: str, num_tokens: int, num_reqs: int | None, query_len: int | None
     ) -> None:
@@ -114,6 +140,7 @@ class GraphRecorder:
             "started_s": time.perf_counter(),
         }
 
+    @_timed
     def end(self) -> None:
         """The current descriptor is done."""
         self._close_segment()
@@ -190,6 +217,7 @@ class GraphRecorder:
         reserved = 0 if seg.reserved0 is None or reserved1 is None else reserved1 - seg.reserved0
         return nvml, reserved
 
+    @_timed
     def close_window(self) -> None:
         """Close the current memory window (the sections captured so far are measured)."""
         self._close_segment()
@@ -205,6 +233,7 @@ class GraphRecorder:
         rec.nvml = None if nvml is None or rec.nvml is None else rec.nvml + nvml
         rec.reserved += reserved
 
+    @_timed
     def piece_started(self, reserved_bytes: int | None = None) -> None:
         """Called right after a graph capture began (baseline after torch's own empty_cache).
 
@@ -222,6 +251,7 @@ class GraphRecorder:
         used0, reserved0 = self._read(reserved_bytes)
         self._segment = _Segment(rec, used0, reserved0)
 
+    @_timed
     def piece_ended(self, reserved_bytes: int | None = None, t_before_enter: float | None = None) -> None:
         """Called right after the capture ended (the graph is instantiated); host-side only."""
         rec = self._piece
