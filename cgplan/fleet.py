@@ -186,12 +186,30 @@ def make_jobs(configs: Sequence[Path], out_dir: Path, overrides: Overrides, back
 
 
 def _dist_version(name: str) -> str | None:
+    """An installed package's version without importing it (vLLM's import takes seconds): its
+    metadata, else, for a copy without metadata (vLLM unpacked onto PYTHONPATH), the version
+    file setuptools-scm writes into the package."""
     import importlib.metadata
+    import importlib.util
+    import re
 
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
         return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        version_file = Path(folder) / "_version.py"
+        if version_file.is_file():
+            m = re.search(
+                r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", version_file.read_text()
+            )
+            if m:
+                return m.group(1)
+    return None
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,8 @@ class GraphRecorder:
     nvml: NvmlSession | None
     progress: Any = field(default_factory=NullProgress)
     _records: list[_Open] = field(default_factory=list)
+    _open: list[_Open] = field(default_factory=list)
+    """The records of the current descriptor (one per family seen in it), not yet ended."""
     _current: dict[str, Any] | None = None
     _family_stack: list[str] = field(default_factory=list)
     _piece: _Open | None = None
@@ -117,6 +119,8 @@ class GraphRecorder:
     _total_nvml: int = 0
     hook_s: float = 0.0
     """Host time spent in this recorder's hooks so far (what instrumenting costs)."""
+    nvml_s: float = 0.0
+    """The part of `hook_s` spent in NVML queries."""
     _depth: int = 0
     armed: bool = True
     """Descriptors are recorded only while armed (vLLM's memory-profiling captures are not)."""
@@ -147,13 +151,11 @@ class GraphRecorder:
         if self._current is None:
             return
         now = time.perf_counter()
-        for r in self._records:
-            if r.ended_s is None:
-                r.ended_s = now
-                self._total_nvml += r.nvml or 0
-                self.progress.advance(
-                    f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20)
-                )
+        for r in self._open:
+            r.ended_s = now
+            self._total_nvml += r.nvml or 0
+            self.progress.advance(f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20))
+        self._open.clear()
         self._current = None
         self._maybe_inject_fault()
 
@@ -190,8 +192,8 @@ class GraphRecorder:
         if cur is None:
             return None
         family = self._family_stack[-1] if self._family_stack else cur["family"]
-        for r in reversed(self._records):
-            if r.ended_s is None and r.family == family:
+        for r in self._open:
+            if r.family == family:
                 return r
         rec = _Open(
             order=len(self._records),
@@ -203,10 +205,13 @@ class GraphRecorder:
             started_s=cur["started_s"],
         )
         self._records.append(rec)
+        self._open.append(rec)
         return rec
 
     def _read(self, reserved: int | None) -> tuple[int | None, int | None]:
+        t0 = time.perf_counter()
         used = self.nvml.memory_used_bytes() if self.nvml else None
+        self.nvml_s += time.perf_counter() - t0
         if reserved is None and self.reserved_bytes is not None:
             reserved = self.reserved_bytes()
         return used, reserved
@@ -326,7 +331,11 @@ def hook_torch_graph_capture(recorder: GraphRecorder) -> Iterator[None]:
         return out
 
     previous_reserved = recorder.reserved_bytes
-    recorder.reserved_bytes = lambda: int(torch.cuda.memory_reserved())
+    # torch.cuda.memory_reserved() flattens the allocator's whole statistics tree into a new
+    # dict on every call; the nested form skips that (the same counter).
+    recorder.reserved_bytes = lambda: int(
+        torch.cuda.memory_stats_as_nested_dict()["reserved_bytes"]["all"]["current"]
+    )
     cls.__enter__ = enter
     cls.__exit__ = exit_
     try:

@@ -7,12 +7,12 @@
 #     other pair (timing,full / full,timing, ...), reports under $OUT/r/overhead.
 # Everything is packed into $OUT/fleet19.tgz (the device tool returns few files).
 # usage: bash scripts/device/fleet_suite.sh   (from the repository root or a snapshot of it)
-# env: OUT, LIMIT (seconds for the whole suite), PAIRS (last pair, default 5), START_PAIR (default 1;
+# env: OUT, LIMIT (whole suite), FLEET_LIMIT (the fleet command; default LIMIT - 200), PREV_FLEET, LIMIT (seconds for the whole suite), PAIRS (last pair, default 5), START_PAIR (default 1;
 # with FLEET=none a later call runs only the pairs that did not fit), PAIR_CONFIG, FLEET (configs)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/cgplan-out}; R=$OUT/r; mkdir -p "$R/overhead"
-T0=$(date +%s); LIMIT=${LIMIT:-575}; PAIRS=${PAIRS:-5}
+T0=$(date +%s); LIMIT=${LIMIT:-575}; PAIRS=${PAIRS:-5}; BACKEND=${BACKEND:-vllm}
 PAIR_CONFIG=${PAIR_CONFIG:-configs/gpu/med-llama-mns256.yaml}
 FLEET=${FLEET:-"configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/tiny-ngram-k16.yaml configs/gpu/tiny-ngram-dyn.yaml configs/gpu/med-llama-mns256.yaml"}
 DEVX=${DEVX:-$(pwd)/.devx}
@@ -25,11 +25,12 @@ cd "$ROOT"
 nvidia-smi --query-gpu=index,name,driver_version,memory.used,memory.total --format=csv > "$R/gpus.csv" 2>&1
 el() { echo $(( $(date +%s) - T0 )); }
 
-# 1. the fleet, in turn on the one GPU
+# 1. the fleet, in turn on the one GPU (PREV_FLEET: reports of an earlier call, to resume from)
 if [ "$FLEET" != none ]; then
+if [ -n "${PREV_FLEET:-}" ]; then mkdir -p "$R/fleet"; cp "$PREV_FLEET"/*.json "$R/fleet/"; fi
 s=$(date +%s)
 # shellcheck disable=SC2086
-timeout -s INT $(( LIMIT - 200 )) python3 -m cgplan capture --gpu $FLEET --backend vllm --out-dir "$R/fleet" \
+timeout -s INT "${FLEET_LIMIT:-$(( LIMIT - 200 ))}" python3 -m cgplan capture --gpu $FLEET --backend "$BACKEND" --out-dir "$R/fleet" \
   > "$R/fleet.out" 2> "$R/fleet.err"
 echo "fleet rc=$? $(( $(date +%s) - s ))s"; cat "$R/fleet.out"; tail -n 12 "$R/fleet.err"
 fi
@@ -41,7 +42,7 @@ for i in $(seq "${START_PAIR:-1}" "$PAIRS"); do
   if [ $(( i % 2 )) -eq 1 ]; then order="timing full"; else order="full timing"; fi
   for mode in $order; do
     s=$(date +%s)
-    timeout -s INT 150 python3 -m cgplan capture --gpu "$PAIR_CONFIG" --backend vllm --instrument "$mode" \
+    timeout -s INT 150 python3 -m cgplan capture --gpu "$PAIR_CONFIG" --backend "$BACKEND" --instrument "$mode" \
       -o "$R/overhead/$name-$mode$i.json" > "$R/overhead/$name-$mode$i.out" 2> "$R/overhead/$name-$mode$i.err"
     rc=$?; d=$(( $(date +%s) - s )); [ $d -gt $longest ] && longest=$d
     echo "pair $i $mode rc=$rc ${d}s"; gzip -f "$R/overhead/$name-$mode$i.err"
