@@ -72,6 +72,8 @@ def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
         "mixed": _ranges(m.mixed, "tokens"),
         "capture_wall_s": m.capture_wall_s,
         "capture_nvml_delta_bytes": m.capture_nvml_delta_bytes,
+        "instrumentation_s": m.instrumentation_s,
+        "instrumentation_nvml_s": m.instrumentation_nvml_s,
         "graph_nvml_total_bytes": sum(g.nvml_delta_bytes or 0 for g in m.graphs),
         "graph_torch_reserved_total_bytes": sum(g.torch_reserved_delta_bytes for g in m.graphs),
         "vllm": asdict(m.vllm),
