@@ -64,7 +64,7 @@ def test_fleet_aggregates_agree_with_their_reports() -> None:
             assert report["config_fingerprint"] == row["config_fingerprint"]
 
 
-@pytest.mark.parametrize("report", EVIDENCE, ids=[p.stem for p in EVIDENCE])
+@pytest.mark.parametrize("report", EVIDENCE, ids=[str(p.relative_to(H200).with_suffix("")) for p in EVIDENCE])
 def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
     """What vLLM captured and dispatched on the H200 equals what cgplan plans now."""
     doc = read_report(report)
