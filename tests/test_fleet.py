@@ -256,6 +256,7 @@ def test_renderers_show_every_config() -> None:
                 "plan_matches": True,
                 "eager_fallbacks_measured": [{"query_len": 17, "from_reqs": 31, "to_reqs": 32}],
                 "predicted_memory_mib": 169.1,
+                "predicted_memory_domain": "hidden size 512 is outside the fitted 2048..5120",
                 "measured_memory_mib": 96.0,
                 "predicted_capture_s": 2.75,
                 "measured_capture_s": 0.59,
@@ -277,6 +278,9 @@ def test_renderers_show_every_config() -> None:
     table = fleet_table(doc)
     assert "complete (resumed)" in table and "31-32×17" in table and "169 / 96" in table
     assert "crashed: <died>" in table
+    assert (
+        "169 / 96 †" in table and "† a|b: predicted outside the cost model's domain (hidden size 512" in table
+    )
     assert "a\\|b" in fleet_markdown(doc)
     page = fleet_html(doc)
     assert '<a href="a.json">a|b</a>' in page and "&lt;died&gt;" in page
