@@ -358,7 +358,8 @@ def test_a_report_from_another_cgplan_version_is_captured_again(tmp_path: Path) 
     assert json.loads(again.stdout)["configs"][0]["resumed"] is False
 
 
-def test_ctrl_c_keeps_every_finished_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_keeps_every_finished_report(tmp_path: Path, sig: signal.Signals) -> None:
     cfg = tmp_path / "cfg"
     for n in ("a", "b", "c"):
         write_config(cfg, n)
@@ -390,10 +391,10 @@ def test_ctrl_c_keeps_every_finished_report(tmp_path: Path) -> None:
         time.sleep(0.2)
     # b's child is now asleep inside its capture
     a_before = (out / "a.json").read_bytes()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
-    assert "interrupted (SIGINT); 1 complete report(s) kept" in err
+    assert f"interrupted ({sig.name}); 1 complete report(s) kept" in err
     assert (out / "a.json").read_bytes() == a_before
     doc = json.loads((out / "fleet.json").read_text())
     rows = {r["name"]: r for r in doc["configs"]}
