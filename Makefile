@@ -45,6 +45,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
 	$(BIN)/python benchmarks/bench_optimize.py --out benchmarks/results/optimize.json
+	$(BIN)/python benchmarks/bench_hooks.py --out benchmarks/results/hooks.json
 
 ## golden: re-record vLLM's answers for the corpus (needs the oracle venvs, see scripts/record_golden.py)
 golden:

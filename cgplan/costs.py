@@ -162,6 +162,8 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
     nvml = _bytes(m.get("capture_nvml_delta_bytes"), f"{report}:measured.capture_nvml_delta_bytes")
     if nvml is None:
         raise ReportError(f"{report}: no NVML figure for the capture phase")
+    if m.get("backend") == "fake":
+        raise ReportError(f"{report}: made by the fake backend (no GPU): nothing to fit on")
     measured = _measurements(m.get("graphs") or [], f"{report}:measured.graphs")
     wall = m.get("capture_wall_s")
     wall_s = None if wall is None else _number(wall, f"{report}:measured.capture_wall_s")

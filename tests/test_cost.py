@@ -235,3 +235,33 @@ def test_calibrate_refuses_a_plan_report(
     plan_report.write_text(out)
     code, _, err = run(monkeypatch, capsys, "calibrate", str(plan_report))
     assert code == 2 and "not a complete capture report" in err
+
+
+def test_calibrate_takes_a_folder_or_an_aggregate_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#19: a multi-config capture's output folder, or its fleet.json, stands for its complete
+    reports; anything else in the folder (a partial or fake-backend report, notes) is left out."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for n in FIT:
+        (folder / f"{n}.json").write_text(_report(n).read_text())
+    fake = json.loads(_report(FIT[0]).read_text())
+    fake["measured"]["backend"] = "fake"
+    (folder / "made-up.json").write_text(json.dumps(fake))
+    (folder / "notes.json").write_text("[1, 2]")
+    code, out, err = run(monkeypatch, capsys, "calibrate", str(folder), "--json")
+    assert code == 0, err
+    assert "2 file(s) that are not complete capture reports left out" in err
+    assert sorted(r["report"] for r in json.loads(out)["fit"]) == sorted(FIT)
+    rows = [{"name": n, "report": f"{n}.json", "status": "complete"} for n in FIT]
+    rows.append({"name": "oom", "report": "made-up.json", "status": "partial"})
+    (folder / "fleet.json").write_text(json.dumps({"schema_version": 1, "kind": "fleet", "configs": rows}))
+    out_file = tmp_path / "c.yaml"
+    for target in (folder, folder / "fleet.json"):
+        code, _, err = run(monkeypatch, capsys, "calibrate", str(target), "-o", str(out_file))
+        assert code == 0 and "1 config(s) without a complete report left out" in err
+        assert load_coefficients(out_file) == SHIPPED
+    # a fake-backend report named directly is refused, not fitted on
+    code, _, err = run(monkeypatch, capsys, "calibrate", str(folder / "made-up.json"))
+    assert code == 2 and "fake backend" in err

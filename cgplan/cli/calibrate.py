@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cgplan.calibrating import calibrate as run_calibrate
-from cgplan.calibrating import calibration_json, calibration_table
+from cgplan.calibrating import calibration_json, calibration_table, expand_reports
 from cgplan.cli._options import JsonOpt
 from cgplan.cli._output import write_artifact, write_artifacts
 from cgplan.costs import coefficients_text
@@ -17,7 +17,11 @@ from cgplan.costs import coefficients_text
 
 def calibrate(
     reports: Annotated[
-        list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
+        list[Path],
+        typer.Argument(
+            help="Complete capture reports (cgplan capture --gpu -o) to fit on; an aggregate report "
+            "(fleet.json) or a folder stands for the complete reports in it."
+        ),
     ],
     output: Annotated[
         Path | None,
@@ -27,7 +31,11 @@ def calibrate(
     ] = None,
     test: Annotated[
         list[Path] | None,
-        typer.Option("--test", help="Held-out capture reports to predict with the fit (repeatable)."),
+        typer.Option(
+            "--test",
+            help="Held-out capture reports (or an aggregate, or a folder) to predict with the fit "
+            "(repeatable).",
+        ),
     ] = None,
     gpu: Annotated[str, typer.Option("--gpu", help="GPU the reports were measured on.")] = "H200",
     measured_with: Annotated[
@@ -48,7 +56,11 @@ def calibrate(
     json_out: JsonOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
-    cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
+    fit_paths, notes = expand_reports(reports)
+    test_paths, test_notes = expand_reports(test or [])
+    for note in (*notes, *test_notes):
+        sys.stderr.write(f"cgplan: {note}\n")
+    cal = run_calibrate(fit_paths, test_paths, gpu, measured_with, configs)
     table = calibration_json(cal) if json_out else calibration_table(cal)
     if output is None:
         write_artifact(table, None)
