@@ -205,3 +205,52 @@ def test_optimize_in_time_beats_the_default_ladder_at_its_memory() -> None:
     assert o.step_ms < o.default_step_ms
     assert o.memory_mib is not None and o.default_memory_mib is not None
     assert o.memory_mib <= o.default_memory_mib
+
+
+def test_calibrate_latency_and_plan_with_the_users_coefficients(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.cli_helpers import run
+
+    out = tmp_path / "lat.json"
+    code, text, _ = run(
+        monkeypatch,
+        capsys,
+        "calibrate",
+        "--latency",
+        str(RUNS / "call1"),
+        "--test",
+        str(RUNS / "call2"),
+        "-o",
+        str(out),
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(text)
+    assert doc["held_out"]["points"] > 100 and doc["held_out"]["median_error"] < 0.10
+    mine = load_latency(out)
+    assert "qwen2.5-32b-mns256" in mine.fitted_on and "qwen3-4b-mns256" in mine.held_out
+    # A slower GPU's coefficients: the plan's figures follow the file given.
+    slow = tmp_path / "slow.json"
+    d = latency_to_dict(mine)
+    d["host_ms_eager_per_layer"] *= 3
+    slow.write_text(json.dumps(d))
+    _, base = run(monkeypatch, capsys, "plan", str(PR), "--json")[:2]
+    _, slower = run(monkeypatch, capsys, "plan", str(PR), "--json", "--latency-coefficients", str(slow))[:2]
+    a = json.loads(base)["predicted_latency"]["widest_eager_step_ms"]
+    b = json.loads(slower)["predicted_latency"]["widest_eager_step_ms"]
+    assert b > a
+
+
+def test_plan_traffic_histogram_weights_the_expected_step(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    code, text, _ = run(
+        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml")
+    )
+    assert code == 0
+    lat = json.loads(text)["predicted_latency"]
+    assert lat["traffic"].endswith("decode-heavy-mns32.yaml")
+    assert lat["expected_step_ms"] > 0 and lat["gaps"][0]["expected_cost_ms_per_step"] > 0

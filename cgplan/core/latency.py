@@ -342,6 +342,10 @@ def domain_caveats(c: LatencyCoefficients, inp: PlanInput) -> tuple[str, ...]:
     widest = inp.max_num_seqs * inp.uniform_decode_query_len
     if widest > c.max_tokens:
         out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest})")
+    if f"vLLM {inp.vllm_version}" not in c.measured_with:
+        out.append(
+            f"measured with {c.measured_with.split(',')[0]}; vLLM {inp.vllm_version}'s step may differ"
+        )
     out.append("attention over short contexts (KV reads of long contexts are not in the model)")
     return tuple(out)
 
