@@ -256,8 +256,24 @@ class LatencyPrediction:
         return self.widest_eager_step_ms / self.widest_graph_step_ms
 
 
+_MEMO: dict[tuple[str, int], tuple[object, list[int]]] = {}
+"""Per-table sorted keys (first batch of each range, a drafter ladder), keyed by the table's identity
+and holding the table itself so a reused id can never match: a cache, not state."""
+
+
+def _memo(kind: str, table: object, make: Callable[[], list[int]]) -> list[int]:
+    hit = _MEMO.get((kind, id(table)))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    if len(_MEMO) > 256:
+        _MEMO.clear()
+    keys = make()
+    _MEMO[(kind, id(table))] = (table, keys)
+    return keys
+
+
 def _lookup(ranges: tuple[DispatchRange, ...], n: int) -> DispatchRange | None:
-    firsts = [r.first for r in ranges]
+    firsts = _memo("firsts", ranges, lambda: [r.first for r in ranges])
     i = bisect.bisect_right(firsts, n) - 1
     if i >= 0 and ranges[i].first <= n <= ranges[i].last:
         return ranges[i]
@@ -266,7 +282,7 @@ def _lookup(ranges: tuple[DispatchRange, ...], n: int) -> DispatchRange | None:
 
 def _decode_ladder(plan: Plan) -> list[int]:
     fam = plan.graphs.get("drafter_decode") or ()
-    return sorted({g.num_tokens for g in fam if g.mode == "FULL"})
+    return _memo("ladder", fam, lambda: sorted({g.num_tokens for g in fam if g.mode == "FULL"}))
 
 
 def _has_drafter(inp: PlanInput) -> bool:
@@ -425,6 +441,15 @@ def predict_latency(
     hist = tuple(uniform) if uniform is not None else uniform_traffic(plan)
     target = forward_shape(inp.model)
     base = expected(c, plan, inp, hist, mixed)
+    memo: dict[tuple[int, int, str | None], float] = {}
+
+    def dec(n: int, q: int, mode: str | None = None) -> float:
+        key = (n, q, mode)
+        v = memo.get(key)
+        if v is None:
+            v = memo[key] = step_ms(c, target, decode_step(plan, inp, n, q, mode, n * q if mode else None))
+        return v
+
     weights: dict[int, float] = {}
     for n, w in hist:
         weights[n] = weights.get(n, 0.0) + w
@@ -442,13 +467,9 @@ def predict_latency(
             as_planned = step_ms(c, target, decode_step(plan, inp, last, q))
             graph = step_ms(c, target, decode_step(plan, inp, last, q, "FULL", last * q))
             exp_cost = sum(
-                weights.get(n, 0.0)
-                * (
-                    step_ms(c, target, decode_step(plan, inp, n, q))
-                    - step_ms(c, target, decode_step(plan, inp, n, q, "FULL", n * q))
-                )
-                for n in range(g.first, g.last + 1)
-                if weights.get(n)
+                w * (dec(n, q) - dec(n, q, "FULL"))
+                for n, w in weights.items()
+                if g.first <= n <= g.last and w
             )
             tokens = last * q
         else:
