@@ -53,9 +53,21 @@ def calibrate(
             "(default: the working directory).",
         ),
     ] = None,
+    latency: Annotated[
+        bool,
+        typer.Option(
+            "--latency",
+            help="Fit the step-latency model instead: REPORTS are raw latency runs "
+            "(lat-*.json of scripts/latency/measure_step.py, or folders of them); -o writes JSON.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
+    """Fit predicted graph-pool memory and capture time to measured captures (or, with --latency,
+    step times to measured steps); check held-out ones."""
+    if latency:
+        _calibrate_latency(reports, output, test or [], gpu, measured_with, max_error, json_out)
+        return
     fit_paths, notes = expand_reports(reports)
     test_paths, test_notes = expand_reports(test or [])
     for note in (*notes, *test_notes):
@@ -69,4 +81,54 @@ def calibrate(
         write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])
         sys.stderr.write(f"cgplan: coefficients written to {output}\n")
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
+        raise typer.Exit(1)
+
+
+def _calibrate_latency(
+    runs: list[Path],
+    output: Path | None,
+    test: list[Path],
+    gpu: str,
+    measured_with: str,
+    max_error: float | None,
+    json_out: bool,
+) -> None:
+    import json
+
+    from cgplan.latency import calibrate_latency, latency_to_dict, save_latency
+
+    cal = calibrate_latency(runs, test, gpu, measured_with)
+    if output is not None:
+        save_latency(cal.coefficients, output)
+        sys.stderr.write(f"cgplan: latency coefficients written to {output}\n")
+    if json_out:
+        doc = {
+            "schema_version": 1,
+            "kind": "latency-calibration",
+            "coefficients": latency_to_dict(cal.coefficients),
+            "fit": {
+                "points": cal.fit_points,
+                "median_error": cal.fit_median_error,
+                "within_10pct": cal.fit_within_10pct,
+            },
+            "held_out": {
+                "points": cal.held_out_points,
+                "median_error": cal.held_out_median_error,
+                "within_10pct": cal.held_out_within_10pct,
+            },
+        }
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    else:
+        text = (
+            f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "
+            f"{cal.fit_within_10pct:.0%} within 10%\n"
+            + (
+                f"held out {cal.held_out_points} points: median error {cal.held_out_median_error:.1%}, "
+                f"{cal.held_out_within_10pct:.0%} within 10%\n"
+                if cal.held_out_points
+                else "no held-out runs (--test RUN)\n"
+            )
+        )
+    write_artifact(text, None)
+    if max_error is not None and cal.held_out_points and cal.held_out_median_error * 100 > max_error:
         raise typer.Exit(1)

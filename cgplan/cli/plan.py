@@ -74,6 +74,20 @@ def plan(
             help="Cost-model coefficients (cgplan calibrate -o; default: the shipped H200 set).",
         ),
     ] = None,
+    latency_coefficients: Annotated[
+        Path | None,
+        typer.Option(
+            "--latency-coefficients",
+            help="Step-latency coefficients (cgplan calibrate --latency -o; default: the shipped H200 set).",
+        ),
+    ] = None,
+    traffic: Annotated[
+        Path | None,
+        typer.Option(
+            "--traffic",
+            help="Traffic histogram for the expected step time (default: every decode batch size once).",
+        ),
+    ] = None,
     no_color: NoColorOpt = False,
     fail_on_gap: Annotated[
         bool,
@@ -88,16 +102,30 @@ def plan(
     overrides = Overrides(vllm_version, platform, model_runner)
     pol = load_capture_policy(policy)
     coeffs = load_coefficients(coefficients) if coefficients is not None else None
+    from cgplan.latency import load_latency
+    from cgplan.traffic import load_traffic
+
+    lat = load_latency(latency_coefficients) if latency_coefficients is not None else None
+    hist = load_traffic(traffic) if traffic is not None else None
     if argv is not None:
         loaded, result = plan_vllm_args(
-            argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol, coefficients=coeffs
+            argv,
+            overrides,
+            model_config=model_config,
+            base_dir=Path.cwd(),
+            policy=pol,
+            coefficients=coeffs,
+            latency=lat,
+            traffic=hist,
         )
         source = SOURCE
     else:
         assert config is not None
         if model_config is not None:
             raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
-        loaded, result = plan_file(config, overrides, policy=pol, coefficients=coeffs)
+        loaded, result = plan_file(
+            config, overrides, policy=pol, coefficients=coeffs, latency=lat, traffic=hist
+        )
         source = str(config)
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
     tty = sys.stdout.isatty() and output is None

@@ -9,6 +9,7 @@ from cgplan.errors import ConfigRejected
 
 if TYPE_CHECKING:
     from cgplan.core.cost import CostPrediction
+    from cgplan.core.latency import LatencyPrediction
 
 
 class Rejected(ConfigRejected):
@@ -137,3 +138,5 @@ class Plan:
     """CUDA graphs per PIECEWISE descriptor (compiled pieces: layers + 1 for a dense model)."""
     cost: CostPrediction | None = None
     """Predicted memory and capture time (None: no cost coefficients were given)."""
+    latency: LatencyPrediction | None = None
+    """Predicted step times, gap costs and fix gains (None: no latency coefficients were given)."""

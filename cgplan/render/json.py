@@ -8,6 +8,7 @@ from typing import Any
 from cgplan import __version__
 from cgplan.core.cost import CostPrediction
 from cgplan.core.gaps import graph_count, padding_tokens
+from cgplan.core.latency import LatencyPrediction
 from cgplan.core.types import DispatchRange, Plan
 
 SCHEMA_VERSION = 1
@@ -46,6 +47,46 @@ def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
             for fm in c.by_family_mode
         ],
         "caveats": list(c.caveats),
+    }
+
+
+def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
+    """The latency model's prediction as JSON (None when no coefficients were used)."""
+    if lat is None:
+        return None
+    return {
+        "gpu": lat.gpu,
+        "traffic": lat.traffic,
+        "expected_step_ms": round(lat.expected_step_ms, 4),
+        "expected_eager_share": round(lat.expected_eager_share, 4),
+        "expected_tokens_per_s": round(lat.expected_tokens_per_s, 1),
+        "widest_step_ms": round(lat.widest_step_ms, 4),
+        "widest_graph_step_ms": round(lat.widest_graph_step_ms, 4),
+        "widest_eager_step_ms": round(lat.widest_eager_step_ms, 4),
+        "eager_graph_ratio": round(lat.eager_graph_ratio, 4),
+        "gaps": [
+            {
+                "gap": g.gap,
+                "widest_batch": g.widest_batch,
+                "step_ms": round(g.step_ms, 4),
+                "graph_step_ms": round(g.graph_step_ms, 4),
+                "cost_ms_per_step": round(g.cost_ms_per_step, 4),
+                "tokens_per_s": round(g.tokens_per_s, 1),
+                "graph_tokens_per_s": round(g.graph_tokens_per_s, 1),
+                "expected_cost_ms_per_step": round(g.expected_cost_ms_per_step, 5),
+            }
+            for g in lat.gaps
+        ],
+        "fixes": [
+            {
+                "fix": f.fix,
+                "expected_step_ms_after": round(f.expected_step_ms_after, 4),
+                "gain_ms_per_step": round(f.gain_ms_per_step, 5),
+                "widest_gap_gain_ms": round(f.widest_gap_gain_ms, 4),
+            }
+            for f in lat.fixes
+        ],
+        "caveats": list(lat.caveats),
     }
 
 
@@ -97,6 +138,7 @@ def plan_to_dict(
         "piecewise_pieces_per_graph": plan.piecewise_pieces_per_graph,
         "predicted_cost": cost_to_dict(plan.cost),
         "predicted_pool_bytes": round(plan.cost.total_mib * (1 << 20)) if plan.cost else None,
+        "predicted_latency": latency_to_dict(plan.latency),
         "uniform_decode": {
             str(ql): [_range(r, "reqs") for r in ranges] for ql, ranges in sorted(plan.uniform_decode.items())
         },
