@@ -140,19 +140,28 @@ def naive_dispatch_table(
 
 
 def _drafter_prefill(
-    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_tokens: int
+    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_size_tokens: int
 ) -> tuple[Graph, ...]:
-    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none."""
+    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none.
+
+    "pow2": request counts 1, 2, 4, ... × (1+K) tokens, bounded by the capture maximum (a graph
+    above it is never dispatched to: vLLM pads nothing past max_cudagraph_capture_size), plus the
+    widest request count that fits (max_num_seqs itself when it is not a power of two), so the
+    widest uniform prefill keeps a FULL graph.
+    """
     if full == "target" or not any(g.mode == "FULL" for g in graphs):
         return graphs
     piecewise = tuple(g for g in graphs if g.mode == "PIECEWISE")
     if full == "none":
         return piecewise
     q = k + 1
+    widest = min(max_num_seqs, max_size_tokens // q)
     counts, n = [], 1
-    while n <= max_num_seqs and n * q <= max_tokens:
+    while n <= widest:
         counts.append(n)
         n *= 2
+    if widest >= 1 and counts[-1] != widest:
+        counts.append(widest)
     return piecewise + tuple(Graph("FULL", n * q, n, q) for n in reversed(counts))
 
 
@@ -270,7 +279,7 @@ def build_plan(
                 rules.v2_candidates,
             )
             graphs["drafter_prefill"] = _drafter_prefill(
-                prefill.graphs(), rules.drafter_prefill_full, k, s, b
+                prefill.graphs(), rules.drafter_prefill_full, k, s, max_size
             )
             decode_graphs: tuple[Graph, ...] = ()
             decode_lens = _v2_query_lens(inp, rules, 1, runs)
