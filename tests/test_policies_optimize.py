@@ -83,9 +83,11 @@ def test_pow2_drafter_prefill_keeps_max_num_seqs_when_not_a_power_of_two() -> No
 def test_predicted_memory_per_policy() -> None:
     from cgplan.planning import plan_file
 
-    _, up = plan_file(MTP)
-    _, pow2 = plan_file(MTP, policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])
+    eagle = ROOT / "configs/gpu/llama8b-eagle-k3-mns64.yaml"  # dense, inside the cost model's domain
+    _, up = plan_file(eagle)
+    _, pow2 = plan_file(eagle, policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])
     assert up.cost is not None and pow2.cost is not None
+    assert up.cost.domain.inside and pow2.cost.domain.inside
     # fewer drafter FULL graphs: less graph state, never more
     assert len(full(pow2, "drafter_prefill")) < len(full(up, "drafter_prefill"))
     assert pow2.cost.total_mib < up.cost.total_mib

@@ -82,6 +82,20 @@ class VllmRules:
     (`_normalize_piecewise_cudagraph_mode`, 0.30+)."""
     serve_b200_batched_tokens: int = 8192
     """`vllm serve`'s default max_num_batched_tokens on a B200-class (≥160 GiB) GPU."""
+    # Parallelism, LoRA, microbatching (#16): vllm/config/vllm.py, parallel.py, model.py.
+    v2_dbo_check: str = "enable_dbo"
+    """How V2 refuses microbatching: "enable_dbo" (`enable_dbo` alone, "dual batch overlap",
+    0.26–0.29) or "ubatching" (`_get_dbo_unsupported_features` on `use_ubatching`, 0.30+)."""
+    v2_eagle3_pp_unsupported: bool = True
+    """V2 lacks "EAGLE3 with pipeline parallelism" (0.26–0.29)."""
+    v1_pp_async_unsupported: bool = False
+    """V1 refuses "pipeline parallelism with async scheduling" (`_validate_v1_model_runner`, 0.31+)."""
+    ubatch_threshold_check: bool = False
+    """ParallelConfig refuses DBO thresholds below the microbatch count (0.30+)."""
+    dcp_gqa_check: bool = False
+    """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads (0.29+)."""
+    v2_ubatch_twins: bool = False
+    """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
     # What-if knobs (cgplan.core.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
@@ -157,10 +171,23 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         v2_default_moe_architectures=None,
+        dcp_gqa_check=True,
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
-_r = _release(replace(_r, version="0.30.0", non_compile_keeps_full_decode=True, flashinfer_xqa_sm90=True))
+# DBO on V2: `_get_dbo_unsupported_features` and microbatched twins; the threshold check.
+_r = _release(
+    replace(
+        _r,
+        version="0.30.0",
+        non_compile_keeps_full_decode=True,
+        flashinfer_xqa_sm90=True,
+        v2_dbo_check="ubatching",
+        v2_eagle3_pp_unsupported=False,
+        ubatch_threshold_check=True,
+        v2_ubatch_twins=True,
+    )
+)
 # #57355: a non-speculative max_num_seqs gets its own exact size. draft_model runs on V2
 # (its speculator captures nothing); MLA builders report higher support.
 _r = _release(
@@ -170,6 +197,7 @@ _r = _release(
         decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS,
         v2_runner_unsupported_methods={"ngram": "ngram/ngram_gpu speculative decoding"},
         mla_uniform_levels_raised=True,
+        v1_pp_async_unsupported=True,
     )
 )
 # The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
