@@ -92,8 +92,8 @@ def test_every_config_is_recorded_for_every_release() -> None:
     for p in RECORDS:
         name, version = p.name.removesuffix(".json.gz").split(".", 1)
         recorded.setdefault(name, set()).add(version)
-    assert corpus and set(recorded) <= corpus
-    assert {"0.33.0"} <= {v for vs in recorded.values() for v in vs} <= set(SUPPORTED_VERSIONS)
+    assert len(corpus) >= 40
+    assert recorded == {name: set(SUPPORTED_VERSIONS) for name in corpus}
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=[p.name.removesuffix(".json.gz") for p in RECORDS])

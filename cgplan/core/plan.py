@@ -269,6 +269,27 @@ def build_plan(
     if rules.v2_ubatch_twins and inp.use_ubatching and inp.data_parallel_size > 1:
         # maybe_build_ubatch_runner: microbatching needs the DP handshake (more than one DP rank)
         ubatch = Microbatching(inp.num_ubatches, inp.dbo_decode_token_threshold)
+    if inp.enable_lora:
+        notes.append(
+            Note(
+                "lora_cases",
+                f"LoRA: every capture size is captured for num_active_loras in {list(loras)} "
+                f"(model runner {runner.upper()}, cudagraph_specialize_lora="
+                f"{inp.cudagraph_specialize_lora}); a batch with adapters replays the "
+                f"{loras[-1]}-adapter graphs",
+            )
+        )
+    q_slots = inp.max_num_seqs * inp.uniform_decode_query_len
+    if inp.speculative is not None and not runs and inp.max_num_batched_tokens < q_slots:
+        # vLLM accepts it (no release checks it at config time); the scheduler's budget caps decode
+        notes.append(
+            Note(
+                "decode_budget",
+                f"max_num_batched_tokens {inp.max_num_batched_tokens} < max_num_seqs x (1+K) = "
+                f"{q_slots}: at most {inp.max_num_batched_tokens // inp.uniform_decode_query_len} "
+                "requests decode in one step",
+            )
+        )
     q = inp.uniform_decode_query_len
     ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
     notes.extend(ladder.notes)
@@ -315,6 +336,15 @@ def build_plan(
             ubatch,
         )
         graphs["target"] = manager.graphs()
+        twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
+        if twins:
+            notes.append(
+                Note(
+                    "ubatch_twins",
+                    f"DBO: {twins} FULL graphs of at least {inp.dbo_decode_token_threshold} tokens are "
+                    f"also captured split into {inp.num_ubatches} microbatches (DP {inp.data_parallel_size})",
+                )
+            )
         tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())

@@ -104,8 +104,22 @@ def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
             "enable_expert_parallel",
             "Number of experts in the model must be greater than 0 when expert parallelism is enabled.",
         )
-    if rules.dcp_gqa_check and dcp > 1 and not inp.model.use_mla:
+    if dcp > 1 and not inp.model.use_mla:
         kv_heads = inp.model.num_key_value_heads
+        if rules.dcp_gqa_check == "assert":
+            if tp <= kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    f"tensor parallel size {tp} must be greater than total num kv heads {kv_heads} "
+                    "when enable decode context parallel for GQA/MQA",
+                )
+            if dcp > tp // kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    "decode context parallel size must less than or equal to (tensor parallel size "
+                    f"{tp} // total num kv heads {kv_heads}) = {tp // kv_heads}, but got {dcp}",
+                )
+            return
         if tp <= kv_heads:
             raise Rejected(
                 "decode_context_parallel_size",
@@ -177,7 +191,9 @@ def _check_v1(inp: PlanInput, rules: VllmRules) -> None:
     if rules.v1_pp_async_unsupported and inp.pipeline_parallel_size > 1 and inp.async_scheduling:
         raise Rejected(
             "async_scheduling",
-            "Async scheduling is not supported by the V1 model runner with pipeline parallelism.",
+            "Async scheduling is not supported by the V1 model runner with pipeline parallelism."
+            if rules.v1_pp_async_message == "async"
+            else "Model Runner V1 does not support: pipeline parallelism with async scheduling",
         )
 
 

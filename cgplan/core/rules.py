@@ -92,8 +92,12 @@ class VllmRules:
     """V1 refuses "pipeline parallelism with async scheduling" (`_validate_v1_model_runner`, 0.31+)."""
     ubatch_threshold_check: bool = False
     """ParallelConfig refuses DBO thresholds below the microbatch count (0.30+)."""
-    dcp_gqa_check: bool = False
-    """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads (0.29+)."""
+    dcp_gqa_check: str = "assert"
+    """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads: as an assertion
+    (0.26.0) or a ValueError with flag advice (0.27.1+)."""
+    v1_pp_async_message: str = "unsupported"
+    """V1 + PP + async scheduling: "unsupported" (`_validate_v1_model_runner`, 0.31–0.32) or
+    "async" (the async-scheduling check fails first, 0.33)."""
     v2_ubatch_twins: bool = False
     """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
     # What-if knobs (cgplan.core.policies): upstream values in every release.
@@ -147,6 +151,7 @@ _r = _release(
             *(_r.v2_default_moe_architectures or ()),
             "KimiK3ForConditionalGeneration",
         ),
+        dcp_gqa_check="error",
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
@@ -171,7 +176,6 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         v2_default_moe_architectures=None,
-        dcp_gqa_check=True,
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
@@ -212,7 +216,15 @@ _r = _release(
     )
 )
 # FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2.
-_r = _release(replace(_r, version="0.33.0", fa4_always=True, flashinfer_fa2_native_below_sm90=True))
+_r = _release(
+    replace(
+        _r,
+        version="0.33.0",
+        fa4_always=True,
+        flashinfer_fa2_native_below_sm90=True,
+        v1_pp_async_message="async",
+    )
+)
 
 SUPPORTED_VERSIONS: tuple[str, ...] = tuple(RELEASES)
 """Every release cgplan knows, oldest first."""
