@@ -12,7 +12,10 @@
 # pass it explicitly from elsewhere). The device call carries the result like the dense payload
 # (`carry: [".devx/payload-moe.tar.xz", ".devx/scripts", ".devx/models"]`, 64 MiB in all with the
 # tracked files): the script fails when the archive is over LIMIT_MIB (default 56 MiB).
-# Status: written, not yet built or run on the device (the device was not lent to #16 this session).
+# Status: built once here (2026-12-01, ~20 min on a loaded 2-core machine), never run on the device:
+# the archive came out at 62 MiB (the dense one is 41 MiB), over the limit: _moe_C keeps 19.4 MB of
+# live sm_90 cubins (from 40.1 MB), FlashMLA 0.3 MB. Next step: drop the quantised (Marlin/GPTQ/AWQ)
+# MoE fatbins, which bf16 dummy weights never reach, or carry the MoE library in a second archive.
 set -euo pipefail
 W=${1:?workdir}; OUTF=${2:?output .tar.xz}; FATBIN_DIR=${3:-}
 LIMIT_MIB=${LIMIT_MIB:-56}
