@@ -158,7 +158,7 @@ def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
     """A plan as a comparison side (its predicted cost, when it has one, as the pool and time)."""
-    if pool_bytes is None and plan.cost is not None and plan.cost.graphs:
+    if pool_bytes is None and plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure:
         pool_bytes = round(plan.cost.total_mib * (1 << 20))
     return Side(
         label=label,

@@ -110,10 +110,23 @@ def cost_lines(plan: Plan) -> list[str]:
     if c is None or not c.graphs:
         return []
     per_gpu = " per GPU" if plan.cost and any("tensor parallel" in x for x in c.caveats) else ""
+    d = c.domain
+    if not d.figure:
+        return [
+            f"predicted graph memory{per_gpu}: no figure · outside the validated domain: "
+            + "; ".join(d.outside),
+            f"  validated domain ({c.gpu} cost model): {d.fitted}",
+        ]
+    band = "" if d.inside else f", band x{d.band_factor:g} wider: outside the validated domain"
     lines = [
-        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB ({c.low_mib:,.0f}..{c.high_mib:,.0f}) "
+        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB "
+        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) "
         f"taken from the KV cache · capture ~{c.capture_s:.1f} s · {c.gpu} cost model"
     ]
+    if d.inside:
+        lines.append(f"  inside the validated domain: {d.fitted}")
+    else:
+        lines.append(f"  outside the validated domain ({d.fitted}): " + "; ".join(d.outside))
     lines.extend(
         f"  {fm.family} {fm.mode}: {fm.graphs} graphs, pool {fm.pool_mib:,.0f} MiB + graph state "
         f"{fm.exec_mib:,.0f} MiB"
