@@ -3,6 +3,7 @@ files or stalls a comparison."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -584,3 +585,72 @@ def test_a_replaced_file_keeps_its_mode_and_a_link_stays_a_link(tmp_path: Path) 
     write_atomically(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
     assert stat.S_IMODE(real.stat().st_mode) == 0o644
+
+
+# --- 5. the sweep's bound and the log patterns -------------------------------------------------
+
+
+def test_a_repeated_sweep_axis_counts_in_the_walk_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Repeating an axis skipped the bound: 199 × 1,001 plans of a million requests each (days).
+    import cgplan.sweeping
+
+    def walked(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the grid was walked, not refused")
+
+    monkeypatch.setattr(cgplan.sweeping, "sweep", walked)
+    code, out, err = run(
+        monkeypatch,
+        capsys,
+        "sweep",
+        str(PR),
+        "--set",
+        "max_num_seqs=1..199",
+        "--set",
+        "max_num_seqs=999000..1000000",
+        "--set",
+        "max_num_batched_tokens=10000000",
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("cgplan: error: --set: 199,199 plans walking 199,099,400,500 request counts in all")
+
+
+# Each line makes one of vLLM's log patterns work hard on every attempt (a prefix repeated
+# without what must follow it): searched by a backtracking engine, quadratic in the line.
+CRAFTED_LINES = {
+    "runner_fallback": "Model Runner V2 does not yet support 1 ",
+    "speculator_capture": "Capturing model for 1 ",
+    "non_default_args": "non-default args: {",
+    "profiling_group": "1",
+    "bar": "Capturing ",
+    "bar_paren": "Capturing CUDA graphs (",
+    "mode_downgrade": "CUDAGraphMode.FULL is not supported with X backend (support: ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED_LINES))
+def test_log_patterns_are_linear_on_a_crafted_long_line(name: str, tmp_path: Path) -> None:
+    # 500,000 characters: these took minutes to hours (profiling_group: 18 s at 20,000);
+    # linear patterns take milliseconds. The alarm is a generous bound that turns a hang into
+    # a failure, not a timing assertion.
+    from cgplan.logs import LOG_FORMATS, LogError, parse_file
+
+    unit = CRAFTED_LINES[name]
+    line = unit * (500_000 // len(unit))
+    pattern = getattr(LOG_FORMATS[-1], name.removesuffix("_paren"))
+
+    def too_slow(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"{name}: not linear on a crafted line")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(30)
+    try:
+        list(pattern.finditer(line))
+        log = tmp_path / "vllm.log"
+        log.write_text(f"INFO 01-01 00:00:00 [core.py:1] {line}\n")
+        with contextlib.suppress(LogError):  # not a vLLM log: refused, once it was read
+            parse_file(log)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
