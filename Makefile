@@ -64,7 +64,8 @@ golden: oracle-venvs
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 
-## fuzz: the full fuzz run (10,000 config documents, reports, policies, --set strings) through
+## fuzz: the full fuzz run (10,000 config documents, reports, policies, --set strings, and reports
+## with partial/failed statuses and hostile `source` fields: never a pass, never a file read outside) through
 ## the CLI; no traceback, exit 0/1/2 with one located error line, bounded time per input.
 ## Writes benchmarks/results/fuzz.json (FUZZ_SEED=N replays a run).
 fuzz: $(STAMP)

@@ -59,8 +59,9 @@ def test_fault_reports_fail_the_default_gate_naming_the_failure(
     assert lines[0] == f"FAIL {report}"
     assert lines[-1] == "gate failed: 0/1 targets pass"
     checks = lines[1:-1]
-    assert len(checks) == 3 and all(line.startswith("  FAIL ") for line in checks)
+    assert len(checks) == 4 and all(line.startswith("  FAIL ") for line in checks)
     assert all(f"capture partial ({failure}" in line for line in checks)
+    assert checks.pop(0).startswith("  FAIL capture_complete: capture partial (")
     assert "no uniform-decode outcome for 1-" in checks[0] and "no uniform-decode outcome" in checks[1]
     assert missing in checks[2]
 
