@@ -27,6 +27,7 @@ test: $(STAMP)
 GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
 	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
 gate-examples: $(STAMP)
+	mkdir -p .cache
 	PYTHON=$(BIN)/python scripts/cgplan-gate --policy configs/gates/default.yaml \
 		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
 	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
