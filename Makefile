@@ -27,6 +27,7 @@ test: $(STAMP)
 GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
 	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
 gate-examples: $(STAMP)
+	mkdir -p .cache
 	PYTHON=$(BIN)/python scripts/cgplan-gate --policy configs/gates/default.yaml \
 		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
 	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
@@ -64,7 +65,8 @@ golden: oracle-venvs
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 
-## fuzz: the full fuzz run (10,000 config documents, reports, policies, --set strings) through
+## fuzz: the full fuzz run (10,000 config documents, reports, policies, --set strings, and reports
+## with partial/failed statuses and hostile `source` fields: never a pass, never a file read outside) through
 ## the CLI; no traceback, exit 0/1/2 with one located error line, bounded time per input.
 ## Writes benchmarks/results/fuzz.json (FUZZ_SEED=N replays a run).
 fuzz: $(STAMP)

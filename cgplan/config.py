@@ -304,9 +304,10 @@ def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
             folder = base_dir / folder
         if not (folder / "config.json").is_file():
             return None
-        return read_model_shape(folder, "speculative_config.model")
-    except (OSError, ValueError, RuntimeError, ConfigError):
+    except (OSError, ValueError, RuntimeError):
         return None
+    # A draft config.json that is there is read like the target's: a bad dimension is an error.
+    return read_model_shape(folder, "speculative_config.model")
 
 
 def read_model_shape(folder: Path, path: str) -> ModelShape:
@@ -334,9 +335,22 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         raise _err(path, f"{cfg_file} is not a JSON object")
     text: dict[str, Any] = hf["text_config"] if isinstance(hf.get("text_config"), dict) else hf
 
-    def num(key: str, default: int) -> int:
-        v = text.get(key, default)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+    where = "text_config." if text is not hf else ""
+
+    def num(key: str, default: int, *, minimum: int = 1, maximum: int = MAX_REASONABLE) -> int:
+        # A value that is there must be usable: 0 or -1 silently became the default, and every
+        # prediction from it was absurd. null is "not given" (some configs write head_dim: null).
+        v = text.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= maximum:
+            raise _err(
+                path,
+                f"{cfg_file}:{where}{key}: not a usable model dimension",
+                v,
+                f"an integer from {minimum} to {maximum:,}",
+            )
+        return v
 
     archs = hf.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else "LlamaForCausalLM"
@@ -356,11 +370,9 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         dtype=dtype if isinstance(dtype, str) and dtype else "bfloat16",
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
-        num_nextn_predict_layers=num("num_nextn_predict_layers", 0)
-        if "num_nextn_predict_layers" in text
-        else 0,
-        max_position_embeddings=num("max_position_embeddings", 2048),
-        derived_max_model_len=num("max_position_embeddings", 0) or None
+        num_nextn_predict_layers=num("num_nextn_predict_layers", 0, minimum=0),
+        max_position_embeddings=num("max_position_embeddings", 2048, maximum=1 << 31),
+        derived_max_model_len=num("max_position_embeddings", 0, maximum=1 << 31) or None
         if "max_position_embeddings" in text
         and not text.get("rope_scaling")
         and "model_max_length" not in text

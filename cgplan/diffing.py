@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from cgplan.capture_policies import load_capture_policy
@@ -17,6 +18,35 @@ def split_versions(values: list[str]) -> list[str]:
     for v in values:
         out += [x for x in v.split("..") if x] if ".." in v else [v]
     return out
+
+
+def _refuse_options_for_reports(a: Path, b: Path | None, vs: list[str], pols: Sequence[object]) -> None:
+    """A report holds one release's plan under one capture policy: a release or a policy given
+    for its side cannot apply, and ignoring it would show "nothing changed"."""
+    sides = [a] if b is None else [a, b]
+    if b is None and is_report(a) and (vs or pols):
+        option = "--vllm-version" if vs else "--policy"
+        raise ConfigError(
+            option,
+            f"{a} is a report: it holds one release's plan under one policy, so {option} cannot "
+            "apply to it (compare two reports, or give the config)",
+        )
+    reports = [p for p in sides if is_report(p)]
+    if len(reports) == len(sides) and (vs or pols):
+        option = "--vllm-version" if vs else "--policy"
+        raise ConfigError(option, f"{a} and {b} are reports: {option} applies to configs only")
+    if len(vs) == 2 and b is not None:
+        for path, v in ((a, vs[0]), (b, vs[1])):
+            if is_report(path):
+                raise ConfigError(
+                    "--vllm-version", f"{v} is given for {path}, a report: a release applies to configs only"
+                )
+    if len(pols) == 2 and b is not None:
+        for path in (a, b):
+            if is_report(path):
+                raise ConfigError(
+                    "--policy", f"a policy is given for {path}, a report: it applies to configs only"
+                )
 
 
 def diff_paths(
@@ -35,6 +65,7 @@ def diff_paths(
     pols = [load_capture_policy(p) for p in (policies or [])]
     if len(pols) > 2:
         raise ConfigError("--policy", "at most two policies (one per side)")
+    _refuse_options_for_reports(a, b, split_versions(versions), pols)
     if b is None and len(pols) == 2:
         vs_one = split_versions(versions)
         ov = Overrides(vllm_version=vs_one[0] if vs_one else None)
@@ -59,8 +90,9 @@ def diff_paths(
         )
     va = vs[0] if vs else None
     vb = vs[-1] if vs else None
-    side_a = load_side(a, Overrides(vllm_version=va), policy=pa)
-    side_b = load_side(b, Overrides(vllm_version=vb), policy=pb)
+    need = not allow_mismatch
+    side_a = load_side(a, Overrides(vllm_version=va), policy=pa, require_fingerprint=need)
+    side_b = load_side(b, Overrides(vllm_version=vb), policy=pb, require_fingerprint=need)
     d = diff_sides(side_a, side_b)
     if (is_report(a) or is_report(b)) and not d.fingerprints_match and not allow_mismatch:
         raise ReportError(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import stat
 import sys
@@ -37,8 +38,24 @@ _DIRECT_PREFIXES = ("/dev/std", "/dev/fd/", "/proc/")
 written to as the descriptor, whatever it is open on (a file given with `>>` stays appended to)."""
 
 
+_UNSAFE = re.compile(
+    "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+"""What must not reach a terminal, a JUnit file, markdown or HTML raw: control characters but
+tab and newline, escape sequences other than the colour (SGR) ones cgplan's own terminal
+output uses, and bidirectional overrides that reorder what a reader sees."""
+
+
+def _escape(m: re.Match[str]) -> str:
+    # \uXXXX: readable on a terminal, and inside a JSON string the same character again.
+    return f"\\u{ord(m.group(0)):04x}"
+
+
 def _safe(text: str) -> str:
-    """`text` with lone surrogates (undecodable bytes of a file name) written as escapes."""
+    """`text` fit for any output: lone surrogates (undecodable bytes of a file name) and the
+    characters of `_UNSAFE` (from inputs: file names, logs, reports) written as escapes. JSON
+    has none (json.dumps escapes them), so this changes only what is broken."""
+    text = _UNSAFE.sub(_escape, text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -29,14 +29,17 @@ def gate_targets(
     """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
     overrides = Overrides(vllm_version=vllm_version)
-    base = load_side(baseline, overrides) if baseline is not None else None
+    compared = baseline is not None  # then every report must say which config it describes
+    base = load_side(baseline, overrides, require_fingerprint=True) if baseline is not None else None
     if base is not None and base.status != "complete" and not allow_partial_baseline:
         why = f" ({base.failure})" if base.failure else ""
         raise ReportError(
             f"{baseline}:status: the baseline is a {base.status} capture{why}; give a complete "
             "one, or --allow-partial-baseline to compare against what it has"
         )
-    results = [evaluate_gate(policy, load_side(t, overrides), base) for t in targets]
+    results = [
+        evaluate_gate(policy, load_side(t, overrides, require_fingerprint=compared), base) for t in targets
+    ]
     return results, policy
 
 

@@ -58,6 +58,9 @@ class LogError(CgplanError):
 
 
 def _re(pattern: str) -> re.Pattern[str]:
+    # Every pattern is searched on lines a log's author controls: each keeps a failed attempt's
+    # work bounded (bounded repeats, word boundaries, a prefix that may not repeat), so a
+    # crafted long line costs linear time (tests/test_report_trust.py times none; it counts).
     return re.compile(pattern)
 
 
@@ -149,11 +152,13 @@ _MODE = r"(?:CUDAGraphMode\.)?(?P<mode>NONE|PIECEWISE|FULL_DECODE_ONLY|FULL_AND_
 _V0_26 = LogFormat(
     since="0.26.0",
     engine=_re(r"Initializing a V1 LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<config>.*)"),
-    non_default_args=_re(r"non-default args: (?P<args>\{.*\})\s*$"),
+    # The dict runs to the end of the line; it may not contain the prefix again, so a line of
+    # repeated prefixes is scanned once, not once per prefix (quadratic).
+    non_default_args=_re(r"non-default args: (?P<args>\{(?:(?!non-default args: ).)*\})\s*$"),
     chunked_prefill=_re(r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)"),
     v2_runner=_re(r"Using V2 Model Runner"),
     runner_fallback=_re(
-        r"Model Runner V2 does not yet support (?P<what>.+?); using the V1 model runner instead\.?"
+        r"Model Runner V2 does not yet support (?P<what>.{1,300}?); using the V1 model runner instead\.?"
     ),
     v1_source=_re(r"\[gpu_model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu_model_runner\b"),
     v2_source=_re(r"\[model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu\.model_runner\b"),
@@ -168,11 +173,11 @@ _V0_26 = LogFormat(
     ),
     mode_downgrade=_re(
         r"CUDAGraphMode\.(?P<from>\w+) is not supported (?:with spec-decode for attention backend "
-        r"(?P<spec_backend>\S+)|with (?P<backend>\S+) backend) \(support: ?(?P<support>[^)]*)\); "
+        r"(?P<spec_backend>\S+)|with (?P<backend>\S+) backend) \(support: ?(?P<support>[^)]{0,300})\); "
         r"setting cudagraph_mode=(?P<to>\w+)"
     ),
     profiling=_re(r"Profiling CUDA graph memory: (?P<groups>.*)"),
-    profiling_group=_re(r"(?P<mode>\w+)=(?P<count>\d+) \(largest=(?P<largest>\d+)\)"),
+    profiling_group=_re(r"\b(?P<mode>\w+)=(?P<count>\d+) \(largest=(?P<largest>\d+)\)"),
     estimate=_re(r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB total"),
     kv_memory=_re(r"Available KV cache memory: (?P<gib>[\d.]+) GiB"),
     kv_tokens=_re(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens"),
@@ -181,11 +186,11 @@ _V0_26 = LogFormat(
         r"CUDA graph pool memory: (?P<actual>[\d.]+) GiB \(actual\), (?P<estimated>[\d.]+) GiB "
         r"\(estimated\), difference: (?P<diff>[\d.]+) GiB \((?P<pct>[\d.]+)%\).*"
     ),
-    speculator_capture=_re(r"Capturing model for (?:[\w-]+ )*speculator\.\.\."),
+    speculator_capture=_re(r"Capturing model for (?:[\w-]+ ){0,8}speculator\.\.\."),
     capture_skipped=_re(r"Skipping (?:encoder and decoder )?CUDA graph capture"),
     engine_ready=_re(r"init engine \(profile, create kv cache, warmup model\) took"),
     bar=_re(
-        r"(?P<desc>Capturing [^\r\n:|]*?CUDA graphs(?: \([^)\r\n]*\))?): *\d+%\|[^|\r\n]*\| *"
+        r"(?P<desc>Capturing [^\r\n:|]{0,64}?CUDA graphs(?: \([^)\r\n]{0,128}\))?): *\d+%\|[^|\r\n]*\| *"
         r"(?P<n>\d+)/(?P<total>\d+)"
     ),
     bar_families=(

@@ -8,7 +8,7 @@ from cgplan.config import Overrides
 from cgplan.core.compare_sides import Side, rejected_side, side_from_plan
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.policies import UPSTREAM, CapturePolicy
-from cgplan.errors import ConfigRejected
+from cgplan.errors import ConfigRejected, ReportError, one_line
 from cgplan.planning import plan_file
 from cgplan.reports import read_report, side_from_report
 
@@ -19,12 +19,29 @@ def is_report(path: Path) -> bool:
 
 
 def load_side(
-    path: Path, overrides: Overrides | None = None, label: str | None = None, policy: CapturePolicy = UPSTREAM
+    path: Path,
+    overrides: Overrides | None = None,
+    label: str | None = None,
+    policy: CapturePolicy = UPSTREAM,
+    *,
+    require_fingerprint: bool = False,
 ) -> Side:
-    """Plan a config (a release's refusal becomes a rejected side) or read a report."""
-    name = label or str(path)
+    """Plan a config (a release's refusal becomes a rejected side) or read a report.
+
+    Raises:
+        ReportError: with `require_fingerprint` (the report is compared with another side),
+            a report that does not say which config it describes: deleting the fingerprint
+            must not get two different configs compared as one.
+    """
+    name = one_line(label or str(path))  # a file name reaches terminals, JUnit and markdown
     if is_report(path):
-        return side_from_report(read_report(path), name)
+        side = side_from_report(read_report(path), name)
+        if require_fingerprint and side.fingerprint is None:
+            raise ReportError(
+                f"{path}:config_fingerprint: missing (expected the fingerprint of the config the "
+                "report was made from, as plan --json and capture write it)"
+            )
+        return side
     try:
         loaded, plan = plan_file(path, overrides, with_fixes=False, policy=policy)
     except ConfigRejected as e:

@@ -124,13 +124,14 @@ def _check_walk(seqs: int, tokens: int, axes: list[tuple[str, list[Any]]], relea
     """Refuse a sweep whose plans would walk more than MAX_SWEEP_REQUESTS request counts.
 
     A point with max_num_batched_tokens < max_num_seqs is refused by vLLM at once and walks
-    nothing. Grids over the core's plan limit, and axes given twice, are left to the core.
+    nothing. Grids over the core's plan limit are left to the core. The grid is counted as
+    the core walks it: every axis multiplies the plans, and an axis given twice is walked as
+    the product of both, the later one's value winning at each point (the setters apply in
+    axis order), so `dict(axes)` holds the values that are planned.
     """
     values = dict(axes)
-    if len(values) < len(axes):
-        return
     plans = releases
-    for v in values.values():
+    for _, v in axes:
         plans *= len(v)
     if plans > MAX_SWEEP_POINTS:
         return

@@ -3,6 +3,7 @@ files or stalls a comparison."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -58,8 +59,9 @@ def test_fault_reports_fail_the_default_gate_naming_the_failure(
     assert lines[0] == f"FAIL {report}"
     assert lines[-1] == "gate failed: 0/1 targets pass"
     checks = lines[1:-1]
-    assert len(checks) == 3 and all(line.startswith("  FAIL ") for line in checks)
+    assert len(checks) == 4 and all(line.startswith("  FAIL ") for line in checks)
     assert all(f"capture partial ({failure}" in line for line in checks)
+    assert checks.pop(0).startswith("  FAIL capture_complete: capture partial (")
     assert "no uniform-decode outcome for 1-" in checks[0] and "no uniform-decode outcome" in checks[1]
     assert missing in checks[2]
 
@@ -584,3 +586,223 @@ def test_a_replaced_file_keeps_its_mode_and_a_link_stays_a_link(tmp_path: Path) 
     write_atomically(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
     assert stat.S_IMODE(real.stat().st_mode) == 0o644
+
+
+# --- 5. the sweep's bound and the log patterns -------------------------------------------------
+
+
+def test_a_repeated_sweep_axis_counts_in_the_walk_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Repeating an axis skipped the bound: 199 × 1,001 plans of a million requests each (days).
+    import cgplan.sweeping
+
+    def walked(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the grid was walked, not refused")
+
+    monkeypatch.setattr(cgplan.sweeping, "sweep", walked)
+    code, out, err = run(
+        monkeypatch,
+        capsys,
+        "sweep",
+        str(PR),
+        "--set",
+        "max_num_seqs=1..199",
+        "--set",
+        "max_num_seqs=999000..1000000",
+        "--set",
+        "max_num_batched_tokens=10000000",
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("cgplan: error: --set: 199,199 plans walking 199,099,400,500 request counts in all")
+
+
+# Each line makes one of vLLM's log patterns work hard on every attempt (a prefix repeated
+# without what must follow it): searched by a backtracking engine, quadratic in the line.
+CRAFTED_LINES = {
+    "runner_fallback": "Model Runner V2 does not yet support 1 ",
+    "speculator_capture": "Capturing model for 1 ",
+    "non_default_args": "non-default args: {",
+    "profiling_group": "1",
+    "bar": "Capturing ",
+    "bar_paren": "Capturing CUDA graphs (",
+    "mode_downgrade": "CUDAGraphMode.FULL is not supported with X backend (support: ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED_LINES))
+def test_log_patterns_are_linear_on_a_crafted_long_line(name: str, tmp_path: Path) -> None:
+    # 500,000 characters: these took minutes to hours (profiling_group: 18 s at 20,000);
+    # linear patterns take milliseconds. The alarm is a generous bound that turns a hang into
+    # a failure, not a timing assertion.
+    from cgplan.logs import LOG_FORMATS, LogError, parse_file
+
+    unit = CRAFTED_LINES[name]
+    line = unit * (500_000 // len(unit))
+    pattern = getattr(LOG_FORMATS[-1], name.removesuffix("_paren"))
+
+    def too_slow(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"{name}: not linear on a crafted line")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(30)
+    try:
+        list(pattern.finditer(line))
+        log = tmp_path / "vllm.log"
+        log.write_text(f"INFO 01-01 00:00:00 [core.py:1] {line}\n")
+        with contextlib.suppress(LogError):  # not a vLLM log: refused, once it was read
+            parse_file(log)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# --- 6. fingerprints, model shapes, control characters, options that cannot apply ----------------
+
+TINY_CONFIG = ROOT / "configs/gpu/tiny-eagle-k16.yaml"
+
+
+def test_a_report_without_a_fingerprint_is_not_compared(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Deleting config_fingerprint bypassed the mismatch check (None matched anything).
+    doc = json.loads(TINY_REPORT.read_text())
+    del doc["config_fingerprint"]
+    report = write(tmp_path / "r.json", doc)
+    other = H200 / "tiny-eagle-k16-max544-vllm.json"
+    expected = (
+        f"cgplan: error: {report}:config_fingerprint: missing (expected the fingerprint of the config "
+        "the report was made from, as plan --json and capture write it)\n"
+    )
+    code, out, err = run(monkeypatch, capsys, "diff", str(report), str(other))
+    assert (code, out, err) == (2, "", expected)
+    code, out, _ = run(monkeypatch, capsys, "diff", str(report), str(other), "--allow-mismatch")
+    assert code == 0 and out.startswith("A: ")
+    # gate --baseline compares too: both the baseline and the targets must say what they are
+    code, out, err = run(monkeypatch, capsys, "gate", str(TINY_REPORT), "--baseline", str(report))
+    assert (code, out, err) == (2, "", expected)
+    code, out, err = run(monkeypatch, capsys, "gate", str(report), "--baseline", str(TINY_REPORT))
+    assert (code, out, err) == (2, "", expected)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "got"),
+    [
+        ("hidden_size", 0, "0"),
+        ("hidden_size", -1, "-1"),
+        ("num_attention_heads", "32", "'32'"),
+        ("num_hidden_layers", True, "true"),
+    ],
+)
+def test_model_shape_fields_are_validated_where_read(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    key: str,
+    value: Any,
+    got: str,
+) -> None:
+    # hidden_size 0 or -1 silently became 4096, and the predictions with it were absurd.
+    model = tmp_path / "model"
+    model.mkdir()
+    hf = json.loads((ROOT / "configs/models/tiny-llama/config.json").read_text())
+    hf[key] = value
+    write(model / "config.json", hf)
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"model: {model}\nmax_num_seqs: 8\n")
+    code, out, err = run(monkeypatch, capsys, "plan", str(config))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"cgplan: error: {config}:model: {model / 'config.json'}:{key}: not a usable model dimension "
+        f"(got {got}; expected an integer from 1 to 10,000,000)\n"
+    )
+
+
+def test_a_bad_draft_model_config_is_refused_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    hf = json.loads((ROOT / "configs/models/tiny-llama/config.json").read_text())
+    hf["hidden_size"] = 0
+    write(draft / "config.json", hf)
+    config = tmp_path / "serve.yaml"
+    config.write_text(
+        f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 8\n"
+        f"speculative_config: {{method: eagle, num_speculative_tokens: 3, model: {draft}}}\n"
+    )
+    code, _, err = run(monkeypatch, capsys, "plan", str(config))
+    assert code == 2
+    assert f":speculative_config.model: {draft / 'config.json'}:hidden_size: not a usable" in err
+
+
+def test_control_characters_are_escaped_in_every_output_format(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Raw escape codes and newlines from a file name reached the terminal, JUnit and markdown.
+    hostile = tmp_path / "x\x1b]0;owned\x07\x1b[2J\u202e.yaml"
+    hostile.write_text(
+        PR.read_text().replace("../models/tiny-llama", str(ROOT / "configs/models/tiny-llama"))
+    )
+    junit, md, html = tmp_path / "j.xml", tmp_path / "v.md", tmp_path / "p.html"
+    outputs = []
+    code, out, _ = run(
+        monkeypatch, capsys, "gate", str(hostile), "--junit", str(junit), "--markdown", str(md)
+    )
+    assert code == 1
+    outputs += [out, junit.read_text(), md.read_text()]
+    code, out, _ = run(monkeypatch, capsys, "plan", str(hostile), "--html", str(html))
+    outputs += [out, html.read_text()]
+    code, out, _ = run(
+        monkeypatch, capsys, "diff", str(hostile), "--vllm-version", "0.26.0..0.33.0", "--markdown"
+    )
+    outputs.append(out)
+    for text in outputs:
+        assert not any(c in text for c in "\x1b\x07\u202e"), text[:300]
+    import xml.etree.ElementTree as ET
+
+    ET.fromstring(junit.read_text())  # XML 1.0 cannot carry a raw ESC at all
+
+
+def test_control_characters_from_a_log_do_not_reach_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    logs = sorted((ROOT / "tests/data/logs").glob("*.log"))
+    text = logs[0].read_text()
+    log = tmp_path / "vllm.log"
+    log.write_text(text.replace("Graph capturing finished", "\x1b[2J\x1b]0;x\x07Graph capturing finished", 1))
+    code, out, _ = run(monkeypatch, capsys, "logs", str(log))
+    assert code in (0, 1)
+    assert "\x1b" not in out and "\x07" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [str(TINY_REPORT), "--vllm-version", "0.26.0..0.33.0"],
+            f"--vllm-version: {TINY_REPORT} is a report: it holds one release's plan under one policy, "
+            "so --vllm-version cannot apply to it (compare two reports, or give the config)",
+        ),
+        (
+            [str(TINY_REPORT), str(TINY_REPORT), "--vllm-version", "0.26.0"],
+            f"--vllm-version: {TINY_REPORT} and {TINY_REPORT} are reports: "
+            "--vllm-version applies to configs only",
+        ),
+        (
+            [str(TINY_CONFIG), str(TINY_REPORT), "--vllm-version", "0.26.0..0.33.0"],
+            f"--vllm-version: 0.33.0 is given for {TINY_REPORT}, a report: a release applies to configs only",
+        ),
+        (
+            [str(TINY_REPORT), "--policy", "upstream", "--policy", "upstream"],
+            f"--policy: {TINY_REPORT} is a report: it holds one release's plan under one policy, "
+            "so --policy cannot apply to it (compare two reports, or give the config)",
+        ),
+    ],
+)
+def test_diff_refuses_options_that_cannot_apply_to_a_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    # `diff REPORT --vllm-version A..B` ignored the releases and said nothing changed.
+    code, out, err = run(monkeypatch, capsys, "diff", *args)
+    assert (code, out, err) == (2, "", f"cgplan: error: {message}\n")

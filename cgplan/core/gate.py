@@ -123,6 +123,10 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
     no_dispatch = _missing_shapes(side)
     no_graphs = _missing_graphs(side)
     incomplete = _incomplete(side)
+    if incomplete:
+        # By its own account the capture stopped early: even where its tables look whole, what
+        # it did not get to (mixed batches, memory, the rest of the engine) is unknown.
+        checks.append(Check("capture_complete", False, f"{incomplete}: gate a complete capture"))
     gaps = decode_gaps(side)
     if policy.no_eager_uniform_decode:
         eager = [g for g in gaps if g[3] == "NONE"]

@@ -623,6 +623,107 @@ def report_inputs(draw: st.DrawFn) -> Input:
     return Input("report", files, args)
 
 
+# ---------------------------------------------------------------- reports' status and source
+
+SECRET = "fuzz-secret-7f3a9c-never-printed"
+"""Planted in a file beside (outside) the case folder: no output may ever contain it."""
+
+
+def _trust_bases() -> dict[str, str]:
+    """Partial and failed captures (the H200 fault reports), complete ones, a cost-fit report."""
+    out: dict[str, str] = {}
+    names = [*(f"faults/{n}" for n in ("oom-eagle", "oom-torch-8b", "sigint-tiny")), "tiny-nospec-vllm"]
+    names.append("cost/fit-llama3b-mns128-vllm")
+    for name in names:
+        doc = json.loads((H200 / f"{name}.json").read_text())
+        doc["environment"] = {}
+        doc["vllm_log"] = []
+        out[name] = json.dumps(doc)
+    return out
+
+
+TRUST_BASES = _trust_bases()
+HOSTILE_SOURCES = (
+    "../secret.yaml",
+    "../../secret.yaml",
+    "secret.yaml",  # not in the case folder: only a search of parent folders would find it
+    "/etc/passwd",
+    "/etc/hostname",
+    "~/.ssh/id_rsa",
+    "/proc/self/environ",
+    "/dev/zero",
+    "inside/../../secret.yaml",
+    "inside.yaml",
+    "notyaml.txt",
+    "",
+    "a\x00b.yaml",
+    "x\x1b[2J\n.yaml",
+    "inside",
+    ".",
+    "x" * 5000 + ".yaml",
+    "configs/gpu/tiny-nospec.yaml",
+)
+
+
+@st.composite
+def trust_inputs(draw: st.DrawFn) -> Input:
+    """Capture reports with drawn statuses, failures, partial tables and hostile `source`
+    fields through gate, diff and calibrate: never a pass for what a capture lacks, never a
+    file read outside the folder named, never the planted secret in any output."""
+    name = draw(st.sampled_from(sorted(TRUST_BASES)))
+    doc = json.loads(TRUST_BASES[name])
+    status = draw(
+        st.sampled_from(("complete", "partial", "failed", "keep", "missing", "", "COMPLETE", 3, None))
+    )
+    if status == "missing":
+        doc.pop("status", None)
+    elif status != "keep":
+        doc["status"] = status
+    if coin(draw, 0.4):
+        doc["failure"] = draw(
+            st.one_of(st.sampled_from(TRICKY_STRINGS), st.text(max_size=40), st.none(), st.integers())
+        )
+    if coin(draw, 0.6):
+        doc["source"] = draw(st.one_of(st.sampled_from(HOSTILE_SOURCES), st.text(max_size=30), st.none()))
+    measured = doc.get("measured")
+    if isinstance(measured, dict):
+        graphs = measured.get("graphs") or []
+        if graphs and coin(draw, 0.4):
+            measured["graphs"] = graphs[: draw(st.integers(0, len(graphs)))]
+        ud = measured.get("uniform_decode") or {}
+        if coin(draw, 0.4):
+            measured["uniform_decode"] = {
+                k: v[: draw(st.integers(0, len(v)))] for k, v in ud.items() if coin(draw, 0.7)
+            }
+    if coin(draw, 0.1):
+        doc.pop("config_fingerprint", None)
+    text = json.dumps(doc, default=str).encode("utf-8", "surrogatepass")
+    files = (
+        ("r.json", text),
+        ("base.json", TRUST_BASES["tiny-nospec-vllm"].encode()),
+        ("../secret.yaml", f"{SECRET}: 1\n".encode()),
+        ("inside.yaml", f"model: ../secret.yaml\n{SECRET}: 2\n".encode()),
+        ("notyaml.txt", SECRET.encode()),
+    )
+    policy = str(EXAMPLES.parent / "gates" / "default.yaml")
+    args = draw(
+        st.sampled_from(
+            (
+                ("gate", "{r.json}"),
+                ("gate", "--policy", policy, "{r.json}"),
+                ("gate", "{base.json}", "--baseline", "{r.json}"),
+                ("gate", "{base.json}", "--baseline", "{r.json}", "--allow-partial-baseline"),
+                ("gate", "{r.json}", "--baseline", "{base.json}", "--junit", "-"),
+                ("diff", "{r.json}", "{base.json}", "--allow-mismatch"),
+                ("diff", "{base.json}", "{r.json}", "--markdown"),
+                ("calibrate", "{r.json}", "--configs", "{folder}"),
+                ("calibrate", "{r.json}"),
+            )
+        )
+    )
+    return Input("trust", files, args, options=("cannot fit the cost model", "--vllm-version"))
+
+
 # ---------------------------------------------------------------- gate policies
 
 policy_values = st.one_of(

@@ -1,5 +1,9 @@
 """No traceback for any input: drawn configs, reports, policies and --set strings through the CLI.
 
+The "trust" kind (#21) holds more than that: capture reports with drawn statuses, failures,
+partial tables and hostile `source` fields never pass the gate while partial or failed, are
+never taken as a baseline unless allowed, and never get a file outside the folder printed.
+
 `make test` runs a fast, derandomized subset (about 300 inputs). `make fuzz` (`pytest -m fuzz`)
 runs the full set (10,000 config documents and thousands of the rest) with a fresh seed
 (FUZZ_SEED to replay one) and writes benchmarks/results/fuzz.json.
@@ -28,24 +32,34 @@ from cgplan.config import load_config
 from cgplan.errors import CgplanError
 from cgplan.sweeping import parse_set
 from tests.fuzz.harness import ROOT, TIME_LIMIT_S, Run, Tally, materialize, problems, run_cli
-from tests.fuzz.strategies import Input, plan_inputs, policy_inputs, report_inputs, sweep_inputs
+from tests.fuzz.strategies import (
+    SECRET,
+    Input,
+    plan_inputs,
+    policy_inputs,
+    report_inputs,
+    sweep_inputs,
+    trust_inputs,
+)
 
 SWEEP_S_PER_PLAN = 0.005
 SWEEP_S_PER_REQUEST = 1e-6
 """A sweep may take TIME_LIMIT_S plus SWEEP_S_PER_PLAN per planned (point × release) plus
 SWEEP_S_PER_REQUEST per request count its plans walk (plans × the largest max_num_seqs)."""
-FAST = {"config": 130, "report": 80, "policy": 40, "sweep": 50}
+FAST = {"config": 130, "report": 80, "policy": 40, "sweep": 50, "trust": 40}
 FULL = {
     "config": int(os.environ.get("FUZZ_CONFIGS", "10000")),
     "report": int(os.environ.get("FUZZ_REPORTS", "3000")),
     "policy": int(os.environ.get("FUZZ_POLICIES", "1000")),
     "sweep": int(os.environ.get("FUZZ_SWEEPS", "2000")),
+    "trust": int(os.environ.get("FUZZ_TRUST", "2000")),
 }
 STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Input]]] = {
     "config": plan_inputs,
     "report": report_inputs,
     "policy": policy_inputs,
     "sweep": sweep_inputs,
+    "trust": trust_inputs,
 }
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
 COMMON = settings(
@@ -97,9 +111,31 @@ def core_slow(args: list[str], run: Run, found: list[str]) -> str | None:
     return None
 
 
+def trust_problems(inp: Input, args: list[str], run: Run) -> list[str]:
+    """What a report's status or `source` must never achieve (the "trust" kind, #21)."""
+    found = []
+    if SECRET in run.out or SECRET in run.err:
+        found.append("printed the content of a file outside the folder named (the planted secret)")
+    try:
+        status = json.loads(dict(inp.files)["r.json"]).get("status")
+    except (ValueError, AttributeError):
+        status = None
+    lacking = status in ("partial", "failed")
+    if lacking and args[0] == "gate" and "--baseline" not in args and run.code == 0:
+        found.append(f"a {status} capture passed the gate")
+    baseline_is_r = (
+        args[0] == "gate" and args[args.index("--baseline") + 1].endswith("r.json")
+        if ("--baseline" in args)
+        else False
+    )
+    if lacking and baseline_is_r and "--allow-partial-baseline" not in args and run.code != 2:
+        found.append(f"a {status} capture was taken as the baseline (exit {run.code})")
+    return found
+
+
 def judge(inp: Input, folder: Path) -> tuple[Run, list[str], str | None]:
     """Write the input's files, run it, and list what went wrong (and whether it is known core cost)."""
-    args = materialize(inp.files, inp.args, folder)
+    args = [a.replace("{folder}", str(folder)) for a in materialize(inp.files, inp.args, folder)]
     run = run_cli(args)
     limit = sweep_budget_s(args) if inp.kind == "sweep" else TIME_LIMIT_S
     found = problems(run, where=[str(folder), *inp.options], time_limit_s=limit)
@@ -107,10 +143,14 @@ def judge(inp: Input, folder: Path) -> tuple[Run, list[str], str | None]:
         # Once more after a full collection: a garbage-collector pause over the test's own
         # heap (thousands of drawn inputs) is not the input's cost.
         gc.collect()
-        again = run_cli(materialize(inp.files, inp.args, folder))
+        again = run_cli(
+            [a.replace("{folder}", str(folder)) for a in materialize(inp.files, inp.args, folder)]
+        )
         if again.cpu_seconds < run.cpu_seconds:
             run = again
             found = problems(run, where=[str(folder), *inp.options], time_limit_s=limit)
+    if inp.kind == "trust":
+        found += trust_problems(inp, args, run)
     slow = core_slow(args, run, found)
     if slow is not None:
         return run, [], slow
