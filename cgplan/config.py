@@ -545,6 +545,18 @@ def parse_config(
         model_runner=runner,
         attention_backend=backend,
         attention_cudagraph_support=support,
+        defaulted=tuple(
+            name
+            for name, given in (
+                ("vllm_version", overrides.vllm_version or cg.get("vllm_version")),
+                ("platform", overrides.platform or cg.get("platform")),
+                ("max_num_seqs", doc.get("max_num_seqs")),
+                ("max_num_batched_tokens", doc.get("max_num_batched_tokens")),
+                ("max_model_len", doc.get("max_model_len")),
+                ("cudagraph_mode", mode),
+            )
+            if given is None
+        ),
     )
     return inp, ignored
 

@@ -62,7 +62,7 @@ def test_pages_are_self_contained(tmp_path: Path) -> None:
 def test_chart_marks_the_pr50488_gap(tmp_path: Path) -> None:
     text = pages(tmp_path)["plan"].read_text()
     assert text.count('class="tier-chart"') == 1
-    assert 'class="band eager"' in text and "requests 31-32 × 17: eager" in text
+    assert 'class="band eager"' in text and "requests 31-32 × 17: EAGER" in text
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")

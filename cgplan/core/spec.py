@@ -112,6 +112,9 @@ class PlanInput:
     """Force an attention backend by vLLM's `AttentionBackendEnum` name."""
     attention_cudagraph_support: CGSupport | None = None
     """Force the attention CUDA-graph support level."""
+    defaulted: tuple[str, ...] = field(default=(), metadata={"fingerprint": False}, compare=False)
+    """Names of the fields above the config left unset, filled with vLLM's (or cgplan's)
+    default, so a report can say what it assumed (left out of the fingerprint and equality)."""
 
     @property
     def num_speculative_tokens(self) -> int:
