@@ -31,6 +31,7 @@ def plan_file(
     coefficients: CostCoefficients | None = None,
     latency: LatencyCoefficients | None = None,
     traffic: Traffic | None = None,
+    allow_over_budget: bool = False,
 ) -> tuple[LoadedConfig, Plan]:
     """Load `path` and plan it, with its predicted cost (`coefficients`, default: the shipped H200
     set); vLLM's refusals come back located in that file.
@@ -40,7 +41,8 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=fix_search(coefficients))
+        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=search)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
@@ -58,6 +60,7 @@ def plan_vllm_args(
     coefficients: CostCoefficients | None = None,
     latency: LatencyCoefficients | None = None,
     traffic: Traffic | None = None,
+    allow_over_budget: bool = False,
 ) -> tuple[LoadedConfig, Plan]:
     """Read a `vllm serve` command line as vLLM would, then plan it like the equivalent YAML.
 
@@ -73,7 +76,8 @@ def plan_vllm_args(
     try:
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
         loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
-        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=fix_search(coefficients))
+        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=search)
     except ConfigError as e:
         raise parsed.locate(e) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())

@@ -217,3 +217,26 @@ def test_search_replans_a_bounded_number_of_candidates() -> None:
         assert plan.gaps
         counts.append(calls[0])
     assert counts[1] <= counts[0] + 2 and counts[1] <= 16, counts
+
+
+def test_allow_over_budget_flag(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli_helpers import run
+
+    path = str(ROOT / "configs/examples/pr50488-eagle-k16.yaml")
+    code, out, _ = run(monkeypatch, capsys, "plan", "--allow-over-budget", path)
+    assert code == 0 and "fix: --max-cudagraph-capture-size 544" in out
+
+
+def test_fix_line_is_unbroken_at_any_width(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: long flags were folded with newlines in the middle of numbers (…,128,136,1⏎44,…)."""
+    from cgplan.render.table import render_table
+
+    _, plan = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
+    for width in (40, 80, 100, 200):
+        text = render_table(plan, width=width)
+        for fix in plan.fixes:
+            assert fix.command_line in text.replace("fix: ", "\n").replace("or: ", "\n").splitlines() or any(
+                line.endswith(fix.command_line) for line in text.splitlines()
+            ), width

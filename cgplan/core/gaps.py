@@ -310,9 +310,28 @@ def _sizes_change(base: PlanInput, sizes: Iterable[int]) -> PlanInput:
     )
 
 
-def _size_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
-    """Capture-size changes aimed at `plan`'s gaps (`plan` is `inp` planned)."""
+def _multiples(step: int, lo: int, hi: int) -> int:
+    """How many multiples of `step` lie in lo..hi."""
+    return max(0, hi // step - (lo - 1) // step) if hi >= lo else 0
+
+
+def grid_count(lo: int, hi: int) -> int:
+    """Entries of vLLM's 1, 2, 4, 8..248/8, 256../16 grid inside lo..hi, counted in O(1) (the
+    token grid and the request-count grid share the shape; `token_grid`, `request_counts`)."""
+    small = sum(1 for n in (1, 2, 4) if lo <= n <= hi)
+    return small + _multiples(8, max(lo, 8), min(hi, 255)) + _multiples(16, max(lo, 256), hi)
+
+
+def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> Iterator[_Candidate]:
+    """Capture-size changes aimed at `plan`'s gaps (`plan` is `inp` planned). With `limit`, a
+    change whose new sizes alone outnumber it is not even built: each new size is at least one
+    graph (sizes on 8/16 grids stay distinct after V1's rounding to multiples of q ≤ 8)."""
     gaps = [g for g in plan.gaps if g.query_len]
+    q = inp.uniform_decode_query_len
+
+    def too_many(count: int) -> bool:
+        return limit is not None and count > limit
+
     if not gaps or plan.cudagraph_mode == "NONE":
         return
     b_tokens = inp.max_num_batched_tokens
@@ -322,7 +341,8 @@ def _size_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
     beyond = [g for g in gaps if g.mode == "NONE" and g.last * (g.query_len or 1) > plan.max_capture_size]
     have = set(plan.capture_sizes)
     # 1. raise the maximum (vLLM fills the token grid up to it)
-    if beyond:
+    # (V1 rounds sizes up to multiples of q: at least widest // max(16, q) of them stay distinct)
+    if beyond and not too_many(grid_count(1, widest) if q <= 8 else widest // max(16, q)):
         if inp.cudagraph_capture_sizes is None:
             yield _Candidate(
                 (f"raise max_cudagraph_capture_size to {widest}",),
@@ -351,6 +371,9 @@ def _size_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
         )
     # 3. per-tier request grids (vLLM #50488's shape: 1, 2, 4, 8, 16, ... requests × query length)
     grid_sizes: set[int] = set()
+    # distinct request counts × one query length are distinct sizes, V1's rounding included
+    if too_many(max((grid_count(g.first, g.last) for g in gaps), default=0)):
+        return
     for g in gaps:
         q = g.query_len or 1
         counts = [n for n in request_counts(g.last, 1 << 30) if n >= g.first]
@@ -689,7 +712,8 @@ def propose_fixes(
         if after is not None and after.gaps:
             bases.append((cand, after))
     for base_cand, base_plan in bases:
-        for size_cand in _size_candidates(base_plan, base_cand.inp):
+        limit = None if search.allow_over_budget else budgets.tightest_family_limit
+        for size_cand in _size_candidates(base_plan, base_cand.inp, limit):
             attempt(_Candidate((*base_cand.what, *size_cand.what), size_cand.inp), base_plan)
     ranked = [f for f, _ in sorted(fixes, key=lambda fk: fk[1])]
 

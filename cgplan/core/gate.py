@@ -204,7 +204,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 Check(
                     "max_pool_gib",
                     gib <= policy.max_pool_gib and not incomplete,
-                    f"{gib:.2f} GiB {side.pool_source} (limit {policy.max_pool_gib})"
+                    f"{gib:.2f} GiB {side.pool_source}, capture phase per rank (limit {policy.max_pool_gib})"
                     + (f"; {incomplete}: the figure covers only what was captured" if incomplete else ""),
                 )
             )

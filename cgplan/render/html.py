@@ -21,6 +21,10 @@ pre.flags{background:#f5f5f5;padding:6px 8px;white-space:pre;overflow-x:auto;fon
 """
 
 
+def _name(mode: str) -> str:
+    return "EAGER" if mode == "NONE" else mode
+
+
 def _pct(x: float) -> str:
     return f"{x:.0f}%" if x >= 10 or x == 0 else f"{x:.1f}%"
 
@@ -368,15 +372,56 @@ def diff_html(d: dict[str, Any]) -> str:
         f"<td>+{len(g['added'])}</td><td>-{len(g['removed'])}</td></tr>"
         for g in d["graphs"]
     ]
-    body.append("</table><h2>Coverage moves</h2>")
+    body.append("</table>")
+    if d.get("model_runner") and d["model_runner"]["a"] and d["model_runner"]["a"] != d["model_runner"]["b"]:
+        body.append(
+            f'<p class="gap">model runner: {escape(str(d["model_runner"]["a"]).upper())} → '
+            f"{escape(str(d['model_runner']['b']).upper())}</p>"
+        )
+    body += [f'<p class="muted">{escape(line)}</p>' for line in d.get("size_changes", [])]
+    mem = d.get("memory") or {}
+    if mem.get("a_mib") is not None or mem.get("b_mib") is not None:
+        body.append(f"<h2>Graph memory</h2><p>{escape(mem['text'])}</p>")
+        det = mem.get("detail_graph_sections_mib") or {}
+        if det.get("a") is not None or det.get("b") is not None:
+            body.append(
+                f'<p class="muted">detail, graph sections only (warmups excluded): A {det.get("a")} MiB → '
+                f"B {det.get('b')} MiB</p>"
+            )
+    cov = d.get("uniform_decode") or {}
+    if cov:
+        body.append("<h2>Uniform decode coverage</h2>" + _legend())
+        for ql in sorted({*cov.get("a", {}), *cov.get("b", {})}, key=int):
+            for side in ("a", "b"):
+                tier = cov.get(side, {}).get(ql)
+                if not tier:
+                    continue
+                batches = [(int(x), int(y)) for x, y in tier["batches"]]
+                body.append(
+                    f'<h3 style="font-size:14px">{side.upper()}: {ql} tokens per request</h3>'
+                    + tier_chart(int(ql), tier["rows"], batches)
+                )
+    if d.get("shared_gaps"):
+        body.append(
+            '<p class="gap">gaps on both sides (unchanged, not all clear): '
+            + escape(
+                ", ".join(
+                    f"{g['from_reqs']}-{g['to_reqs']} requests × {g['query_len']} → "
+                    + ("EAGER" if g["mode"] == "NONE" else g["mode"])
+                    for g in d["shared_gaps"]
+                )
+            )
+            + "</p>"
+        )
+    body.append("<h2>Coverage moves</h2>")
     if not d["coverage_moves"]:
         body.append("<p>No uniform-decode batch changes outcome.</p>")
     else:
         body.append("<table><tr><th>tokens/request</th><th>requests</th><th>A</th><th>B</th></tr>")
         body += [
             f"<tr><td>{m['query_len']}</td><td>{m['first_reqs']}-{m['last_reqs']}</td>"
-            f'<td style="color:{COLORS.get(m["mode_a"], "#000")}">{m["mode_a"]}</td>'
-            f'<td style="color:{COLORS.get(m["mode_b"], "#000")}">{m["mode_b"]}</td></tr>'
+            f'<td style="color:{COLORS.get(m["mode_a"], "#000")}">{_name(m["mode_a"])}</td>'
+            f'<td style="color:{COLORS.get(m["mode_b"], "#000")}">{_name(m["mode_b"])}</td></tr>'
             for m in d["coverage_moves"]
         ]
         body.append("</table>")
