@@ -14,7 +14,7 @@ from cgplan.core.compare_sides import Side, decode_gaps
 from cgplan.core.diff import Diff, TierPadding
 from cgplan.core.gate import GateResult
 from cgplan.core.memory import compare_memory
-from cgplan.core.sweep import SweepResult
+from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
 from cgplan.render.json import SCHEMA_VERSION
 
@@ -365,7 +365,10 @@ def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
                 "first": x.first,
                 "last": x.last,
                 "points": x.points,
+                "values": list(x.values) if x.axis not in INT_KEYS else None,
                 "versions_disagree": x.disagree,
+                "worst_at": dict(zip(r.versions, x.worst_at, strict=False)),
+                "detail_varies": dict(zip(r.versions, x.detail_varies, strict=False)),
                 "outcomes": {v: asdict(o) for v, o in zip(r.versions, x.outcomes, strict=True)},
             }
             for x in r.ranges
@@ -373,18 +376,36 @@ def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
     }
 
 
+def _span(x: Any) -> str:
+    """A range of the last axis: first..last for a numeric axis, the values for a categorical one."""
+    from cgplan.core.sweep import INT_KEYS
+
+    if x.points == 1:
+        return str(x.first)
+    if x.axis not in INT_KEYS:
+        return ", ".join(map(str, x.values)) if x.values else f"{x.first}, …, {x.last}"
+    return f"{x.first}..{x.last}"
+
+
+def _cell(x: Any, i: int, o: Any) -> str:
+    text = o.status if not o.detail else f"{o.status}: {o.detail}"
+    varies = bool(x.detail_varies) and x.detail_varies[i]
+    if varies and o.detail:
+        text = f"{o.status} (worst, at {x.worst_at[i]}): {o.detail}"
+    return text
+
+
 def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markdown: bool = False) -> str:
-    """One row per range of the last axis with the same outcome."""
+    """One row per range of the last axis with the same outcome; where the points' detail differs
+    the row shows the worst point and says where it is."""
     if markdown:
         head = ["fixed", r.ranges[0].axis if r.ranges else "value", *r.versions, "releases agree"]
         out = ["### cgplan sweep", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for x in r.ranges:
             fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
-            cells = [f"{o.status}" + (f": {o.detail}" if o.detail else "") for o in x.outcomes]
+            cells = [_cell(x, i, o) for i, o in enumerate(x.outcomes)]
             out.append(
-                f"| {fixed} | {x.first}..{x.last} | "
-                + " | ".join(cells)
-                + f" | {'no' if x.disagree else 'yes'} |"
+                f"| {fixed} | {_span(x)} | " + " | ".join(cells) + f" | {'no' if x.disagree else 'yes'} |"
             )
         return "\n".join(out) + "\n"
     buf = io.StringIO()
@@ -401,10 +422,10 @@ def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markd
     for x in r.ranges:
         fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
         cells = []
-        for o in x.outcomes:
-            text = o.status if not o.detail else f"{o.status}: {o.detail}"
-            cells.append(text if len(text) < 60 else text[:57] + "...")
-        row = [fixed, f"{x.first}..{x.last}" if x.points > 1 else str(x.first), *cells]
+        for i, o in enumerate(x.outcomes):
+            text = _cell(x, i, o)
+            cells.append(text if len(text) < 80 else text[:77] + "...")
+        row = [fixed, _span(x), *cells]
         if len(r.versions) > 1:
             row.append("differ" if x.disagree else "agree")
         t.add_row(*row, style="red" if any(o.status != "ok" for o in x.outcomes) else "")
