@@ -484,6 +484,7 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
             pool_source="measured" if pool_ok else None,
             graph_sections_bytes=sections if _is_int(sections) and 0 <= sections < 1 << 62 else None,
             model_runner=_runner(m.get("model_runner") or plan.get("model_runner")),
+            vllm_kv_cache_tokens=_kv_tokens(m.get("vllm")),
             capture_time_s=float(wall) if wall_ok and wall is not None else None,
             status=status,
             failure=None if failure is None else one_line(failure[:_FAILURE_CHARS]),
@@ -517,6 +518,11 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
         pool_caveats=_caveats(plan.get("predicted_cost")),
         model_runner=_runner(plan.get("model_runner")),
     )
+
+
+def _kv_tokens(figures: object) -> int | None:
+    v = figures.get("kv_cache_tokens") if isinstance(figures, dict) else None
+    return v if _is_int(v) and 0 <= v < 1 << 50 else None
 
 
 def _runner(value: object) -> str | None:

@@ -61,6 +61,10 @@ class Side:
     """Predicted share of the expected step time spent in eager steps."""
     model_runner: str | None = None
     """v1 or v2 (None: not known)."""
+    kv_bytes_per_token: int | None = None
+    """A plan's KV-cache bytes per token on a rank (graph memory in KV tokens)."""
+    vllm_kv_cache_tokens: int | None = None
+    """vLLM's own "GPU KV cache size: N tokens" (a capture report's), for scale."""
 
     def tier_batches(self, query_len: int) -> list[tuple[int, int]]:
         """Request-count runs that decode at `query_len` (sorted, not overlapping)."""
@@ -193,6 +197,7 @@ def side_from_plan(
         pool_caveats=caveats,
         graph_sections_bytes=sections,
         model_runner=plan.model_runner,
+        kv_bytes_per_token=plan.kv_bytes_per_token,
         capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
         expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
         eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,

@@ -35,6 +35,22 @@ class MemoryComparison:
     a_sections_mib: float | None
     b_sections_mib: float | None
     """Detail: graph sections only (warmups excluded)."""
+    kv_tokens: int | None = None
+    """The prediction's graph memory in KV-cache tokens (pool bytes ÷ KV bytes per token)."""
+    vllm_kv_cache_tokens: int | None = None
+    """vLLM's own KV-cache size in tokens (a capture report's), beside it for scale."""
+
+    def kv_text(self) -> str | None:
+        """ "= N KV-cache tokens (vLLM's KV cache: M tokens)"."""
+        if self.kv_tokens is None:
+            return None
+        text = f"  the predicted graph memory = {self.kv_tokens:,} KV-cache tokens per rank"
+        if self.vllm_kv_cache_tokens is not None:
+            share = 100 * self.kv_tokens / self.vllm_kv_cache_tokens if self.vllm_kv_cache_tokens else 0.0
+            text += (
+                f"; vLLM's KV cache on that run: {self.vllm_kv_cache_tokens:,} tokens ({share:.1f}% of it)"
+            )
+        return text
 
     def text(self) -> str:
         """One line for humans, in MiB like `plan`."""
@@ -111,4 +127,8 @@ def compare_memory(a: Side, b: Side) -> MemoryComparison:
         caveats=caveats,
         a_sections_mib=None if a.graph_sections_bytes is None else a.graph_sections_bytes / MIB,
         b_sections_mib=None if b.graph_sections_bytes is None else b.graph_sections_bytes / MIB,
+        kv_tokens=pred.pool_bytes // pred.kv_bytes_per_token
+        if pred.pool_source == "predicted" and pred.pool_bytes and pred.kv_bytes_per_token
+        else None,
+        vllm_kv_cache_tokens=meas.vllm_kv_cache_tokens if meas.pool_source == "measured" else None,
     )

@@ -174,6 +174,9 @@ def _memory_dict(d: Diff) -> dict[str, Any]:
             "b": None if m.b_sections_mib is None else round(m.b_sections_mib, 1),
         },
         "text": m.text(),
+        "kv_tokens": m.kv_tokens,
+        "vllm_kv_cache_tokens": m.vllm_kv_cache_tokens,
+        "kv_text": m.kv_text(),
     }
 
 
@@ -289,6 +292,9 @@ def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
         detail = mem.detail()
         if detail:
             c.print(detail, soft_wrap=True)
+        kv = mem.kv_text()
+        if kv:
+            c.print(kv, soft_wrap=True)
     if d.a.capture_time_s is not None or d.b.capture_time_s is not None:
         c.print(f"capture time: A {d.a.capture_time_s} s → B {d.b.capture_time_s} s")
     timed = step_time_line(d)
@@ -340,6 +346,8 @@ def render_diff_markdown(d: Diff) -> str:
         out += ["", mem.text()]
         if mem.detail():
             out.append(f"({(mem.detail() or '').strip()})")
+        if mem.kv_text():
+            out.append((mem.kv_text() or "").strip())
     timed = step_time_line(d)
     if timed:
         out += ["", timed]

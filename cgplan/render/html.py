@@ -161,7 +161,7 @@ def tier_chart(
         parts.append(
             f'<rect class="band {cls}" x="{x(a):.2f}" y="{top}" width="{max(x(b + 1) - x(a), 0.6):.2f}" '
             f'height="{ph}" fill="{COLORS[mode]}" fill-opacity="{opacity}">'
-            f"<title>requests {a}-{b} × {query_len}: "
+            f"<title>requests {a if a == b else f'{a}-{b}'} × {query_len}: "
             f"{LABELS[mode]}{at}</title></rect>"
         )
     padded_pts = [
@@ -382,6 +382,8 @@ def diff_html(d: dict[str, Any]) -> str:
     mem = d.get("memory") or {}
     if mem.get("a_mib") is not None or mem.get("b_mib") is not None:
         body.append(f"<h2>Graph memory</h2><p>{escape(mem['text'])}</p>")
+        if mem.get("kv_text"):
+            body.append(f"<p>{escape(mem['kv_text'].strip())}</p>")
         det = mem.get("detail_graph_sections_mib") or {}
         if det.get("a") is not None or det.get("b") is not None:
             body.append(
