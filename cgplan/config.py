@@ -599,6 +599,18 @@ def parse_config(
         enable_dbo=bool(switches["enable_dbo"]),
         async_scheduling=switches["async_scheduling"],
         all2all_backend=_all2all(doc.get("all2all_backend")),
+        defaulted=tuple(
+            name
+            for name, given in (
+                ("vllm_version", overrides.vllm_version or cg.get("vllm_version")),
+                ("platform", overrides.platform or cg.get("platform")),
+                ("max_num_seqs", doc.get("max_num_seqs")),
+                ("max_num_batched_tokens", doc.get("max_num_batched_tokens")),
+                ("max_model_len", doc.get("max_model_len")),
+                ("cudagraph_mode", mode),
+            )
+            if given is None
+        ),
     )
     return inp, ignored
 

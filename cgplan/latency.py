@@ -18,6 +18,7 @@ from cgplan.core.latency import (
     forward_shape,
     predict_latency,
 )
+from cgplan.core.modes import Mode
 from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
@@ -251,8 +252,18 @@ def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanIn
     kw: dict[str, Any] = {}
     for key, value in change:
         leaf = key.rsplit(".", 1)[-1]
+        if leaf == "num_speculative_tokens_per_batch_size" and inp.speculative is not None:
+            # the fix search narrows a dynamic-SD tier: a change inside speculative_config
+            sched = None if value is None else tuple(tuple(e) for e in value)  # type: ignore[attr-defined]
+            kw["speculative"] = dataclasses.replace(
+                kw.get("speculative", inp.speculative), num_speculative_tokens_per_batch_size=sched
+            )
+            continue
         if leaf not in names:
             return None
+        if leaf == "cudagraph_mode":
+            kw[leaf] = None if value is None else Mode(str(value))
+            continue
         kw[leaf] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(inp, **kw)
 

@@ -1469,6 +1469,37 @@ def compare(parsed: ParsedLog, loaded: LoadedConfig, plan: Plan) -> tuple[Check,
             total_planned == 0,
         )
 
+    # Graph memory, like for like: the "took X GiB" of the capture (rank 0's free-memory delta
+    # over the whole capture phase, warmups included) is what the cost model predicts per rank.
+    if parsed.capture_took_gib is not None and plan.cost is not None and plan.cost.graphs:
+        c = plan.cost
+        took_mib = parsed.capture_took_gib * 1024
+        slack = 0.005 * 1024  # the log rounds to 0.01 GiB
+        inside = c.low_mib - slack <= took_mib <= c.high_mib + slack
+        kv = (
+            f"; = {int(c.total_mib * (1 << 20) // plan.kv_bytes_per_token):,} KV-cache tokens predicted"
+            if plan.kv_bytes_per_token
+            else ""
+        )
+        ratio = took_mib / c.total_mib if c.total_mib else 0.0
+        if c.caveats:
+            detail = (
+                f"measured/predicted {ratio:.2f}; outside the cost model's fitted domain "
+                f"({'; '.join(c.caveats)}): not held to its band{kv}"
+            )
+        else:
+            detail = (
+                f"measured/predicted {ratio:.2f}, the cost model's band {c.low_mib / c.total_mib:.2f}.."
+                f"{c.high_mib / c.total_mib:.2f}{kv}"
+            )
+        add(
+            "graph memory (capture phase, GiB)",
+            round(parsed.capture_took_gib, 2),
+            round(c.total_mib / 1024, 2),
+            inside or bool(c.caveats),
+            detail,
+        )
+
     # --cudagraph-metrics tables.
     for n, t in enumerate(parsed.metrics, start=1):
         name = f"metrics table {n}"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cgplan.config import Overrides, load_config
+from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import graph_count
+from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, evaluate_gate
 from cgplan.core.latency import (
     LatencyCoefficients,
     StepShape,
@@ -59,14 +63,18 @@ class Optimized:
     default_capture_s: float | None = None
     capture_s: float | None = None
     latency_gpu: str = ""
+    relaxed: tuple[str, ...] = ()
+    """Default-gate checks the result was allowed to fail (asked for with --relax)."""
+    gave_up: tuple[str, ...] = ()
+    """Default-gate checks the result fails, each with why (empty: it passes the gate)."""
 
     @property
     def flags(self) -> tuple[str, ...]:
         """The vLLM flag that sets this ladder."""
-        return ("-cc.cudagraph_capture_sizes=[" + ",".join(map(str, self.sizes)) + "]",)
+        return (shlex.quote("-cc.cudagraph_capture_sizes=[" + ",".join(map(str, self.sizes)) + "]"),)
 
 
-def optimize_config(
+def _optimize_config(
     config: Path,
     traffic_path: Path,
     overrides: Overrides,
@@ -79,6 +87,7 @@ def optimize_config(
     latency: LatencyCoefficients | None = None,
     max_memory_mib: float | None = None,
     max_capture_s: float | None = None,
+    relax: tuple[str, ...] = (),
 ) -> Optimized:
     """Choose the capture sizes minimising expected padding + eager cost (objective "padding") or
     the expected step time (objective "time", under the predicted graph memory of the default ladder
@@ -86,6 +95,12 @@ def optimize_config(
     ladder's), and verify them by planning again."""
     if objective not in OBJECTIVES:
         raise ConfigError("--objective", f"must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
+    unknown = [r for r in relax if r not in RELAXABLE]
+    if unknown:
+        raise ConfigError(
+            "--relax", f"not a gate check (got {unknown[0]!r}; expected one of {', '.join(RELAXABLE)})"
+        )
+    gate_policy = _relaxed(DEFAULT_POLICY, relax)
     loaded = load_config(config, overrides)
     traffic = load_traffic(traffic_path)
     inp = loaded.input
@@ -149,10 +164,20 @@ def optimize_config(
     best: tuple[float, Plan] | None = None
     # Every size count's optimal ladder, re-planned through the dispatcher model; keep the
     # cheapest whose graph count fits the budget (descriptors, as vLLM captures them).
-    for sol in reversed(optimal_ladders(shapes, budget, cap, eager_step_cost)):
-        if not sol.sizes:
+    # The default gate wants each tier's widest batch on a FULL graph: a FULL graph exists only for
+    # a size that is the tier's exact widest token count, so those sizes are always kept (the rest
+    # of the budget goes to the traffic). Candidates that fail the gate lose to ones that pass.
+    must = (
+        []
+        if "widest_decode_full" in relax
+        else sorted({last * ql for ql, last in _widest(default_plan) if last * ql <= cap})
+    )
+    fallback: tuple[float, Plan] | None = None
+    for sol in reversed(optimal_ladders(shapes, max(1, budget - len(must)), cap, eager_step_cost)):
+        sizes = tuple(sorted(set(sol.sizes) | set(must)))
+        if not sizes:
             continue
-        changed = dataclasses.replace(inp, cudagraph_capture_sizes=sol.sizes, max_cudagraph_capture_size=None)
+        changed = dataclasses.replace(inp, cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=None)
         try:
             candidate = build_plan(changed, with_fixes=False)
         except ConfigRejected:
@@ -160,8 +185,12 @@ def optimize_config(
         if graph_count(candidate) > graph_budget:
             continue
         cost = traffic_cost(candidate, traffic.uniform_decode, traffic.mixed).total(eager_step_cost)
-        if best is None or cost < best[0]:
-            best = (cost, candidate)
+        if evaluate_gate(gate_policy, side_from_plan(candidate, "optimized")).passed:
+            if best is None or cost < best[0]:
+                best = (cost, candidate)
+        elif fallback is None or cost < fallback[0]:
+            fallback = (cost, candidate)
+    best = best or fallback
     if best is None:
         raise ConfigError("--max-graphs", f"no ladder fits {graph_budget} graphs for this traffic")
     plan = best[1]
@@ -321,3 +350,43 @@ def _consider(
         if best is None or t < best[0]:
             best = (t, candidate, mem, cap_s)
     return best
+
+
+def optimize_config(config: Path, traffic_path: Path, overrides: Overrides, **kw: Any) -> Optimized:
+    """Choose the capture sizes (see `_optimize_config`), then hold the result to the default gate
+    (#13.6): it says which check it gave up and why, or that the gate was relaxed as asked."""
+    o = _optimize_config(config, traffic_path, overrides, **kw)
+    relax: tuple[str, ...] = tuple(kw.get("relax", ()))
+    budget = kw.get("max_sizes") or o.budget_sizes
+    checks = evaluate_gate(_relaxed(DEFAULT_POLICY, relax), side_from_plan(o.plan, "optimized")).checks
+    gave_up = tuple(
+        f"{c.name}: {c.detail} (no ladder within {budget} sizes and the graph budget passes it; "
+        f"--relax {c.name} to accept that)"
+        for c in checks
+        if not (c.passed or c.skipped)
+    )
+    return dataclasses.replace(o, relaxed=relax, gave_up=gave_up)
+
+
+RELAXABLE = (
+    "no_eager_uniform_decode",
+    "widest_decode_full",
+    "max_graphs_per_family",
+    "no_piecewise_uniform_decode",
+)
+"""Default-gate checks `optimize --relax` may give up."""
+
+
+def _relaxed(policy: GatePolicy, relax: tuple[str, ...]) -> GatePolicy:
+    changes: dict[str, Any] = {r: ({} if r == "max_graphs_per_family" else False) for r in relax}
+    return dataclasses.replace(policy, **changes)
+
+
+def _widest(plan: Plan) -> list[tuple[int, int]]:
+    """(query_len, widest batch) of every decode tier."""
+    if plan.dynamic_sd_lookup is None:
+        return [(plan.uniform_decode_query_len, plan.max_num_seqs)]
+    out: dict[int, int] = {}
+    for _, b, k in plan.dynamic_sd_lookup:
+        out[k + 1] = max(out.get(k + 1, 0), b)
+    return sorted(out.items())

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.core.cost import CostCoefficients
+from cgplan.core.gaps import FixSearch
+from cgplan.core.gate import DEFAULT_BUDGETS, GatePolicy, budgets_of
 from cgplan.core.latency import LatencyCoefficients
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
@@ -29,6 +31,7 @@ def plan_file(
     coefficients: CostCoefficients | None = None,
     latency: LatencyCoefficients | None = None,
     traffic: Traffic | None = None,
+    allow_over_budget: bool = False,
 ) -> tuple[LoadedConfig, Plan]:
     """Load `path` and plan it, with its predicted cost (`coefficients`, default: the shipped H200
     set); vLLM's refusals come back located in that file.
@@ -38,7 +41,8 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
+        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=search)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
@@ -56,6 +60,7 @@ def plan_vllm_args(
     coefficients: CostCoefficients | None = None,
     latency: LatencyCoefficients | None = None,
     traffic: Traffic | None = None,
+    allow_over_budget: bool = False,
 ) -> tuple[LoadedConfig, Plan]:
     """Read a `vllm serve` command line as vLLM would, then plan it like the equivalent YAML.
 
@@ -71,7 +76,8 @@ def plan_vllm_args(
     try:
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
         loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
-        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
+        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=search)
     except ConfigError as e:
         raise parsed.locate(e) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
@@ -85,6 +91,20 @@ def _timed(plan: Plan, inp: PlanInput, latency: LatencyCoefficients | None, traf
         return with_latency(plan, inp, latency or shipped_latency())
     return with_latency(
         plan, inp, latency or shipped_latency(), traffic.uniform_decode, traffic.mixed, traffic.source
+    )
+
+
+def fix_search(
+    coefficients: CostCoefficients | None = None,
+    *,
+    allow_over_budget: bool = False,
+    policy: GatePolicy | None = None,
+) -> FixSearch:
+    """The fix search `plan` runs: the default gate's budgets (or `policy`'s) and the cost model."""
+    return FixSearch(
+        budgets_of(policy) if policy is not None else DEFAULT_BUDGETS,
+        coefficients or shipped_coefficients(),
+        allow_over_budget,
     )
 
 

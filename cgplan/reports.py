@@ -461,8 +461,14 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
             families.setdefault(fam, []).extend(_graph_list([g], at))
         ud = m.get("uniform_decode")
         uniform = _uniform({} if ud is None else ud, f"{label}: measured.uniform_decode")
-        ranks_from_report(doc, label)  # checked like the rest, though a side compares rank 0 only
-        pool = m.get("graph_nvml_total_bytes")
+        ranks = ranks_from_report(doc, label)  # checked like the rest; a side compares rank 0 only
+        # Graph memory is the capture phase on one rank (what the cost model predicts and vLLM's
+        # "took" counts); the graph sections' sum stays as a labelled detail.
+        pool = m.get("capture_nvml_delta_bytes")
+        sections = m.get("graph_nvml_total_bytes")
+        if ranks:
+            pool = ranks[0].capture_nvml_delta_bytes
+            sections = ranks[0].graph_nvml_total_bytes
         wall = m.get("capture_wall_s")
         pool_ok = _is_int(pool) and 0 <= pool < 1 << 62
         wall_ok = isinstance(wall, int | float) and not isinstance(wall, bool) and 0 <= wall < 1e9
@@ -478,6 +484,9 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
             lookup,
             pool_bytes=pool if pool_ok else None,
             pool_source="measured" if pool_ok else None,
+            graph_sections_bytes=sections if _is_int(sections) and 0 <= sections < 1 << 62 else None,
+            model_runner=_runner(m.get("model_runner") or plan.get("model_runner")),
+            vllm_kv_cache_tokens=_kv_tokens(m.get("vllm")),
             capture_time_s=float(wall) if wall_ok and wall is not None else None,
             status=status,
             failure=None if failure is None else one_line(failure[:_FAILURE_CHARS]),
@@ -507,4 +516,31 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
         lookup,
         pool_bytes=pred if pred_ok else None,
         pool_source="predicted" if pred_ok else None,
+        pool_band_bytes=_band(plan.get("predicted_cost")) if pred_ok else None,
+        pool_caveats=_caveats(plan.get("predicted_cost")),
+        model_runner=_runner(plan.get("model_runner")),
     )
+
+
+def _kv_tokens(figures: object) -> int | None:
+    v = figures.get("kv_cache_tokens") if isinstance(figures, dict) else None
+    return v if _is_int(v) and 0 <= v < 1 << 50 else None
+
+
+def _runner(value: object) -> str | None:
+    return value if isinstance(value, str) and value in ("v1", "v2") else None
+
+
+def _band(cost: object) -> tuple[int, int] | None:
+    """A plan JSON's predicted band in bytes (None when absent or malformed)."""
+    if not isinstance(cost, dict):
+        return None
+    lo, hi = cost.get("low_mib"), cost.get("high_mib")
+    ok = all(isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x < 1e12 for x in (lo, hi))
+    return (round(float(lo) * (1 << 20)), round(float(hi) * (1 << 20))) if ok else None  # type: ignore[arg-type]
+
+
+def _caveats(cost: object) -> tuple[str, ...]:
+    if not isinstance(cost, dict) or not isinstance(cost.get("caveats"), list):
+        return ()
+    return tuple(str(c)[:200] for c in cost["caveats"][:8] if isinstance(c, str))

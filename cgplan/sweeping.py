@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,13 @@ def _check_walk(seqs: int, tokens: int, axes: list[tuple[str, list[Any]]], relea
         )
 
 
-def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str | None = None) -> SweepResult:
+def sweep_config(
+    path: Path,
+    sets: list[str],
+    versions: list[str],
+    policy: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
         raise ConfigError("--set", "give at least one axis, e.g. --set max_num_seqs=8..2048")
@@ -162,6 +169,8 @@ def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str |
     axes = [parse_set(s) for s in sets]
     _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))
     try:
-        return sweep(loaded.input, axes, versions or [loaded.input.vllm_version], load_capture_policy(policy))
+        return sweep(
+            loaded.input, axes, versions or [loaded.input.vllm_version], load_capture_policy(policy), progress
+        )
     except ValueError as e:
         raise ConfigError("--set", str(e)) from None

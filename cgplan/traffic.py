@@ -27,6 +27,8 @@ class Traffic:
 
 
 _METRICS_ROW = re.compile(r"^\|?\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([A-Z_]+)\s*\|\s*(\d+)\s*\|?\s*$")
+_SPREAD_MAX_TOKENS = 1 << 17
+"""Buckets above this many tokens are not spread (no capture size comes near them)."""
 _PROM_BUCKET = re.compile(r'^vllm:iteration_tokens_total_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+([0-9.eE+]+)\s*$')
 
 
@@ -77,12 +79,23 @@ def load_traffic(path: Path) -> Traffic:
                 buckets.append((int(float(m.group(1))), float(m.group(2))))
         buckets.sort()
         mixed, prev = [], 0.0
+        # A bucket only says "lo < tokens ≤ le": spread its steps evenly over the token counts it
+        # spans, rather than putting every step at its upper bound (which overstates padding
+        # below a size and hides the sizes a bucket's interior needs).
+        prev_le = 0
         for le, cum in buckets:
-            if cum > prev:
-                mixed.append((le, cum - prev))
+            if cum > prev and le > _SPREAD_MAX_TOKENS:
+                mixed.append((le, cum - prev))  # far above any capture size: eager either way
+            elif cum > prev and le > prev_le:
+                width = le - prev_le
+                share = (cum - prev) / width
+                mixed += [(t, share) for t in range(prev_le + 1, le + 1)]
             prev = max(prev, cum)
+            prev_le = max(prev_le, le)
         return Traffic(
-            (), tuple(mixed), f"{path} (Prometheus iteration_tokens histogram, bucket upper bounds)"
+            (),
+            tuple(mixed),
+            f"{path} (Prometheus iteration_tokens histogram, each bucket spread over its token counts)",
         )
     if "Unpadded Tokens" in text:
         counts: dict[int, float] = {}

@@ -202,7 +202,11 @@ def test_tp_capture_report_has_every_rank(monkeypatch: pytest.MonkeyPatch, tmp_p
     # JSON round trip through the strict reader
     ranks = ranks_from_report(doc, "tp.json")
     assert ranks == tuple(p.measurement for p in sorted(_payloads(plan), key=lambda p: p.measurement.rank))
-    assert side_from_report(doc, "tp.json").pool_bytes == 3 * MIB * n
+    side = side_from_report(doc, "tp.json")
+    # graph memory is rank 0's capture phase (like the prediction and vLLM's "took"), per rank;
+    # the graph sections' sum stays as the labelled detail
+    assert side.pool_bytes == m["ranks"][0]["capture_nvml_delta_bytes"] != m["capture_nvml_delta_bytes"]
+    assert side.graph_sections_bytes == 3 * MIB * n
     text = render_capture(doc, width=140)
     assert "2 tensor-parallel ranks" in text and "NVIDIA H200 (NVML 1)" in text
     assert "1600.0" not in text.split("tensor-parallel ranks")[1]  # per rank, not summed

@@ -64,7 +64,7 @@ def test_diff_config_vs_fix_shows_the_gap_closing(
         {"query_len": 17, "first_reqs": 31, "last_reqs": 32, "mode_a": "NONE", "mode_b": "FULL"}
     ]
     code, out, _ = run(monkeypatch, capsys, "diff", str(PR), str(fixed_config(tmp_path)), "--markdown")
-    assert "| 17 | 31-32 | NONE | FULL |" in out
+    assert "| 17 | 31-32 | EAGER | FULL |" in out  # one name for eager in every human format
 
 
 def test_diff_plan_against_capture_report(
@@ -246,3 +246,30 @@ def test_gate_script_exit_codes(tmp_path: Path) -> None:
     assert gate(str(PR)).returncode == 1
     bad = gate(str(tmp_path / "missing.yaml"))
     assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+def test_sweep_range_shows_its_worst_point_not_its_first() -> None:
+    """Before: "31..2048 gaps: 31×17 eager" — the first point's detail for the whole range (#13.5)."""
+    from cgplan.render.compare import render_sweep
+    from cgplan.sweeping import sweep_config
+
+    calls: list[tuple[int, int]] = []
+    r = sweep_config(
+        PR, ["max_num_seqs=31..600"], ["0.33.0"], progress=lambda done, total: calls.append((done, total))
+    )
+    assert calls[-1] == (570, 570)  # the progress callback sees every plan
+    gap_range = next(x for x in r.ranges if x.outcomes[0].status == "gaps")
+    assert gap_range.detail_varies[0]
+    # widest schedulable batch: max_num_batched_tokens 8192 // 17 = 481 requests
+    assert gap_range.outcomes[0].detail == "31-481×17 eager" and gap_range.worst_at[0] == 481
+    text = render_sweep(r)
+    assert "(worst, at 481): 31-481×17 eager" in text
+
+
+def test_sweep_categorical_axis_is_listed_not_a_range() -> None:
+    from cgplan.render.compare import render_sweep
+    from cgplan.sweeping import sweep_config
+
+    r = sweep_config(PR, ["compilation_config.cudagraph_mode=FULL_AND_PIECEWISE,FULL,PIECEWISE"], ["0.33.0"])
+    text = render_sweep(r)
+    assert "FULL_AND_PIECEWISE, FULL " in text and "FULL_AND_PIECEWISE..FULL" not in text

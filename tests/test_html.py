@@ -62,7 +62,7 @@ def test_pages_are_self_contained(tmp_path: Path) -> None:
 def test_chart_marks_the_pr50488_gap(tmp_path: Path) -> None:
     text = pages(tmp_path)["plan"].read_text()
     assert text.count('class="tier-chart"') == 1
-    assert 'class="band eager"' in text and "requests 31-32 × 17: eager" in text
+    assert 'class="band eager"' in text and "requests 31-32 × 17: EAGER" in text
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
@@ -95,3 +95,30 @@ def test_renders_in_headless_chromium(tmp_path: Path) -> None:
             check=False,
         )
         assert shot.exists() and shot.stat().st_size > 10_000  # a real rendering, not a blank page
+
+
+def test_plan_page_has_the_whole_picture(tmp_path: Path) -> None:
+    """#13.4: the ladder, mixed/prefill dispatch (eager first), per-step padding, KV tokens,
+    the defaults assumed, and fix flags on one unbroken line."""
+    p = pages(tmp_path)
+    dyn = p["dyn"].read_text()
+    for needle in (
+        "<h2>Capture sizes (54, tokens)</h2>",
+        "<h2>Mixed and prefill batches</h2>",
+        "per-step padding (uniform decode, graph-replayed): worst",
+        "KV-cache tokens</b> at 3,072 bytes/token",
+        "<h2>Assumed (not in the config)</h2>",
+        "uniform decode = 2, 4, 8 or 17 tokens per request",
+        "PIECEWISE at 21 of 43 request counts",
+    ):
+        assert needle in dyn, needle
+    mixed = dyn[dyn.index("<h2>Mixed and prefill batches</h2>") :]
+    assert mixed.index("EAGER") < mixed.index("PIECEWISE")  # eager ranges first
+    assert '<pre class="flags">-cc.cudagraph_mode=FULL' in dyn and "85-85" not in dyn
+
+
+def test_diff_page_has_coverage_charts_and_memory(tmp_path: Path) -> None:
+    """#14.4: the HTML diff's coverage chart (one per side and tier) and its memory figures."""
+    text = pages(tmp_path)["diff"].read_text()
+    assert text.count('class="tier-chart"') == 2
+    assert "<h2>Graph memory</h2>" in text and "capture phase, per rank" in text

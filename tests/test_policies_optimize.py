@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import random
+import shlex
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 from cgplan.cli import main
 from cgplan.config import Overrides, load_config
+from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.gaps import graph_count
+from cgplan.core.gate import DEFAULT_POLICY, evaluate_gate
 from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_sizes
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import BUILTIN_POLICIES
@@ -157,7 +160,13 @@ def test_optimizer_beats_default_ladder_at_equal_graph_budget(config: Path, traf
     assert o.cost.padded_tokens < o.default_cost.padded_tokens
     assert o.cost.eager_steps <= o.default_cost.eager_steps
     # verified by planning the emitted flag again
-    sizes = json.loads(o.flags[0].split("=", 1)[1])
+    sizes = json.loads(shlex.split(o.flags[0])[0].split("=", 1)[1])
+    # #13.6: the result passes the default gate, or says which check it gave up (here only where
+    # --max-capture-size 512 leaves the PR #50488 batches 31-32 × 17 = 527..544 tokens no graph)
+    passes = evaluate_gate(DEFAULT_POLICY, side_from_plan(o.plan, "o")).passed
+    assert passes == (not o.gave_up)
+    if config != PR:
+        assert passes
     again = build_plan(
         dataclasses.replace(
             load_config(config, Overrides(vllm_version="0.33.0")).input, cudagraph_capture_sizes=tuple(sizes)
@@ -182,7 +191,8 @@ def test_traffic_formats(tmp_path: Path) -> None:
         'vllm:iteration_tokens_total_bucket{le="8.0",model_name="m"} 12\n'
         'vllm:iteration_tokens_total_bucket{le="+Inf",model_name="m"} 12\n'
     )
-    assert load_traffic(prom).mixed == ((1, 5.0), (8, 7.0))
+    # #13.6: a bucket is spread over its token counts, not piled at its upper bound
+    assert load_traffic(prom).mixed == ((1, 5.0), *((t, 1.0) for t in range(2, 9)))
     bad = tmp_path / "bad.yaml"
     bad.write_text("uniform_decode:\n  - {num_reqs: -3, count: 1}\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml:uniform_decode\[0\]\.num_reqs: must be an integer"):
@@ -200,7 +210,8 @@ def test_optimize_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     doc = json.loads(capsys.readouterr().out)
     assert info.value.code in (0, None)
     assert doc["optimized"]["graphs"] <= doc["default"]["graphs"]
-    assert doc["flags"][0].startswith("-cc.cudagraph_capture_sizes=[")
+    assert doc["flags"][0].startswith("'-cc.cudagraph_capture_sizes=[")  # shell-quoted: [ is a glob
+    assert doc["gate"]["gave_up"] == []
     assert doc["optimized"]["eager_steps"] <= doc["default"]["eager_steps"]
 
 
@@ -254,3 +265,34 @@ def test_policy_cli_plan_diff_sweep(
     assert code == 2 and "drafter_prefill_full: got 'sometimes'; expected target | pow2 | none" in err
     code, _, err = run("plan", str(MTP), "--policy", "nope")
     assert code == 2 and "--policy: unknown policy 'nope'" in err
+
+
+def test_optimize_says_which_check_it_gave_up() -> None:
+    """A budget too small for the gate: the result says what it gave up; --relax accepts it."""
+    config = ROOT / "configs/gpu/med-llama-mns256.yaml"
+    o = optimize_config(
+        config, TRAFFIC / "bursty-mns256.yaml", Overrides(vllm_version="0.26.0"), max_capture_size=200
+    )
+    assert o.gave_up and any(g.startswith("no_eager_uniform_decode") for g in o.gave_up)
+    assert "--relax no_eager_uniform_decode" in o.gave_up[0]
+    r = optimize_config(
+        config,
+        TRAFFIC / "bursty-mns256.yaml",
+        Overrides(vllm_version="0.26.0"),
+        max_capture_size=200,
+        relax=("no_eager_uniform_decode", "widest_decode_full"),
+    )
+    assert not r.gave_up and r.relaxed == ("no_eager_uniform_decode", "widest_decode_full")
+
+
+def test_checked_in_optimized_config_passes_the_default_gate() -> None:
+    """Before: configs/gpu/med-llama-mns256-optimized.yaml failed it (256 requests × 1 → PIECEWISE)."""
+    plan = build_plan(load_config(ROOT / "configs/gpu/med-llama-mns256-optimized.yaml").input)
+    assert evaluate_gate(DEFAULT_POLICY, side_from_plan(plan, "o")).passed
+    o = optimize_config(
+        ROOT / "configs/gpu/med-llama-mns256.yaml",
+        TRAFFIC / "bursty-mns256.yaml",
+        Overrides(vllm_version="0.26.0"),
+        max_capture_size=512,
+    )
+    assert o.sizes == plan.capture_sizes  # regenerated with the command in its header

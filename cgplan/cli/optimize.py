@@ -51,6 +51,7 @@ def _doc(o: Optimized) -> dict[str, Any]:
             "budget": None if o.memory_budget_mib is None else round(o.memory_budget_mib, 1),
         },
         "predicted_capture_s": {"default": o.default_capture_s, "optimized": o.capture_s},
+        "gate": {"policy": "default", "relaxed": list(o.relaxed), "gave_up": list(o.gave_up)},
     }
 
 
@@ -94,6 +95,12 @@ def _text(o: Optimized) -> str:
         "flags (checked: the ladder was planned again with these sizes):",
         "  " + " ".join(o.flags),
     ]
+    if o.relaxed:
+        lines.append(f"gate: the default gate, relaxed as asked: {', '.join(o.relaxed)}")
+    if o.gave_up:
+        lines += ["gate: the result FAILS the default gate; it gave up:"] + [f"  - {g}" for g in o.gave_up]
+    else:
+        lines.append("gate: the result passes the default gate (configs/gates/default.yaml)")
     return "\n".join(lines) + "\n"
 
 
@@ -142,6 +149,14 @@ def optimize(
             "--latency-coefficients", help="Latency-model coefficients (default: the shipped H200 set)."
         ),
     ] = None,
+    relax: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--relax",
+            help="A default-gate check the result may fail (repeatable): widest_decode_full, "
+            "no_eager_uniform_decode, no_piecewise_uniform_decode, max_graphs_per_family.",
+        ),
+    ] = None,
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
@@ -164,6 +179,7 @@ def optimize(
         latency=load_latency(latency_coefficients) if latency_coefficients is not None else None,
         max_memory_mib=max_graph_memory_mib,
         max_capture_s=max_capture_s,
+        relax=tuple(relax or ()),
     )
     text = json.dumps(_doc(o), indent=2, sort_keys=True) + "\n" if json_out else _text(o)
     write_artifact(text, output)

@@ -89,6 +89,13 @@ def plan(
         ),
     ] = None,
     no_color: NoColorOpt = False,
+    allow_over_budget: Annotated[
+        bool,
+        typer.Option(
+            "--allow-over-budget",
+            help="Also offer fixes that break the default gate's budgets (each says which).",
+        ),
+    ] = False,
     fail_on_gap: Annotated[
         bool,
         typer.Option("--fail-on-gap", help="Exit 1 when a uniform-decode batch runs eager or below FULL."),
@@ -117,6 +124,7 @@ def plan(
             coefficients=coeffs,
             latency=lat,
             traffic=hist,
+            allow_over_budget=allow_over_budget,
         )
         source = SOURCE
     else:
@@ -124,7 +132,13 @@ def plan(
         if model_config is not None:
             raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
         loaded, result = plan_file(
-            config, overrides, policy=pol, coefficients=coeffs, latency=lat, traffic=hist
+            config,
+            overrides,
+            policy=pol,
+            coefficients=coeffs,
+            latency=lat,
+            traffic=hist,
+            allow_over_budget=allow_over_budget,
         )
         source = str(config)
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table

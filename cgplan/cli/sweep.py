@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
 
@@ -11,6 +12,41 @@ from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt, Poli
 from cgplan.cli._output import write_artifact
 from cgplan.render.compare import render_sweep, sweep_to_dict
 from cgplan.sweeping import sweep_config
+
+
+class SweepProgress:
+    """A progress bar on stderr for long sweeps (a terminal only: rich is not even imported else)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.task: Any = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("planning"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self.task = self.bar.add_task("", total=None)
+
+    def __enter__(self) -> SweepProgress:
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+    def update(self, done: int, total: int) -> None:
+        """`done` of `total` plans made."""
+        if self.bar is not None and (done % 16 == 0 or done == total):
+            self.bar.update(self.task, completed=done, total=total)
 
 
 def sweep(
@@ -29,7 +65,8 @@ def sweep(
     output: OutputOpt = None,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
-    result = sweep_config(config, set_, vllm_version or [], policy)
+    with SweepProgress() as bar:
+        result = sweep_config(config, set_, vllm_version or [], policy, bar.update)
     if json_out:
         text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
     else:

@@ -35,9 +35,17 @@ class Side:
     lookup: tuple[tuple[int, int, int], ...] | None
     """Dynamic-SD lookup (first_batch, last_batch, K), None without a schedule."""
     pool_bytes: int | None = None
-    """Graph-pool memory: measured (capture) or predicted (plan with a cost model)."""
+    """Graph memory, one definition everywhere: the capture phase on one rank (warmups included,
+    what vLLM's "took X GiB" counts): measured (a capture report's `capture_nvml_delta_bytes`, rank
+    0's under TP) or predicted (the cost model's total)."""
     pool_source: str | None = None
     """measured or predicted."""
+    pool_band_bytes: tuple[int, int] | None = None
+    """A prediction's band (the cost model's documented error), None for a measurement."""
+    pool_caveats: tuple[str, ...] = ()
+    """Why a prediction is outside the cost model's fitted domain (then the band does not hold)."""
+    graph_sections_bytes: int | None = None
+    """Detail: the sum over the graph sections alone (warmups excluded)."""
     capture_time_s: float | None = None
     rejected: str | None = None
     """The release refuses the config (then nothing else is meaningful)."""
@@ -51,6 +59,12 @@ class Side:
     """Predicted expected step time (plan with a latency model); None for a capture."""
     eager_time_share: float | None = None
     """Predicted share of the expected step time spent in eager steps."""
+    model_runner: str | None = None
+    """v1 or v2 (None: not known)."""
+    kv_bytes_per_token: int | None = None
+    """A plan's KV-cache bytes per token on a rank (graph memory in KV tokens)."""
+    vllm_kv_cache_tokens: int | None = None
+    """vLLM's own "GPU KV cache size: N tokens" (a capture report's), for scale."""
 
     def tier_batches(self, query_len: int) -> list[tuple[int, int]]:
         """Request-count runs that decode at `query_len` (sorted, not overlapping)."""
@@ -158,8 +172,15 @@ def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
     """A plan as a comparison side (its predicted cost, when it has one, as the pool and time)."""
+    band = None
+    sections = None
+    caveats: tuple[str, ...] = ()
     if pool_bytes is None and plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure:
-        pool_bytes = round(plan.cost.total_mib * (1 << 20))
+        mib = 1 << 20
+        pool_bytes = round(plan.cost.total_mib * mib)
+        band = (round(plan.cost.low_mib * mib), round(plan.cost.high_mib * mib))
+        sections = round(plan.cost.graphs_mib * mib)
+        caveats = plan.cost.caveats
     return Side(
         label=label,
         kind="plan",
@@ -172,6 +193,11 @@ def side_from_plan(
         lookup=plan.dynamic_sd_lookup,
         pool_bytes=pool_bytes,
         pool_source="predicted" if pool_bytes is not None else None,
+        pool_band_bytes=band,
+        pool_caveats=caveats,
+        graph_sections_bytes=sections,
+        model_runner=plan.model_runner,
+        kv_bytes_per_token=plan.kv_bytes_per_token,
         capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
         expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
         eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,

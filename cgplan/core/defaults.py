@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from cgplan.core.modes import Platform
 from cgplan.core.rules import VllmRules
+from cgplan.core.spec import PlanInput
+from cgplan.core.types import Assumed
 
 
 def serve_defaults(
@@ -43,3 +45,65 @@ def serve_defaults(
     if max_num_seqs is None:
         s = min(s, b)
     return s, b
+
+
+def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -> tuple[Assumed, ...]:
+    """The values the plan assumed because the config left them unset, each with its origin."""
+    out: list[Assumed] = []
+    names = set(inp.defaulted)
+    usual = _USUAL_GPU.get(inp.platform, inp.platform.value)
+    if "vllm_version" in names:
+        out.append(Assumed("vllm_version", inp.vllm_version, "cgplan's newest supported release"))
+    if "platform" in names:
+        out.append(Assumed("platform", inp.platform.value, "cgplan's default platform"))
+    if "max_model_len" in names:
+        out.append(
+            Assumed(
+                "max_model_len",
+                str(inp.max_model_len),
+                "the model's max_position_embeddings (vLLM's default)",
+            )
+        )
+    if "max_num_seqs" in names:
+        out.append(
+            Assumed(
+                "max_num_seqs",
+                str(inp.max_num_seqs),
+                f"vllm serve's default on {inp.platform.value} (as on an {usual}; vLLM {rules.version} "
+                "EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)"
+                + (
+                    ", doubled by performance_mode throughput" if inp.performance_mode == "throughput" else ""
+                ),
+            )
+        )
+    if "max_num_batched_tokens" in names:
+        out.append(
+            Assumed(
+                "max_num_batched_tokens",
+                str(inp.max_num_batched_tokens),
+                f"vllm serve's default on {inp.platform.value} (as on an {usual}), at most "
+                "max_num_seqs × max_model_len",
+            )
+        )
+    if "cudagraph_mode" in names and not inp.enforce_eager:
+        out.append(
+            Assumed(
+                "cudagraph_mode",
+                mode,
+                f"the -O{inp.optimization_level} default of vLLM {rules.version}"
+                + (" (after the attention backend's downgrade)" if mode != "FULL_AND_PIECEWISE" else ""),
+            )
+        )
+    if inp.model_runner == "auto":
+        out.append(
+            Assumed("model_runner", runner, f"vLLM {rules.version}'s choice (VLLM_USE_V2_MODEL_RUNNER unset)")
+        )
+    return tuple(out)
+
+
+_USUAL_GPU = {
+    Platform.HOPPER: "H200",
+    Platform.BLACKWELL: "B200",
+    Platform.AMPERE: "A100-80GB",
+    Platform.RTX_BLACKWELL: "RTX PRO 6000",
+}

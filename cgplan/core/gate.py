@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.compare_sides import Side, decode_gaps, padding
 from cgplan.core.diff import diff_sides
 
@@ -63,6 +64,21 @@ class GateResult:
 
 DEFAULT_POLICY = GatePolicy(max_graphs_per_family={"*": 400})
 """The policy `cgplan gate` applies without --policy (configs/gates/default.yaml says the same)."""
+
+
+def budgets_of(policy: GatePolicy) -> FixBudgets:
+    """The budgets of `policy` a proposed fix must stay within (graphs, memory, time, padding)."""
+    return FixBudgets(
+        max_graphs_per_family=tuple(sorted(policy.max_graphs_per_family.items())),
+        max_total_graphs=policy.max_total_graphs,
+        max_pool_mib=None if policy.max_pool_gib is None else policy.max_pool_gib * MIB_PER_GIB,
+        max_capture_s=policy.max_capture_seconds,
+        max_decode_padding_ratio=policy.max_decode_padding_ratio,
+    )
+
+
+DEFAULT_BUDGETS = budgets_of(DEFAULT_POLICY)
+"""The default gate's budgets: what every printed fix stays within unless --allow-over-budget."""
 
 _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 
@@ -192,7 +208,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 Check(
                     "max_pool_gib",
                     gib <= policy.max_pool_gib and not incomplete,
-                    f"{gib:.2f} GiB {side.pool_source} (limit {policy.max_pool_gib})"
+                    f"{gib:.2f} GiB {side.pool_source}, capture phase per rank (limit {policy.max_pool_gib})"
                     + (f"; {incomplete}: the figure covers only what was captured" if incomplete else ""),
                 )
             )

@@ -6,9 +6,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from cgplan.core.cost import drafter_shape
+from cgplan.core.defaults import assumed_defaults
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
-from cgplan.core.gaps import find_gaps, propose_fixes
+from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
 from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases
+from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import capture_ladder
 from cgplan.core.modes import Mode
 from cgplan.core.policies import UPSTREAM, CapturePolicy
@@ -242,12 +245,17 @@ def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -
 
 
 def build_plan(
-    inp: PlanInput, *, with_fixes: bool = True, with_mixed: bool = True, policy: CapturePolicy = UPSTREAM
+    inp: PlanInput,
+    *,
+    with_fixes: bool = True,
+    with_mixed: bool = True,
+    policy: CapturePolicy = UPSTREAM,
+    search: FixSearch | None = None,
 ) -> Plan:
     """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
 
-    `with_mixed=False` skips the mixed-batch dispatch table (the fix search only needs
-    the decode tables).
+    `with_mixed=False` skips the mixed-batch dispatch table. `search` gives the fix search its
+    budgets and cost model (default: the default gate's budgets, no cost model).
 
     Raises:
         Rejected: the release refuses to start with this config.
@@ -408,13 +416,34 @@ def build_plan(
         notes=tuple(notes),
         piecewise_pieces_per_graph=inp.model.num_hidden_layers + 1,
         uniform_decode_lora=uniform_lora,
+        piecewise_pieces=_pieces(inp, graphs),
+        assumed=assumed_defaults(inp, rules, mode.value, runner),
+        kv_bytes_per_token=kv_bytes_per_token(inp),
     )
-    gaps = find_gaps(plan, ladder)
+    gaps = find_gaps(plan, ladder, inp)
     plan = replace(plan, gaps=gaps)
     if with_fixes and gaps:
-        plan = replace(plan, fixes=propose_fixes(plan, inp, ladder, partial(_replan, policy=policy)))
+        if search is None:
+            from cgplan.core.gate import DEFAULT_BUDGETS
+
+            search = FixSearch(DEFAULT_BUDGETS)
+        fixes = propose_fixes(plan, inp, ladder, partial(_replan, policy=policy), search, rules)
+        plan = replace(plan, fixes=fixes)
     return plan
 
 
+def _pieces(inp: PlanInput, graphs: dict[str, tuple[Graph, ...]]) -> tuple[tuple[str, int], ...]:
+    """CUDA graphs per PIECEWISE descriptor, family by family: a dense model's compiled pieces are
+    its layers + 1 (the drafter's are its own: an EAGLE head's one layer gives 2)."""
+    spec = inp.speculative
+    drafter = drafter_shape(inp.model, spec.draft_model if spec else None, spec.method if spec else None)
+    return tuple(
+        (f, (inp.model if f == "target" else drafter).num_hidden_layers + 1)
+        for f, gs in graphs.items()
+        if any(g.mode == "PIECEWISE" for g in gs)
+    )
+
+
 def _replan(inp: PlanInput, policy: CapturePolicy) -> Plan:
-    return build_plan(inp, with_fixes=False, with_mixed=False, policy=policy)
+    # The mixed table too: a fix must not make any mixed batch worse either.
+    return build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)

@@ -157,6 +157,10 @@ class PlanInput:
         """vLLM's `ParallelConfig.num_ubatches` (2 under DBO)."""
         return 2 if self.enable_dbo else self.ubatch_size
 
+    defaulted: tuple[str, ...] = field(default=(), metadata={"fingerprint": False}, compare=False)
+    """Names of the fields above the config left unset, filled with vLLM's (or cgplan's)
+    default, so a report can say what it assumed (left out of the fingerprint and equality)."""
+
     @property
     def num_speculative_tokens(self) -> int:
         """K, or 0 without speculation."""

@@ -64,6 +64,8 @@ class PointOutcome:
     kinds: tuple[str, ...]
     """Sorted gap modes (NONE, PIECEWISE): the part of the signature that groups ranges."""
     graphs: int
+    gap_batches: int = 0
+    """(tier, request count) pairs in a gap: how bad the point is (the worst one is shown)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,15 @@ class SweepRange:
     last: Any
     points: int
     outcomes: tuple[PointOutcome, ...]
-    """Per release, of the range's first point."""
+    """Per release, the range's worst point (most gap batches; the first such point)."""
     disagree: bool
     """The releases plan different graphs or dispatch at these points."""
+    worst_at: tuple[Any, ...] = ()
+    """Per release, the axis value of that worst point."""
+    detail_varies: tuple[bool, ...] = ()
+    """Per release, whether the points of the range differ in detail (then `outcomes` is the worst)."""
+    values: tuple[Any, ...] = ()
+    """Every axis value in the range (a categorical axis is listed, not written first..last)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,8 @@ def _outcome(plan: Plan | None, reason: str | None) -> PointOutcome:
         else f"{a}×{ql} {'eager' if m == 'NONE' else m}"
         for ql, a, b, m in gaps[:4]
     ) + (" …" if len(gaps) > 4 else "")
-    return PointOutcome("gaps", detail, tuple(sorted({m for *_, m in gaps})), graphs)
+    batches = sum(b - a + 1 for _, a, b, _ in gaps)
+    return PointOutcome("gaps", detail, tuple(sorted({m for *_, m in gaps})), graphs, batches)
 
 
 def _plan(inp: PlanInput, policy: CapturePolicy) -> tuple[Plan | None, str | None]:
@@ -120,8 +129,13 @@ def sweep(
     axes: Sequence[tuple[str, Sequence[Any]]],
     versions: Sequence[str],
     policy: CapturePolicy = UPSTREAM,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """Plan every point of the grid under every release; group the last axis into ranges.
+
+    Points merge into a range while their status and gap kinds agree; where their detail differs,
+    the range shows its worst point (most gap batches) and says where it is. `progress(done, total)`
+    is called after every point (a progress bar for long sweeps).
 
     Raises:
         ValueError: too many points (MAX_SWEEP_POINTS) or an unknown key.
@@ -136,6 +150,7 @@ def sweep(
         raise ValueError(f"{total:,} plans requested; at most {MAX_SWEEP_POINTS:,} per sweep")
     *outer, (last_key, last_values) = axes
     ranges: list[SweepRange] = []
+    done = 0
     for fixed_values in itertools.product(*(v for _, v in outer)):
         fixed = tuple(zip((k for k, _ in outer), fixed_values, strict=True))
         cur: SweepRange | None = None
@@ -155,13 +170,47 @@ def sweep(
                 )
                 for a, b in itertools.pairwise(plans)
             )
+            done += len(versions)
+            if progress is not None:
+                progress(done, total)
             sig = (tuple((o.status, o.kinds) for o in outcomes), disagree)
             if cur is not None and sig == cur_sig:
-                cur = dataclasses.replace(cur, last=value, points=cur.points + 1)
+                worst = []
+                at = []
+                varies = []
+                for i, o in enumerate(outcomes):
+                    old = cur.outcomes[i]
+                    varies.append(cur.detail_varies[i] or o.detail != old.detail)
+                    if o.gap_batches > old.gap_batches:
+                        worst.append(o)
+                        at.append(value)
+                    else:
+                        worst.append(old)
+                        at.append(cur.worst_at[i])
+                cur = dataclasses.replace(
+                    cur,
+                    last=value,
+                    points=cur.points + 1,
+                    outcomes=tuple(worst),
+                    worst_at=tuple(at),
+                    detail_varies=tuple(varies),
+                    values=(*cur.values, value),
+                )
             else:
                 if cur is not None:
                     ranges.append(cur)
-                cur = SweepRange(fixed, last_key, value, value, 1, outcomes, disagree)
+                cur = SweepRange(
+                    fixed,
+                    last_key,
+                    value,
+                    value,
+                    1,
+                    outcomes,
+                    disagree,
+                    worst_at=tuple(value for _ in outcomes),
+                    detail_varies=tuple(False for _ in outcomes),
+                    values=(value,),
+                )
                 cur_sig = sig
         if cur is not None:
             ranges.append(cur)

@@ -30,6 +30,18 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Assumed:
+    """A value the plan assumed because the config left it unset."""
+
+    key: str
+    """vLLM's field name."""
+    value: str
+    """The value assumed."""
+    origin: str
+    """Where it comes from (vLLM's rule and release, or cgplan's default)."""
+
+
+@dataclass(frozen=True)
 class Graph:
     """One CUDA graph vLLM captures (one batch descriptor)."""
 
@@ -82,6 +94,23 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class StepPadding:
+    """Per-step padding of the graph-replayed uniform-decode batches: (padded − real) / real
+    tokens of one step, each request count of each tier counted once."""
+
+    worst_pct: float
+    """The worst step's padding, percent."""
+    worst_reqs: int | None
+    """Request count of that step (None: no batch replays a graph)."""
+    worst_query_len: int | None
+    """Its tier (tokens per request)."""
+    mean_pct: float
+    """Mean over the replayed request counts, percent."""
+    replayed_batches: int
+    """Request counts (over all tiers) that replay a graph."""
+
+
+@dataclass(frozen=True)
 class Fix:
     """A flag change that closes gaps, verified by planning the changed config again."""
 
@@ -105,6 +134,33 @@ class Fix:
     """The same after the fix."""
     summary: str
     """One line for humans."""
+    argv: tuple[tuple[str, ...], ...] = ()
+    """`flags` unquoted: each flag's command-line words."""
+    changes: tuple[str, ...] = ()
+    """What the fix changes, in words."""
+    complete: bool = True
+    """It closes every gap (False: partial, see `still_open`)."""
+    still_open: str = ""
+    """What a partial fix leaves open, in words."""
+    pool_before_mib: float | None = None
+    """Predicted capture-phase memory per rank before (None: no cost model)."""
+    pool_after_mib: float | None = None
+    """And after."""
+    capture_before_s: float | None = None
+    """Predicted capture time before."""
+    capture_after_s: float | None = None
+    """And after."""
+    step_padding_before: StepPadding | None = None
+    """Per-step padding before."""
+    step_padding_after: StepPadding | None = None
+    """And after."""
+    over_budget: tuple[str, ...] = ()
+    """Gate budgets the fix breaks (only offered with --allow-over-budget)."""
+
+    @property
+    def command_line(self) -> str:
+        """The flags as one line to paste after `vllm serve ...`."""
+        return " ".join(self.flags)
 
 
 @dataclass(frozen=True)
@@ -146,3 +202,10 @@ class Plan:
     """Predicted step times, gap costs and fix gains (None: no latency coefficients were given)."""
     uniform_decode_lora: dict[int, tuple[DispatchRange, ...]] = field(default_factory=dict)
     """With LoRA: query_len → dispatch of uniform decode batches carrying one active adapter."""
+    piecewise_pieces: tuple[tuple[str, int], ...] = ()
+    """family → CUDA graphs per PIECEWISE descriptor of that family (its compiled pieces)."""
+    assumed: tuple[Assumed, ...] = ()
+    """Defaults the plan assumed, with their origin."""
+    kv_bytes_per_token: int | None = None
+    """KV-cache bytes one token takes on each rank, over the target's and the drafter's layers
+    (None: not known for this attention kind, e.g. MLA)."""

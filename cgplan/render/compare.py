@@ -10,10 +10,11 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.table import Table
 
-from cgplan.core.compare_sides import Side
+from cgplan.core.compare_sides import Side, decode_gaps
 from cgplan.core.diff import Diff, TierPadding
 from cgplan.core.gate import GateResult
-from cgplan.core.sweep import SweepResult
+from cgplan.core.memory import compare_memory
+from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
 from cgplan.render.json import SCHEMA_VERSION
 
@@ -84,6 +85,13 @@ def diff_to_dict(d: Diff) -> dict[str, Any]:
             "source_a": d.a.pool_source,
             "source_b": d.b.pool_source,
         },
+        "memory": _memory_dict(d),
+        "uniform_decode": {"a": _coverage(d.a), "b": _coverage(d.b)},
+        "model_runner": {"a": d.a.model_runner, "b": d.b.model_runner},
+        "size_changes": size_changes(d),
+        "shared_gaps": [
+            {"query_len": ql, "from_reqs": a, "to_reqs": b, "mode": m} for ql, a, b, m in shared_gaps(d)
+        ],
         "capture_time_s": {"a": d.a.capture_time_s, "b": d.b.capture_time_s},
         "expected_step_ms": {
             "a": _round(d.a.expected_step_ms),
@@ -131,6 +139,89 @@ def step_time_line(d: Diff) -> str | None:
     return line + " (latency model, every uniform-decode batch once)"
 
 
+def _coverage(side: Any) -> dict[str, Any]:
+    """Per tier: its request-count runs and its dispatch rows (what the HTML chart draws)."""
+    out: dict[str, Any] = {}
+    if side.rejected:
+        return out
+    for ql in side.query_lens:
+        out[str(ql)] = {
+            "batches": [list(b) for b in side.tier_batches(ql)],
+            "rows": [
+                {"from_reqs": r.first, "to_reqs": r.last, "mode": r.mode, "padded_tokens": r.padded_tokens}
+                for r in side.uniform_decode.get(ql, ())
+            ],
+        }
+    return out
+
+
+def _memory_dict(d: Diff) -> dict[str, Any]:
+    m = compare_memory(d.a, d.b)
+    return {
+        "definition": "capture phase per rank (warmups included), as vLLM's 'took X GiB'",
+        "a_mib": None if m.a_mib is None else round(m.a_mib, 1),
+        "b_mib": None if m.b_mib is None else round(m.b_mib, 1),
+        "source_a": m.a_source,
+        "source_b": m.b_source,
+        "measured_over_predicted": None
+        if m.measured_over_predicted is None
+        else round(m.measured_over_predicted, 4),
+        "band": None if m.band is None else [round(x, 4) for x in m.band],
+        "within_band": m.within_band,
+        "caveats": list(m.caveats),
+        "detail_graph_sections_mib": {
+            "a": None if m.a_sections_mib is None else round(m.a_sections_mib, 1),
+            "b": None if m.b_sections_mib is None else round(m.b_sections_mib, 1),
+        },
+        "text": m.text(),
+        "kv_tokens": m.kv_tokens,
+        "vllm_kv_cache_tokens": m.vllm_kv_cache_tokens,
+        "kv_text": m.kv_text(),
+    }
+
+
+def _sizes(graphs: tuple[Any, ...]) -> str:
+    from cgplan.render.summary import ladder_text
+
+    return ladder_text(sorted({g.num_tokens for g in graphs}))
+
+
+def size_changes(d: Diff) -> list[str]:
+    """ "target PIECEWISE: +1024, 2048; -16" lines: the token counts of graphs added and removed."""
+    out = []
+    for f in d.families:
+        parts = []
+        if f.added:
+            parts.append(f"+{_sizes(f.added)}")
+        if f.removed:
+            parts.append(f"-{_sizes(f.removed)}")
+        if parts:
+            out.append(f"{f.family} {f.mode} tokens: {'; '.join(parts)}")
+    return out
+
+
+def shared_gaps(d: Diff) -> list[tuple[int, int, int, str]]:
+    """Gaps both sides have (same tier, same request counts, same outcome): no move, not all clear."""
+    if d.a.rejected or d.b.rejected:
+        return []
+    gb = set(decode_gaps(d.b))
+    return [g for g in decode_gaps(d.a) if g in gb]
+
+
+def _gap_text(g: tuple[int, int, int, str]) -> str:
+    ql, a, b, mode = g
+    span = f"{a}" if a == b else f"{a}-{b}"
+    return f"{span} requests × {ql} → {'EAGER' if mode == 'NONE' else mode}"
+
+
+def runner_change(d: Diff) -> str | None:
+    """ "model runner: V1 → V2" when it changes."""
+    ra, rb = d.a.model_runner, d.b.model_runner
+    if ra and rb and ra != rb:
+        return f"model runner: {ra.upper()} → {rb.upper()} (different dispatchers and graph sets)"
+    return None
+
+
 def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
     """Human diff: graphs per family/mode, coverage moves per tier, padding, memory, time."""
     buf = io.StringIO()
@@ -144,6 +235,9 @@ def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
             )
         if side.status != "complete":
             c.print(_partial_line(side, name), style="red", soft_wrap=True)
+    runner = runner_change(d)
+    if runner:
+        c.print(runner, style="yellow", soft_wrap=True)
     t = Table(show_edge=False, box=None, header_style="bold")
     for col in ("family", "mode", "A", "B", "added", "removed"):
         t.add_column(col, justify="left" if col in ("family", "mode") else "right")
@@ -151,6 +245,8 @@ def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
         t.add_row(f.family, f.mode, str(f.count_a), str(f.count_b), f"+{len(f.added)}", f"-{len(f.removed)}")
     c.print()
     c.print(t)
+    for line in size_changes(d):
+        c.print(f"  {line}", soft_wrap=True)
     c.print()
     if d.moves:
         m = Table(
@@ -164,33 +260,41 @@ def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
             m.add_column(col)
         for mv in d.moves:
             style = "red" if mv.mode_b == "NONE" else ("green" if mv.mode_b == "FULL" else "")
-            m.add_row(str(mv.query_len), f"{mv.first_reqs}-{mv.last_reqs}", mv.mode_a, mv.mode_b, style=style)
+            m.add_row(
+                str(mv.query_len),
+                f"{mv.first_reqs}-{mv.last_reqs}",
+                "EAGER" if mv.mode_a == "NONE" else mv.mode_a,
+                "EAGER" if mv.mode_b == "NONE" else mv.mode_b,
+                style=style,
+            )
         c.print(m)
-    else:
-        c.print("coverage: every uniform-decode batch of every tier has the same outcome")
-    p = Table(
-        show_edge=False,
-        box=None,
-        header_style="bold",
-        title="padding waste (padded / real tokens)",
-        title_justify="left",
-    )
+    shared = shared_gaps(d)
+    if shared:
+        c.print(
+            f"gaps on both sides (unchanged, not all clear): {', '.join(_gap_text(g) for g in shared[:8])}"
+            + (f" and {len(shared) - 8} more" if len(shared) > 8 else ""),
+            style="red",
+            soft_wrap=True,
+        )
+    elif not d.moves:
+        c.print("coverage: every uniform-decode batch of every tier has the same outcome, and none is a gap")
+    p = Table(show_edge=False, box=None, header_style="bold")
     for col in ("tokens/request", "A", "B"):
         p.add_column(col)
     for pad in d.padding:
         p.add_row(str(pad.query_len), _ratio(pad.padded_a, pad.real_a), _ratio(pad.padded_b, pad.real_b))
     c.print()
-    c.print("padding waste (padded / real tokens of graph-replayed decode batches)")
+    c.print("padding: padded / real tokens of graph-replayed decode batches (1.000 = no padding)")
     c.print(p)
     if d.a.pool_bytes is not None or d.b.pool_bytes is not None:
-
-        def gib(x: int | None) -> str:
-            return "-" if x is None else f"{x / GIB:.3f} GiB"
-
-        c.print(
-            f"pool memory: A {gib(d.a.pool_bytes)} ({d.a.pool_source or '-'}) → B {gib(d.b.pool_bytes)} "
-            f"({d.b.pool_source or '-'})"
-        )
+        mem = compare_memory(d.a, d.b)
+        c.print(mem.text(), soft_wrap=True)
+        detail = mem.detail()
+        if detail:
+            c.print(detail, soft_wrap=True)
+        kv = mem.kv_text()
+        if kv:
+            c.print(kv, soft_wrap=True)
     if d.a.capture_time_s is not None or d.b.capture_time_s is not None:
         c.print(f"capture time: A {d.a.capture_time_s} s → B {d.b.capture_time_s} s")
     timed = step_time_line(d)
@@ -215,15 +319,35 @@ def render_diff_markdown(d: Diff) -> str:
         for f in d.families
     ]
     out.append("")
+    runner = runner_change(d)
+    if runner:
+        out += [f"**{runner}**", ""]
+    out += [f"- {line}" for line in size_changes(d)]
+    if size_changes(d):
+        out.append("")
     if d.moves:
         out += ["| tokens/request | requests | A | B |", "|---:|---|---|---|"]
         out += [
-            f"| {m.query_len} | {m.first_reqs}-{m.last_reqs} | {m.mode_a} | "
-            f"{'**' + m.mode_b + '**' if m.mode_b == 'NONE' else m.mode_b} |"
+            f"| {m.query_len} | {m.first_reqs}-{m.last_reqs} | "
+            f"{'EAGER' if m.mode_a == 'NONE' else m.mode_a} | "
+            f"{'**EAGER**' if m.mode_b == 'NONE' else m.mode_b} |"
             for m in d.moves
         ]
-    else:
-        out.append("No coverage change for uniform decode.")
+    shared = shared_gaps(d)
+    if shared:
+        out += [
+            "",
+            "**Gaps on both sides (unchanged, not all clear):** " + ", ".join(_gap_text(g) for g in shared),
+        ]
+    elif not d.moves:
+        out.append("No coverage change for uniform decode, and no gap on either side.")
+    if d.a.pool_bytes is not None or d.b.pool_bytes is not None:
+        mem = compare_memory(d.a, d.b)
+        out += ["", mem.text()]
+        if mem.detail():
+            out.append(f"({(mem.detail() or '').strip()})")
+        if mem.kv_text():
+            out.append((mem.kv_text() or "").strip())
     timed = step_time_line(d)
     if timed:
         out += ["", timed]
@@ -249,7 +373,10 @@ def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
                 "first": x.first,
                 "last": x.last,
                 "points": x.points,
+                "values": list(x.values) if x.axis not in INT_KEYS else None,
                 "versions_disagree": x.disagree,
+                "worst_at": dict(zip(r.versions, x.worst_at, strict=False)),
+                "detail_varies": dict(zip(r.versions, x.detail_varies, strict=False)),
                 "outcomes": {v: asdict(o) for v, o in zip(r.versions, x.outcomes, strict=True)},
             }
             for x in r.ranges
@@ -257,18 +384,36 @@ def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
     }
 
 
+def _span(x: Any) -> str:
+    """A range of the last axis: first..last for a numeric axis, the values for a categorical one."""
+    from cgplan.core.sweep import INT_KEYS
+
+    if x.points == 1:
+        return str(x.first)
+    if x.axis not in INT_KEYS:
+        return ", ".join(map(str, x.values)) if x.values else f"{x.first}, …, {x.last}"
+    return f"{x.first}..{x.last}"
+
+
+def _cell(x: Any, i: int, o: Any) -> str:
+    text = o.status if not o.detail else f"{o.status}: {o.detail}"
+    varies = bool(x.detail_varies) and x.detail_varies[i]
+    if varies and o.detail:
+        text = f"{o.status} (worst, at {x.worst_at[i]}): {o.detail}"
+    return text
+
+
 def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markdown: bool = False) -> str:
-    """One row per range of the last axis with the same outcome."""
+    """One row per range of the last axis with the same outcome; where the points' detail differs
+    the row shows the worst point and says where it is."""
     if markdown:
         head = ["fixed", r.ranges[0].axis if r.ranges else "value", *r.versions, "releases agree"]
         out = ["### cgplan sweep", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for x in r.ranges:
             fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
-            cells = [f"{o.status}" + (f": {o.detail}" if o.detail else "") for o in x.outcomes]
+            cells = [_cell(x, i, o) for i, o in enumerate(x.outcomes)]
             out.append(
-                f"| {fixed} | {x.first}..{x.last} | "
-                + " | ".join(cells)
-                + f" | {'no' if x.disagree else 'yes'} |"
+                f"| {fixed} | {_span(x)} | " + " | ".join(cells) + f" | {'no' if x.disagree else 'yes'} |"
             )
         return "\n".join(out) + "\n"
     buf = io.StringIO()
@@ -285,10 +430,10 @@ def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markd
     for x in r.ranges:
         fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
         cells = []
-        for o in x.outcomes:
-            text = o.status if not o.detail else f"{o.status}: {o.detail}"
-            cells.append(text if len(text) < 60 else text[:57] + "...")
-        row = [fixed, f"{x.first}..{x.last}" if x.points > 1 else str(x.first), *cells]
+        for i, o in enumerate(x.outcomes):
+            text = _cell(x, i, o)
+            cells.append(text if len(text) < 80 else text[:77] + "...")
+        row = [fixed, _span(x), *cells]
         if len(r.versions) > 1:
             row.append("differ" if x.disagree else "agree")
         t.add_row(*row, style="red" if any(o.status != "ok" for o in x.outcomes) else "")

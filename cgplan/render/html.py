@@ -7,7 +7,7 @@ from html import escape
 from typing import Any
 
 COLORS = {"FULL": "#2e7d32", "PIECEWISE": "#f9a825", "NONE": "#c62828", "-": "#bdbdbd"}
-LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "eager", "-": "other tier"}
+LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "EAGER", "-": "other tier"}
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px} table{border-collapse:collapse;margin:8px 0}
@@ -17,7 +17,73 @@ td:first-child,th:first-child{text-align:left} .gap{color:#c62828;font-weight:60
 .sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
 code{background:#f5f5f5;padding:1px 4px;word-break:break-all}
 .muted{color:#666;font-size:12px}
+pre.flags{background:#f5f5f5;padding:6px 8px;white-space:pre;overflow-x:auto;font-size:12px}
 """
+
+
+def _name(mode: str) -> str:
+    return "EAGER" if mode == "NONE" else mode
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}%" if x >= 10 or x == 0 else f"{x:.1f}%"
+
+
+def _query_lens(plan: dict[str, Any]) -> str:
+    dyn = plan.get("dynamic_sd")
+    if not dyn:
+        return str(plan["uniform_decode_query_len"])
+    qls = sorted({k + 1 for _, _, k in dyn["lookup"]})
+    return ", ".join(map(str, qls[:-1])) + f" or {qls[-1]}" if len(qls) > 1 else str(qls[0])
+
+
+def _mixed_rows(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """(tokens, outcome) of mixed/prefill batches, eager first (above the last range: eager)."""
+    rows = [(r["from_tokens"], r["to_tokens"], r["mode"]) for r in plan.get("mixed", [])]
+    covered = max((b for _, b, _ in rows), default=0)
+    if covered < plan["max_num_batched_tokens"]:
+        rows.append((covered + 1, plan["max_num_batched_tokens"], "NONE"))
+    merged: list[tuple[int, int, str]] = []
+    for a, b, m in rows:
+        if merged and merged[-1][2] == m and merged[-1][1] == a - 1:
+            merged[-1] = (merged[-1][0], b, m)
+        else:
+            merged.append((a, b, m))
+    merged.sort(key=lambda r: (r[2] != "NONE", r[0]))
+    return [(f"{a}" if a == b else f"{a}..{b}", "EAGER" if m == "NONE" else m) for a, b, m in merged]
+
+
+def _gap_groups(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """(title, reason): a tier's PIECEWISE fallbacks as one line, one-request runs as one number."""
+    out: list[list[Any]] = []  # query_len, outcome, first, last, runs, reason
+    for g in plan.get("gaps", []):
+        outcome = "EAGER" if g["mode"] == "NONE" else g["mode"]
+        if out and outcome == "PIECEWISE" and out[-1][1] == "PIECEWISE" and out[-1][0] == g["query_len"]:
+            out[-1][3] = g["to_reqs"]
+            out[-1][4].append((g["from_reqs"], g["to_reqs"]))
+            out[-1][5] = (
+                f"no FULL graph for these request counts × {g['query_len']} tokens: PIECEWISE fallback"
+            )
+        else:
+            out.append(
+                [
+                    g["query_len"],
+                    outcome,
+                    g["from_reqs"],
+                    g["to_reqs"],
+                    [(g["from_reqs"], g["to_reqs"])],
+                    g["reason"],
+                ]
+            )
+    titles = []
+    for ql, outcome, a, b, runs, reason in out:
+        span = f"{a}" if a == b else f"{a}-{b}"
+        title = f"requests {span} × {ql} tokens → {outcome}"
+        if len(runs) > 1:
+            listed = ", ".join(f"{x}" if x == y else f"{x}-{y}" for x, y in runs)
+            title += f" at {sum(y - x + 1 for x, y in runs)} of {b - a + 1} request counts: {listed}"
+        titles.append((title, reason))
+    return titles
 
 
 def _legend() -> str:
@@ -95,7 +161,7 @@ def tier_chart(
         parts.append(
             f'<rect class="band {cls}" x="{x(a):.2f}" y="{top}" width="{max(x(b + 1) - x(a), 0.6):.2f}" '
             f'height="{ph}" fill="{COLORS[mode]}" fill-opacity="{opacity}">'
-            f"<title>requests {a}-{b} × {query_len}: "
+            f"<title>requests {a if a == b else f'{a}-{b}'} × {query_len}: "
             f"{LABELS[mode]}{at}</title></rect>"
         )
     padded_pts = [
@@ -144,12 +210,52 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
         f"({escape(plan['attention_cudagraph_support'])}) · "
         f"cudagraph_mode <b>{escape(plan['cudagraph_mode'])}</b> · "
         f"{len(plan['capture_sizes'])} capture sizes, max {plan['max_capture_size']} · uniform decode = "
-        f"{plan['uniform_decode_query_len']} tokens per request</p>",
+        f"{_query_lens(plan)} tokens per request</p>",
         "<h2>Graphs</h2><table><tr><th>family</th><th>PIECEWISE</th><th>FULL</th></tr>",
     ]
     for fam, c in plan["graph_counts"].items():
         out.append(f"<tr><td>{escape(fam)}</td><td>{c['PIECEWISE']}</td><td>{c['FULL']}</td></tr>")
     out.append(f"<tr><th>total</th><th colspan=2>{plan['total_graphs']}</th></tr></table>")
+    pieces = plan.get("piecewise_pieces") or {}
+    if pieces:
+        out.append(
+            '<p class="muted">a PIECEWISE descriptor is '
+            + ", ".join(f"{n} CUDA graphs in the {escape(f)}" for f, n in pieces.items())
+            + " (one per compiled piece)</p>"
+        )
+    cost = plan.get("predicted_cost")
+    if cost:
+        kv = (plan.get("kv_cache") or {}).get("graph_memory_tokens")
+        per_token = (plan.get("kv_cache") or {}).get("bytes_per_token")
+        out.append(
+            "<h2>Predicted graph memory</h2><p>capture phase (what vLLM's “took X GiB” counts), per rank: "
+            f"<b>{cost['total_mib']:,.0f} MiB</b> ({cost['low_mib']:,.0f}..{cost['high_mib']:,.0f}) "
+            "taken from "
+            "the KV cache"
+            + (f" = <b>{kv:,} KV-cache tokens</b> at {per_token:,} bytes/token" if kv is not None else "")
+            + f" · capture ~{cost['capture_s']:.1f} s · {escape(cost['gpu'])} cost model</p>"
+        )
+        out.append(
+            "<table><tr><th>detail: graph sections</th><th>mode</th><th>graphs</th><th>pool MiB</th>"
+            "<th>graph state MiB</th></tr>"
+        )
+        out += [
+            f"<tr><td>{escape(fm['family'])}</td><td>{fm['mode']}</td><td>{fm['graphs']}</td>"
+            f"<td>{fm['pool_mib']:,.0f}</td><td>{fm['graph_state_mib']:,.0f}</td></tr>"
+            for fm in cost["by_family_mode"]
+        ]
+        out.append(
+            "<tr><td>warmup runs</td><td></td><td></td>"
+            f"<td colspan=2>{cost['warmup_mib']:,.0f}</td></tr></table>"
+        )
+        out += [f'<p class="muted">caveat: {escape(c)}</p>' for c in cost.get("caveats", [])]
+    if plan.get("assumed"):
+        out.append("<h2>Assumed (not in the config)</h2><ul>")
+        out += [
+            f"<li><code>{escape(a['key'])} = {escape(a['value'])}</code>: {escape(a['origin'])}</li>"
+            for a in plan["assumed"]
+        ]
+        out.append("</ul>")
     if plan.get("dynamic_sd"):
         out.append(
             "<h2>Dynamic speculative decoding</h2><table><tr><th>batch sizes</th><th>K</th>"
@@ -171,22 +277,42 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
             + ")</h3>"
         )
         out.append(tier_chart(int(ql), rows, batches))
-    out.append("<h2>Capture sizes</h2><p><code>" + ", ".join(map(str, plan["capture_sizes"])) + "</code></p>")
+    pad = plan.get("step_padding")
+    if pad and pad["replayed_batches"]:
+        out.append(
+            f"<p>per-step padding (uniform decode, graph-replayed): worst <b>{_pct(pad['worst_pct'])}</b> "
+            f"({pad['worst_reqs']} requests × {pad['worst_query_len']} tokens), "
+            f"mean <b>{_pct(pad['mean_pct'])}</b> "
+            f"over {pad['replayed_batches']} batch sizes, each counted once</p>"
+        )
+    out.append("<h2>Mixed and prefill batches</h2><table><tr><th>tokens</th><th>outcome</th></tr>")
+    out += [
+        f'<tr><td>{t}</td><td style="color:{COLORS["NONE" if o == "EAGER" else o]}">{o}</td></tr>'
+        for t, o in _mixed_rows(plan)
+    ]
+    out.append("</table>")
+    out.append(
+        f"<h2>Capture sizes ({len(plan['capture_sizes'])}, tokens)</h2><p><code>"
+        + ", ".join(map(str, plan["capture_sizes"]))
+        + "</code></p>"
+    )
     out.append("<h2>Gaps and fixes</h2>")
     if not plan.get("gaps"):
         out.append(
             '<p class="fix">No gaps: every uniform-decode batch of every tier replays a decode-mode '
             "graph.</p>"
         )
-    for g in plan.get("gaps", []):
-        what = "eager" if g["mode"] == "NONE" else g["mode"]
+    for title, reason in _gap_groups(plan):
+        out.append(f'<p class="gap">{escape(title)}</p><p class="muted">{escape(reason)}</p>')
+    for i, f in enumerate(plan.get("fixes", [])):
+        label = "partial fix" if not f.get("complete", True) else ("fix" if i == 0 else "or")
         out.append(
-            f'<p class="gap">requests {g["from_reqs"]}-{g["to_reqs"]} × {g["query_len"]} tokens → {what}</p>'
-            f'<p class="muted">{escape(g["reason"])}</p>'
-        )
-    for f in plan.get("fixes", []):
-        out.append(
-            f'<p class="fix">fix: <code>{escape(" ".join(f["flags"]))}</code> — {escape(f["summary"])}</p>'
+            f'<p class="{"fix" if f.get("complete", True) else "gap"}">{label}: '
+            f"{escape('; '.join(f.get('changes', [])))}</p>"
+            f'<pre class="flags">{escape(f.get("command_line") or " ".join(f["flags"]))}</pre>'
+            f'<p class="muted">{escape(f["summary"])}'
+            + (f" — partial: {escape(f['still_open'])}" if f.get("still_open") else "")
+            + "</p>"
         )
     return out
 
@@ -246,15 +372,58 @@ def diff_html(d: dict[str, Any]) -> str:
         f"<td>+{len(g['added'])}</td><td>-{len(g['removed'])}</td></tr>"
         for g in d["graphs"]
     ]
-    body.append("</table><h2>Coverage moves</h2>")
+    body.append("</table>")
+    if d.get("model_runner") and d["model_runner"]["a"] and d["model_runner"]["a"] != d["model_runner"]["b"]:
+        body.append(
+            f'<p class="gap">model runner: {escape(str(d["model_runner"]["a"]).upper())} → '
+            f"{escape(str(d['model_runner']['b']).upper())}</p>"
+        )
+    body += [f'<p class="muted">{escape(line)}</p>' for line in d.get("size_changes", [])]
+    mem = d.get("memory") or {}
+    if mem.get("a_mib") is not None or mem.get("b_mib") is not None:
+        body.append(f"<h2>Graph memory</h2><p>{escape(mem['text'])}</p>")
+        if mem.get("kv_text"):
+            body.append(f"<p>{escape(mem['kv_text'].strip())}</p>")
+        det = mem.get("detail_graph_sections_mib") or {}
+        if det.get("a") is not None or det.get("b") is not None:
+            body.append(
+                f'<p class="muted">detail, graph sections only (warmups excluded): A {det.get("a")} MiB → '
+                f"B {det.get('b')} MiB</p>"
+            )
+    cov = d.get("uniform_decode") or {}
+    if cov:
+        body.append("<h2>Uniform decode coverage</h2>" + _legend())
+        for ql in sorted({*cov.get("a", {}), *cov.get("b", {})}, key=int):
+            for side in ("a", "b"):
+                tier = cov.get(side, {}).get(ql)
+                if not tier:
+                    continue
+                batches = [(int(x), int(y)) for x, y in tier["batches"]]
+                body.append(
+                    f'<h3 style="font-size:14px">{side.upper()}: {ql} tokens per request</h3>'
+                    + tier_chart(int(ql), tier["rows"], batches)
+                )
+    if d.get("shared_gaps"):
+        body.append(
+            '<p class="gap">gaps on both sides (unchanged, not all clear): '
+            + escape(
+                ", ".join(
+                    f"{g['from_reqs']}-{g['to_reqs']} requests × {g['query_len']} → "
+                    + ("EAGER" if g["mode"] == "NONE" else g["mode"])
+                    for g in d["shared_gaps"]
+                )
+            )
+            + "</p>"
+        )
+    body.append("<h2>Coverage moves</h2>")
     if not d["coverage_moves"]:
         body.append("<p>No uniform-decode batch changes outcome.</p>")
     else:
         body.append("<table><tr><th>tokens/request</th><th>requests</th><th>A</th><th>B</th></tr>")
         body += [
             f"<tr><td>{m['query_len']}</td><td>{m['first_reqs']}-{m['last_reqs']}</td>"
-            f'<td style="color:{COLORS.get(m["mode_a"], "#000")}">{m["mode_a"]}</td>'
-            f'<td style="color:{COLORS.get(m["mode_b"], "#000")}">{m["mode_b"]}</td></tr>'
+            f'<td style="color:{COLORS.get(m["mode_a"], "#000")}">{_name(m["mode_a"])}</td>'
+            f'<td style="color:{COLORS.get(m["mode_b"], "#000")}">{_name(m["mode_b"])}</td></tr>'
             for m in d["coverage_moves"]
         ]
         body.append("</table>")

@@ -7,9 +7,9 @@ from typing import Any
 
 from cgplan import __version__
 from cgplan.core.cost import CostPrediction
-from cgplan.core.gaps import graph_count, padding_tokens
+from cgplan.core.gaps import graph_count, padding_tokens, step_padding
 from cgplan.core.latency import LatencyPrediction
-from cgplan.core.types import DispatchRange, Graph, Plan
+from cgplan.core.types import DispatchRange, Graph, Plan, StepPadding
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of the JSON below; fields may be added freely."""
@@ -22,6 +22,18 @@ def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
         "mode": r.mode,
         "padded_tokens": r.padded_tokens,
         "padded_reqs": r.padded_reqs,
+    }
+
+
+def _padding(p: StepPadding | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "worst_pct": p.worst_pct,
+        "worst_reqs": p.worst_reqs,
+        "worst_query_len": p.worst_query_len,
+        "mean_pct": p.mean_pct,
+        "replayed_batches": p.replayed_batches,
     }
 
 
@@ -179,6 +191,15 @@ def plan_to_dict(
             else {}
         ),
         "decode_padding_tokens": padding_tokens(plan),
+        "step_padding": _padding(step_padding(plan)),
+        "assumed": [{"key": a.key, "value": a.value, "origin": a.origin} for a in plan.assumed],
+        "piecewise_pieces": dict(plan.piecewise_pieces),
+        "kv_cache": {
+            "bytes_per_token": plan.kv_bytes_per_token,
+            "graph_memory_tokens": None
+            if plan.kv_bytes_per_token is None or plan.cost is None or not plan.cost.graphs
+            else int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token),
+        },
         "gaps": [
             {
                 "family": g.family,
@@ -188,6 +209,7 @@ def plan_to_dict(
                 "from_tokens": g.first * (g.query_len or 1),
                 "to_tokens": g.last * (g.query_len or 1),
                 "mode": g.mode,
+                "outcome": "EAGER" if g.mode == "NONE" else g.mode,
                 "reason": g.reason,
             }
             for g in plan.gaps
@@ -204,6 +226,24 @@ def plan_to_dict(
                 "decode_padding_before_tokens": f.padding_before_tokens,
                 "decode_padding_after_tokens": f.padding_after_tokens,
                 "summary": f.summary,
+                "command_line": f.command_line,
+                "argv": [list(words) for words in f.argv],
+                "changes": list(f.changes),
+                "complete": f.complete,
+                "still_open": f.still_open,
+                "predicted_mib_before": f.pool_before_mib,
+                "predicted_mib_after": f.pool_after_mib,
+                "delta_predicted_mib": None
+                if f.pool_after_mib is None or f.pool_before_mib is None
+                else round(f.pool_after_mib - f.pool_before_mib, 1),
+                "capture_s_before": f.capture_before_s,
+                "capture_s_after": f.capture_after_s,
+                "delta_capture_s": None
+                if f.capture_after_s is None or f.capture_before_s is None
+                else round(f.capture_after_s - f.capture_before_s, 2),
+                "delta_graphs": f.graphs_after - f.graphs_before,
+                "step_padding_after": _padding(f.step_padding_after),
+                "over_budget": list(f.over_budget),
             }
             for f in plan.fixes
         ],

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.gaps import graph_count, tier_batches
-from cgplan.core.types import DispatchRange, Plan
+from cgplan.core.gaps import graph_count, range_padding, step_padding, tier_batches
+from cgplan.core.modes import Mode
+from cgplan.core.types import DispatchRange, Fix, Plan
 
 FAMILY_LABELS = {
     "target": "target",
@@ -40,14 +41,31 @@ def family_rows(plan: Plan) -> list[FamilyRow]:
             parts.append(
                 f"FULL {lo}..{hi} tokens" + (f" (query len {', '.join(map(str, qls))})" if qls else "")
             )
+        if family == "drafter_decode" and full and any(n.kind == "drafter_decode_per_k" for n in plan.notes):
+            parts.append("once per dynamic-SD K where the backend fuses decode-metadata updates (note)")
         rows.append(
             FamilyRow(FAMILY_LABELS.get(family, family), len(pw), len(full), "; ".join(parts) or "none")
         )
     return rows
 
 
+EAGER = "EAGER"
+"""The one name every human format gives a batch that runs without a CUDA graph (vLLM's
+CUDAGraphMode NONE; the JSON keeps vLLM's `NONE` in `mode` fields)."""
+
+
+def outcome_name(mode: str) -> str:
+    """FULL, PIECEWISE or EAGER."""
+    return EAGER if mode == "NONE" else mode
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}%" if x >= 10 or x == 0 else f"{x:.1f}%"
+
+
 def tier_rows(plan: Plan, ql: int, full: bool) -> list[tuple[str, str, str]]:
-    """(requests, outcome, tokens) rows for one decode tier, compressed unless `full`."""
+    """(requests, outcome, tokens) rows for one decode tier, compressed unless `full`; graph rows
+    carry their per-step padding (worst and mean over the row's request counts)."""
     rows: list[tuple[str, str, str]] = []
     ranges: list[DispatchRange] = []
     for lo, hi in tier_batches(plan, ql):
@@ -55,38 +73,55 @@ def tier_rows(plan: Plan, ql: int, full: bool) -> list[tuple[str, str, str]]:
             a, b = max(lo, r.first), min(hi, r.last)
             if a <= b:
                 ranges.append(DispatchRange(a, b, r.mode, r.padded_tokens, r.padded_reqs))
-    merged: list[tuple[int, int, str, int, int]] = []  # first, last, mode, padded_waste_total, max_pad
+    merged: list[tuple[int, int, str, float, float]] = []  # first, last, key, pct_sum, worst_pct
     for r in ranges:
-        waste = (
-            0
-            if r.padded_tokens is None
-            else sum(r.padded_tokens - n * ql for n in range(r.first, r.last + 1))
-        )
-        exact = r.padded_tokens is not None and r.padded_tokens == r.last * ql and r.first == r.last
+        pct_sum = worst = 0.0
+        if r.padded_tokens is not None:
+            _, pct_sum, worst = range_padding(ql, r.first, r.last, r.padded_tokens)
         key = r.mode if not full else f"{r.mode}@{r.padded_tokens}"
-        if merged and merged[-1][2] == key and merged[-1][1] == r.first - 1 and (not full):
-            f0, _, m, w, _x = merged[-1]
-            merged[-1] = (f0, r.last, m, w + waste, 0)
+        if merged and merged[-1][2] == key and merged[-1][1] == r.first - 1 and not full:
+            f0, _, k0, s0, w0 = merged[-1]
+            merged[-1] = (f0, r.last, k0, s0 + pct_sum, max(w0, worst))
         else:
-            merged.append((r.first, r.last, key, waste, int(exact)))
-    for first, last, key, waste, _ in merged:
+            merged.append((r.first, r.last, key, pct_sum, worst))
+    for first, last, key, pct_sum, worst in merged:
         reqs = f"{first}" if first == last else f"{first}-{last}"
         tokens = f"{first * ql}" if first == last else f"{first * ql}..{last * ql}"
         mode = key.split("@")[0]
         if mode == "NONE":
-            outcome = "EAGER"
+            outcome = EAGER
         elif full:
             outcome = f"{mode} @{key.split('@')[1]}"
         else:
-            outcome = mode + (", exact fit" if waste == 0 else f", {waste} padded tokens in all")
+            mean = pct_sum / (last - first + 1)
+            if worst < 0.005:
+                outcome = mode + ", exact fit"
+            elif first == last:
+                outcome = f"{mode}, pads {_pct(worst)}"
+            else:
+                outcome = f"{mode}, pads ≤{_pct(worst)} (mean {_pct(mean)})"
         rows.append((reqs, outcome, tokens))
     return rows
+
+
+def query_lens_text(plan: Plan) -> str:
+    """ "17" or "2, 4, 8 or 17" (a dynamic-SD plan decodes at one length per tier)."""
+    if plan.dynamic_sd_lookup is None:
+        return str(plan.uniform_decode_query_len)
+    qls = sorted({k + 1 for _, _, k in plan.dynamic_sd_lookup})
+    if len(qls) == 1:
+        return str(qls[0])
+    return ", ".join(map(str, qls[:-1])) + f" or {qls[-1]}"
 
 
 def headline(plan: Plan, source: str | None) -> list[str]:
     """The two header lines."""
     from cgplan import __version__
 
+    tokens = query_lens_text(plan)
+    per_request = f"uniform decode = {tokens} tokens per request" + (
+        " (dynamic SD: by batch size)" if plan.dynamic_sd_lookup and "or" in tokens else ""
+    )
     return [
         f"cgplan {__version__} · vLLM {plan.vllm_version} rules · {plan.platform} · model runner "
         f"{plan.model_runner.upper()} · attention {plan.attention_backend} (cudagraph support "
@@ -99,40 +134,244 @@ def headline(plan: Plan, source: str | None) -> list[str]:
         )
         + f" · {len(plan.capture_sizes)} capture sizes"
         + (f", {plan.capture_sizes[0]}..{plan.max_capture_size}" if plan.capture_sizes else "")
-        + f" · uniform decode = {plan.uniform_decode_query_len} tokens per request"
+        + f" · {per_request}"
         + f" · {graph_count(plan)} graphs",
     ]
 
 
+def pieces_line(plan: Plan) -> str | None:
+    """What a PIECEWISE descriptor is in CUDA graphs, family by family."""
+    if not plan.piecewise_pieces:
+        return None
+    if len(plan.piecewise_pieces) == 1:
+        return (
+            f"(a PIECEWISE descriptor is {plan.piecewise_pieces[0][1]} CUDA graphs: one per compiled piece)"
+        )
+    parts = [f"{n} CUDA graphs in the {FAMILY_LABELS.get(f, f)}" for f, n in plan.piecewise_pieces]
+    return f"(a PIECEWISE descriptor is {', '.join(parts)}: one per compiled piece)"
+
+
+def ladder_text(sizes: tuple[int, ...] | list[int]) -> str:
+    """The capture sizes, arithmetic runs of four or more written first..last/step.
+
+    >>> ladder_text([1, 2, 4, 8, 16, 24, 32, 40, 17, 34])
+    '1, 2, 4, 8..40/8, 17, 34'
+    """
+    out: list[str] = []
+    xs = list(sizes)
+    i = 0
+    while i < len(xs):
+        j = i + 1
+        if j < len(xs):
+            step = xs[j] - xs[i]
+            while j + 1 < len(xs) and xs[j + 1] - xs[j] == step:
+                j += 1
+            if j - i + 1 >= 4 and step > 0:
+                out.append(f"{xs[i]}..{xs[j]}/{step}")
+                i = j + 1
+                continue
+        out.append(str(xs[i]))
+        i += 1
+    return ", ".join(out)
+
+
+def ladder_lines(plan: Plan) -> list[str]:
+    """The capture ladder itself (sizes in tokens, largest = max_capture_size)."""
+    if not plan.capture_sizes:
+        return ["capture sizes: none (no CUDA graphs)"]
+    return [f"capture sizes ({len(plan.capture_sizes)}, tokens): {ladder_text(sorted(plan.capture_sizes))}"]
+
+
+def mixed_rows(plan: Plan) -> list[tuple[str, str, str]]:
+    """(tokens, outcome, why) of mixed/prefill batches by token count, eager ranges first."""
+    b = plan.max_num_batched_tokens
+    rows: list[tuple[int, int, str, str]] = []
+    covered = 0
+    for r in plan.mixed:
+        why = "" if r.mode == "NONE" else f"a {r.mode} graph of the next capture size"
+        if r.mode == "NONE":
+            why = (
+                "no mixed-batch graphs in " + plan.cudagraph_mode
+                if Mode(plan.cudagraph_mode).mixed_mode() is Mode.NONE
+                else "above the largest capture size"
+            )
+        rows.append((r.first, r.last, outcome_name(r.mode), why))
+        covered = max(covered, r.last)
+    if covered < b:
+        why = (
+            "CUDA graphs are off"
+            if plan.cudagraph_mode == "NONE"
+            else "no mixed-batch graphs in " + plan.cudagraph_mode
+            if Mode(plan.cudagraph_mode).mixed_mode() is Mode.NONE
+            else f"above the largest capture size {plan.max_capture_size}"
+        )
+        rows.append((covered + 1, b, EAGER, why))
+    merged: list[tuple[int, int, str, str]] = []
+    for row in rows:
+        if merged and merged[-1][2] == row[2] and merged[-1][1] == row[0] - 1:
+            merged[-1] = (merged[-1][0], row[1], row[2], merged[-1][3] or row[3])
+        else:
+            merged.append(row)
+    merged.sort(key=lambda r: (r[2] != EAGER, r[0]))
+    return [(f"{a}" if a == z else f"{a}..{z}", o, w) for a, z, o, w in merged]
+
+
+def padding_line(plan: Plan) -> str:
+    """Worst and mean per-step padding of graph-replayed uniform-decode steps."""
+    p = step_padding(plan)
+    if not p.replayed_batches:
+        return "per-step padding: no uniform-decode batch replays a graph"
+    if p.worst_pct == 0:
+        return (
+            f"per-step padding: none (all {p.replayed_batches} graph-replayed batch sizes fit a graph "
+            "exactly)"
+        )
+    return (
+        f"per-step padding (uniform decode, graph-replayed): worst {_pct(p.worst_pct)} "
+        f"({p.worst_reqs} requests × {p.worst_query_len} tokens), mean {_pct(p.mean_pct)} over "
+        f"{p.replayed_batches} batch sizes, each counted once"
+    )
+
+
+def assumed_lines(plan: Plan) -> list[str]:
+    """The defaults the plan assumed, with their origin."""
+    return [f"{a.key} = {a.value}: {a.origin}" for a in plan.assumed]
+
+
+def kv_tokens(plan: Plan) -> int | None:
+    """KV-cache tokens the predicted capture-phase memory takes on each rank."""
+    if plan.cost is None or not plan.cost.graphs or not plan.kv_bytes_per_token:
+        return None
+    return int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token)
+
+
+@dataclass(frozen=True)
+class GapGroup:
+    """Gaps of one tier and outcome shown as one line: one range, the request counts listed."""
+
+    query_len: int
+    outcome: str
+    first: int
+    last: int
+    batches: int
+    runs: tuple[tuple[int, int], ...]
+    reason: str
+
+
+def gap_groups(plan: Plan) -> list[GapGroup]:
+    """Gaps grouped: every PIECEWISE fallback of a tier on one line (not N one-request gaps)."""
+    out: list[GapGroup] = []
+    for g in plan.gaps:
+        q = g.query_len or 1
+        last = out[-1] if out else None
+        if last is not None and g.mode == "PIECEWISE" and last.outcome == "PIECEWISE" and last.query_len == q:
+            out[-1] = GapGroup(
+                q,
+                "PIECEWISE",
+                last.first,
+                g.last,
+                last.batches + g.last - g.first + 1,
+                (*last.runs, (g.first, g.last)),
+                f"no FULL graph for these request counts × {q} tokens; the {plan.model_runner} "
+                "dispatcher falls back to a PIECEWISE graph",
+            )
+        else:
+            out.append(
+                GapGroup(
+                    q,
+                    outcome_name(g.mode),
+                    g.first,
+                    g.last,
+                    g.last - g.first + 1,
+                    ((g.first, g.last),),
+                    g.reason,
+                )
+            )
+    return out
+
+
+def runs_text(runs: tuple[tuple[int, int], ...], limit: int = 12) -> str:
+    """ "85, 89, 101-102, …" (one-request runs as one number)."""
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return ", ".join(parts[:limit]) + (f", … ({len(parts) - limit} more)" if len(parts) > limit else "")
+
+
+def gap_title(g: GapGroup) -> str:
+    """ "requests 31-32 × 17 tokens → EAGER" (a group: its span and how many request counts)."""
+    span = f"{g.first}" if g.first == g.last else f"{g.first}-{g.last}"
+    title = f"requests {span} × {g.query_len} tokens → {g.outcome}"
+    if len(g.runs) > 1:
+        title += f" at {g.batches} of {g.last - g.first + 1} request counts: {runs_text(g.runs)}"
+    return title
+
+
+def fix_title(plan: Plan, i: int) -> str:
+    """ "fix", "or" or "partial fix" for the i-th fix."""
+    f = plan.fixes[i]
+    if not f.complete:
+        return "partial fix"
+    return "fix" if i == 0 else "or"
+
+
+def fix_details(f: Fix) -> list[str]:
+    """The lines under a fix's flags: what it changes and what it costs."""
+    lines = [f"changes: {'; '.join(f.changes)}"] if f.changes else []
+    lines.append(
+        "→ " + f.summary + (" (checked: the changed config was planned again)" if f.complete else "")
+    )
+    if not f.complete and f.still_open:
+        lines.append(f"partial: {f.still_open}")
+    if f.over_budget:
+        lines.append(f"over the gate's budget: {'; '.join(f.over_budget)}")
+    return lines
+
+
 def cost_lines(plan: Plan) -> list[str]:
-    """The predicted memory and capture time, in a few lines (nothing without a prediction)."""
+    """The predicted memory and capture time, in a few lines (nothing without a prediction).
+
+    Graph memory is the capture phase (warmups included): what vLLM's "Graph capturing finished
+    in ... took X GiB" line counts and what `diff` and the gate hold against a capture report's
+    `capture_nvml_delta_bytes`, on each rank."""
     c = plan.cost
     if c is None or not c.graphs:
         return []
-    per_gpu = " per GPU" if plan.cost and any("tensor parallel" in x for x in c.caveats) else ""
+    per_rank = " per rank" if any("tensor parallel" in x for x in c.caveats) else ""
     d = c.domain
     if not d.figure:
         return [
-            f"predicted graph memory{per_gpu}: no figure · outside the validated domain: "
+            f"predicted graph memory{per_rank}: no figure · outside the validated domain: "
             + "; ".join(d.outside),
             f"  validated domain ({c.gpu} cost model): {d.fitted}",
         ]
     band = "" if d.inside else f", band x{d.band_factor:g} wider: outside the validated domain"
+    kv = kv_tokens(plan)
+    kv_text = (
+        f" = {kv:,} KV-cache tokens at {plan.kv_bytes_per_token:,} bytes/token" if kv is not None else ""
+    )
     lines = [
-        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB "
-        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) "
-        f"taken from the KV cache · capture ~{c.capture_s:.1f} s · {c.gpu} cost model"
+        f'predicted graph memory{per_rank} (capture phase, as vLLM\'s "took X GiB"): {c.total_mib:,.0f} MiB '
+        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) taken from the KV cache{kv_text} · "
+        f"capture ~{c.capture_s:.1f} s "
+        f"· {c.gpu} cost model"
     ]
     if d.inside:
         lines.append(f"  inside the validated domain: {d.fitted}")
     else:
         lines.append(f"  outside the validated domain ({d.fitted}): " + "; ".join(d.outside))
+    lines.append(f"  detail, graph sections ({c.graphs_mib:,.0f} MiB) and warmups ({c.warmup_mib:,.0f} MiB):")
     lines.extend(
-        f"  {fm.family} {fm.mode}: {fm.graphs} graphs, pool {fm.pool_mib:,.0f} MiB + graph state "
+        f"    {fm.family} {fm.mode}: {fm.graphs} graphs, pool {fm.pool_mib:,.0f} MiB + graph state "
         f"{fm.exec_mib:,.0f} MiB"
         for fm in c.by_family_mode
     )
-    lines.append(f"  warmup runs during capture: {c.warmup_mib:,.0f} MiB")
+    lines.append(f"    warmup runs during capture: {c.warmup_mib:,.0f} MiB")
+    per_k = next((n for n in plan.notes if n.kind == "drafter_decode_per_k"), None)
+    if per_k is not None:
+        n = len(plan.graphs.get("drafter_decode", ()))
+        lines.append(
+            f"  caveat: counts the {n} drafter decode graphs once; captured once per dynamic-SD K "
+            "(see the note below) they cost that many times more"
+        )
     lines.extend(f"  caveat: {x}" for x in c.caveats)
     return lines
 

@@ -9,7 +9,23 @@ from rich.text import Text
 
 from cgplan.core.types import Plan
 from cgplan.render._console import buffer_console
-from cgplan.render.summary import cost_lines, family_rows, headline, latency_lines, tier_rows
+from cgplan.render.summary import (
+    EAGER,
+    assumed_lines,
+    cost_lines,
+    family_rows,
+    fix_details,
+    fix_title,
+    gap_groups,
+    gap_title,
+    headline,
+    ladder_lines,
+    latency_lines,
+    mixed_rows,
+    padding_line,
+    pieces_line,
+    tier_rows,
+)
 
 
 def render_table(
@@ -33,11 +49,16 @@ def render_table(
         total_full += r.full
     t.add_row("total", str(total_pw), str(total_full), f"{total_pw + total_full} graph descriptors")
     console.print(t)
-    if total_pw:
-        console.print(
-            f"(a PIECEWISE descriptor is {plan.piecewise_pieces_per_graph} CUDA graphs: "
-            "one per compiled piece)"
-        )
+    pieces = pieces_line(plan)
+    if pieces and total_pw:
+        console.print(pieces, soft_wrap=True)
+    for line in ladder_lines(plan):
+        console.print(line, soft_wrap=True)
+    assumed = assumed_lines(plan)
+    if assumed:
+        console.print("assumed (not in the config):")
+        for line in assumed:
+            console.print(f"  {line}", soft_wrap=True)
     cost = cost_lines(plan)
     if cost:
         console.print()
@@ -68,11 +89,20 @@ def render_table(
         u.add_column("outcome")
         u.add_column("tokens")
         for reqs, outcome, tokens in rows:
-            style = (
-                "bold red" if outcome == "EAGER" else ("yellow" if outcome.startswith("PIECEWISE") else "")
-            )
+            style = "bold red" if outcome == EAGER else ("yellow" if outcome.startswith("PIECEWISE") else "")
             u.add_row(reqs, Text(outcome, style=style), tokens)
         console.print(u)
+    console.print()
+    console.print(padding_line(plan), soft_wrap=True)
+    console.print()
+    console.print("mixed and prefill batches (by tokens, eager first)")
+    mx = Table(show_edge=False, box=None, header_style="bold", show_header=True)
+    mx.add_column("tokens", justify="right")
+    mx.add_column("outcome")
+    mx.add_column("why")
+    for tokens, outcome, why in mixed_rows(plan):
+        mx.add_row(tokens, Text(outcome, style="bold red" if outcome == EAGER else ""), why)
+    console.print(mx)
     notes = [n for n in plan.notes if n.kind != "runner"]
     if notes:
         console.print()
@@ -88,19 +118,19 @@ def render_table(
         )
     else:
         console.print(Text(f"{len(plan.gaps)} gap(s):", style="bold red"))
-        for g in plan.gaps:
-            what = "EAGER" if g.mode == "NONE" else g.mode
-            console.print(f"  requests {g.first}-{g.last} × {g.query_len} tokens → {what}", style="red")
+        for g in gap_groups(plan):
+            console.print(f"  {gap_title(g)}", style="red", soft_wrap=True)
             console.print(f"    why: {g.reason}", overflow="fold")
-        if plan.fixes:
-            best = plan.fixes[0]
-            console.print(Text(f"fix: {' '.join(best.flags)}", style="bold green"), overflow="fold")
+        # A fix's flags are one unbroken line whatever the width, so that they paste whole.
+        for i, f in enumerate(plan.fixes):
+            title = fix_title(plan, i)
+            style = "bold green" if f.complete else "bold yellow"
+            console.print(Text(f"{title}: ", style=style) + Text(f.command_line, style=style), soft_wrap=True)
+            for line in fix_details(f):
+                console.print(f"  {line}", overflow="fold")
+        if not plan.fixes:
             console.print(
-                f"  → {best.summary} (checked: the changed config was planned again)", overflow="fold"
+                "no flag change closes them within the default gate's budgets "
+                "(every candidate was planned again or bounded; --allow-over-budget to see more)"
             )
-            for other in plan.fixes[1:]:
-                console.print(f"or:  {' '.join(other.flags)}", overflow="fold")
-                console.print(f"  → {other.summary}", overflow="fold")
-        else:
-            console.print("no flag change found that closes them")
     return buf.getvalue()
