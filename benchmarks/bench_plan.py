@@ -256,10 +256,16 @@ def bench_growth() -> dict[str, Any]:
             plan = build_plan(x)
             row[str(s)] = {
                 "cpu_s": round(cpu_median(lambda x=x: build_plan(x), 3), 4),
+                "cpu_s_without_fix_search": round(
+                    cpu_median(lambda x=x: build_plan(x, with_fixes=False), 3), 4
+                ),
                 "gaps": len(plan.gaps),
                 "fixes": len(plan.fixes),
             }
         row["ratio_1e6_over_4096"] = round(row[str(10**6)]["cpu_s"] / row["4096"]["cpu_s"], 1)
+        row["ratio_1e6_over_4096_without_fix_search"] = round(
+            row[str(10**6)]["cpu_s_without_fix_search"] / row["4096"]["cpu_s_without_fix_search"], 1
+        )
         out[label] = row
     return out
 
