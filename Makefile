@@ -42,7 +42,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
 	$(BIN)/mypy cgplan
 
-## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle when available)
+## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle, paired; set
+## ORACLE_PYTHON=.cache/venv-0.33.0/bin/python (make oracle-venvs), else that side is "not measured")
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
 	$(BIN)/python benchmarks/bench_optimize.py --out benchmarks/results/optimize.json

@@ -24,6 +24,7 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import io
 import re
@@ -254,6 +255,7 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+@functools.cache
 def log_format_for(version: str | None) -> LogFormat:
     """The `LOG_FORMATS` entry for `version` (the newest one when the version is unknown).
 
@@ -441,9 +443,13 @@ _SNIFF_BYTES = 65536
 """How far into the (decompressed) file a NUL byte means binary data."""
 
 
-def log_lines(path: str | Path) -> Iterator[str]:
-    """The lines of a plain or gzip-compressed log without their newlines, as
-    `text.split("\n")` gives them, read one at a time (memory: one line).
+_BLOCK_BYTES = 1 << 16
+"""How much of the file is read at a time."""
+
+
+def log_blocks(path: str | Path) -> Iterator[str]:
+    """A plain or gzip-compressed log, decoded, as blocks of whole lines: "\n".join(blocks) is
+    the text (memory: a block, or the longest line).
 
     Raises:
         LogError: (exit 2) the file cannot be read, is corrupt gzip, binary or empty.
@@ -463,37 +469,42 @@ def log_lines(path: str | Path) -> Iterator[str]:
             raw.seek(0)
         except OSError as e:
             raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
-        lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw)
-        offset = 0
-        has_text = False
-        ended_with_newline = True  # an empty file splits into one empty line
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
 
-        def next_line() -> bytes | None:
+        def read() -> bytes:
             try:
-                return next(lines, None)
+                data: bytes = stream.read(_BLOCK_BYTES)
+                return data
             except (OSError, EOFError, zlib.error) as e:
                 if gzipped:
                     raise LogError(f"{path}: corrupt gzip file ({e})") from None
                 raise LogError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
-        while (line := next_line()) is not None:
-            if offset < _SNIFF_BYTES and b"\x00" in line[: _SNIFF_BYTES - offset]:
-                while gzipped and next_line() is not None:
+        offset = 0
+        has_text = False
+        rest = b""
+        while chunk := read():
+            if offset < _SNIFF_BYTES and b"\x00" in chunk[: _SNIFF_BYTES - offset]:
+                while gzipped and read():
                     pass  # a corrupt gzip file is reported as such, whatever it holds
                 raise LogError(f"{path}: binary data, not a vLLM log")
-            offset += len(line)
-            has_text = has_text or bool(line.strip())
-            ended_with_newline = line.endswith(b"\n")
-            yield (line[:-1] if ended_with_newline else line).decode("utf-8", errors="replace")
+            offset += len(chunk)
+            has_text = has_text or bool(chunk.strip())
+            data = rest + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data  # a line longer than a block: read on
+                continue
+            rest = data[cut + 1 :]
+            yield data[:cut].decode("utf-8", errors="replace")
         if not has_text:
             raise LogError(f"{path}: empty file, not a vLLM log")
-        if ended_with_newline:
-            yield ""
+        yield rest.decode("utf-8", errors="replace")
 
 
 def read_log(path: str | Path) -> str:
     """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
-    return "\n".join(log_lines(path))
+    return "\n".join(log_blocks(path))
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -709,12 +720,13 @@ class _Region:
 
     def feed(self, i: int, seg: str, ends_line: bool) -> None:
         """One segment (a line, or a part of it between tqdm's carriage returns), number `i`."""
+        fmt, g = self.fmt, GUARDS  # each pattern is searched only where its GUARDS text is
         if not seg:
             if self.table is not None and self.table["rows"]:
                 self.table = None
             return
         bar_desc: str | None = None
-        for bm in self.fmt.bar.finditer(seg):
+        for bm in fmt.bar.finditer(seg) if g["bar"] in seg else ():
             bar_desc = bm.group("desc")
             self.tracker.see(bar_desc, int(bm.group("n")), int(bm.group("total")), i)
             self.recognised = True
@@ -722,13 +734,13 @@ class _Region:
         if ends_line:
             self.tracker.newline(bar_desc)
         if self.table is not None:
-            if m := self.fmt.metrics_mode.search(seg):
+            if m := fmt.metrics_mode.search(seg):
                 self.table["mode"] = m.group("mode")
                 return
-            if m := self.fmt.metrics_sizes.search(seg):
+            if m := fmt.metrics_sizes.search(seg):
                 self.table["sizes"] = _int_list(m.group("sizes"))
                 return
-            if m := self.fmt.metrics_row.search(seg):
+            if m := fmt.metrics_row.search(seg):
                 self.table["rows"].append(
                     MetricsRow(
                         int(m.group("unpadded")),
@@ -739,42 +751,42 @@ class _Region:
                     )
                 )
                 return
-            if self.fmt.metrics_other.search(seg) or not _message(seg):
+            if fmt.metrics_other.search(seg) or not _message(seg):
                 return
             self.table = None
-        if self.fmt.metrics_header.search(seg):
+        if fmt.metrics_header.search(seg) if g["metrics_header"] in seg else None:
             self.table = {"mode": None, "sizes": None, "rows": []}
             self.tables.append(self.table)
             self.recognised = True
             return
         if i < self.engine_at and not (
-            self.fmt.runner_fallback.search(seg)
-            or self.fmt.dynamic_sd_override.search(seg)
-            or self.fmt.truncated_max.search(seg)
-            or self.fmt.sizes_overridden.search(seg)
-            or self.fmt.non_default_args.search(seg)
-            or self.fmt.chunked_prefill.search(seg)
+            (fmt.runner_fallback.search(seg) if g["runner_fallback"] in seg else None)
+            or (fmt.dynamic_sd_override.search(seg) if g["dynamic_sd_override"] in seg else None)
+            or (fmt.truncated_max.search(seg) if g["truncated_max"] in seg else None)
+            or (fmt.sizes_overridden.search(seg) if g["sizes_overridden"] in seg else None)
+            or (fmt.non_default_args.search(seg) if g["non_default_args"] in seg else None)
+            or (fmt.chunked_prefill.search(seg) if g["chunked_prefill"] in seg else None)
         ):
             return
-        if m := self.fmt.non_default_args.search(seg):
+        if m := (fmt.non_default_args.search(seg) if g["non_default_args"] in seg else None):
             self.non_default = m.group("args")
             self.recognised = True
-        if m := self.fmt.chunked_prefill.search(seg):
+        if m := (fmt.chunked_prefill.search(seg) if g["chunked_prefill"] in seg else None):
             self.chunked_tokens = int(m.group("tokens"))
-        if self.fmt.v2_runner.search(seg):
+        if fmt.v2_runner.search(seg) if g["v2_runner"] in seg else None:
             self.runner_evidence.append(("v2", "Using V2 Model Runner"))
             self.recognised = self.worker = True
-        if m := self.fmt.runner_fallback.search(seg):
+        if m := (fmt.runner_fallback.search(seg) if g["runner_fallback"] in seg else None):
             self.runner_evidence.append(("v1", "fallback: " + m.group(0)))
             self.events.append(_event("runner_fallback", m.group(0), unsupported=m.group("what")))
             self.recognised = True
-        if self.fmt.v1_source.search(seg):
+        if fmt.v1_source.search(seg) if g["v1_source"] in seg else None:
             self.runner_evidence.append(("v1", "lines from vllm/v1/worker/gpu_model_runner.py"))
             self.worker = True
-        if self.fmt.v2_source.search(seg):
+        if fmt.v2_source.search(seg) if g["v2_source"] in seg else None:
             self.runner_evidence.append(("v2", "lines from vllm/v1/worker/gpu/model_runner.py"))
             self.worker = True
-        if m := self.fmt.dynamic_sd_override.search(seg):
+        if m := (fmt.dynamic_sd_override.search(seg) if g["dynamic_sd_override"] in seg else None):
             self.events.append(
                 _event(
                     "dynamic_sd_override",
@@ -783,10 +795,10 @@ class _Region:
                 )
             )
             self.recognised = True
-        if m := self.fmt.truncated_max.search(seg):
+        if m := (fmt.truncated_max.search(seg) if g["truncated_max"] in seg else None):
             self.events.append(_event("truncated_max", m.group(0), size=int(m.group("size"))))
             self.recognised = True
-        if m := self.fmt.sizes_overridden.search(seg):
+        if m := (fmt.sizes_overridden.search(seg) if g["sizes_overridden"] in seg else None):
             self.events.append(
                 _event(
                     "explicit_sizes_overridden",
@@ -796,7 +808,7 @@ class _Region:
                 )
             )
             self.recognised = True
-        if m := self.fmt.mode_downgrade.search(seg):
+        if m := (fmt.mode_downgrade.search(seg) if g["mode_downgrade"] in seg else None):
             self.events.append(
                 _event(
                     "mode_downgrade",
@@ -807,39 +819,39 @@ class _Region:
                 )
             )
             self.recognised = True
-        if m := self.fmt.profiling.search(seg):
+        if m := (fmt.profiling.search(seg) if g["profiling"] in seg else None):
             groups = tuple(
                 (g.group("mode"), int(g.group("count")), int(g.group("largest")))
-                for g in self.fmt.profiling_group.finditer(m.group("groups"))
+                for g in fmt.profiling_group.finditer(m.group("groups"))
             )
             self.profiling = groups or self.profiling
             self.recognised = True
-        if m := self.fmt.estimate.search(seg):
+        if m := (fmt.estimate.search(seg) if g["estimate"] in seg else None):
             self.estimate = float(m.group("gib"))
             self.recognised = True
-        if m := self.fmt.kv_memory.search(seg):
+        if m := (fmt.kv_memory.search(seg) if g["kv_memory"] in seg else None):
             self.kv_gib = float(m.group("gib"))
             self.kv_at = i
             self.recognised = True
             self.last_activity = m.group(0)
-        if m := self.fmt.kv_tokens.search(seg):
+        if m := (fmt.kv_tokens.search(seg) if g["kv_tokens"] in seg else None):
             self.kv_tokens = int(m.group("tokens").replace(",", ""))
             self.recognised = True
-        if m := self.fmt.capture_finished.search(seg):
+        if m := (fmt.capture_finished.search(seg) if g["capture_finished"] in seg else None):
             self.finishes.append((i, float(m.group("secs")), float(m.group("gib"))))
             self.recognised = True
             self.last_activity = m.group(0)
-        if m := self.fmt.pool_memory.search(seg):
+        if m := (fmt.pool_memory.search(seg) if g["pool_memory"] in seg else None):
             self.pool = m
             self.recognised = True
-        if m := self.fmt.speculator_capture.search(seg):
+        if m := (fmt.speculator_capture.search(seg) if g["speculator_capture"] in seg else None):
             self.speculator = True
             self.last_activity = m.group(0)
-        if self.fmt.capture_skipped.search(seg):
+        if fmt.capture_skipped.search(seg) if g["capture_skipped"] in seg else None:
             self.skipped = True
             self.last_activity = _message(seg)
             self.events.append(_event("capture_skipped", _message(seg)))
-        if self.fmt.engine_ready.search(seg):
+        if fmt.engine_ready.search(seg) if g["engine_ready"] in seg else None:
             self.ready = True
             self.recognised = True
 
@@ -955,32 +967,65 @@ class _Region:
         )
 
 
+GUARDS: dict[str, str] = {
+    "engine": "Initializing a V1 LLM engine",
+    "non_default_args": "non-default args",
+    "chunked_prefill": "Chunked prefill",
+    "v2_runner": "Using V2 Model Runner",
+    "runner_fallback": "Model Runner V2 does not yet support",
+    "v1_source": "gpu_model_runner",
+    "v2_source": "model_runner",
+    "dynamic_sd_override": "Dynamic speculative decoding",
+    "truncated_max": "Truncating max_cudagraph_capture_size",
+    "sizes_overridden": "cudagraph_capture_sizes specified",
+    "mode_downgrade": "CUDAGraphMode.",
+    "profiling": "Profiling CUDA graph memory",
+    "estimate": "Estimated CUDA graph memory",
+    "kv_memory": "Available KV cache memory",
+    "kv_tokens": "KV cache size",
+    "capture_finished": "Graph capturing finished",
+    "pool_memory": "CUDA graph pool memory",
+    "speculator_capture": "speculator...",
+    "capture_skipped": "CUDA graph capture",
+    "engine_ready": "init engine (profile",
+    "bar": "CUDA graphs",
+    "metrics_header": "CUDAGraph Config Settings:",
+}
+"""LogFormat field → a text every match of its pattern contains, in every log format (the
+metrics-table lines aside, read only inside a table). A pattern is searched only in a segment
+that holds its text, and a segment that holds none is skipped after a few substring tests
+instead of thirty regular expressions. `tests/test_logs_stream.py` proves it from the patterns
+themselves, so a new pattern needs its entry here."""
+
 KEYWORDS = (
     "engine",
     "args",
-    "max_num_batched_tokens",
+    "Chunked prefill",
     "Model Runner",
     "model_runner",
-    "cudagraph",
+    "cudagraph_capture_size",
+    "Dynamic speculative",
     "CUDAGraph",
     "CUDA graph",
     "KV cache memory",
     "KV cache size",
-    "Graph captur",
+    "Graph capturing",
     "speculator",
 )
-"""Every match of every line pattern of `LOG_FORMATS` contains one of these (the metrics-table
-lines aside, read only inside a table): a segment without any of them is skipped after a few
-substring tests instead of thirty regular expressions. `tests/test_logs.py` proves it from
-the patterns themselves, so a new pattern needs its keyword here."""
+"""Texts one of which every `GUARDS` text contains: what a segment must hold to be read."""
+
 
 _TABLE_ONLY_FIELDS = ("metrics_mode", "metrics_sizes", "metrics_row", "metrics_other", "profiling_group")
 """LogFormat patterns never searched outside a metrics table (or outside another match)."""
 
 
 def _may_match(seg: str) -> bool:
-    """Whether a pattern outside a metrics table can match `seg` (see `KEYWORDS`)."""
-    return any(k in seg for k in KEYWORDS)
+    """Whether a pattern outside a metrics table can match `seg` (see `GUARDS`)."""
+    # A plain loop: on the per-line path it costs half of any() over a generator.
+    for k in KEYWORDS:  # noqa: SIM110
+        if k in seg:
+            return True
+    return False
 
 
 class _Pending:
@@ -1067,50 +1112,107 @@ _PRE_ENGINE = _union(
 _TABLE_HEADER = _union(("metrics_header",))
 
 
-def parse_lines(lines: Iterable[str], source: str = "-") -> ParsedLog:
-    """Parse a vLLM startup log given as its lines without their newlines (`text.split("\n")`),
-    in one pass: memory for the last engine's lines and one engine start-up, not the file.
+class _Parser:
+    """The one-pass parse: the current engine's `_Region` and the next one's `_Pending`."""
 
-    Raises:
-        LogError: no line of it is one vLLM writes.
-    """
-    probe = _V0_26
-    region = _Region(log_format_for(None), -1, None, None)  # the whole log, if no engine line comes
-    pending = _Pending()
-    engine_starts = 0
-    i = 0
-    for line in lines:
+    def __init__(self) -> None:
+        self.region = _Region(log_format_for(None), -1, None, None)  # the log, if no engine line comes
+        self.pending = _Pending()
+        self.engine_starts = 0
+        self.i = 0
+        """Number of the next segment (only its order counts)."""
+
+    def line(self, line: str) -> None:
+        """One line, without its newline."""
+        probe, region, pending = _V0_26, self.region, self.pending
         parts = line.split("\r") if "\r" in line else (line,)
         last_part = len(parts) - 1
         for n, seg in enumerate(parts):
+            i = self.i
+            self.i += 1
             ends_line = n == last_part
-            may_match = bool(seg) and _may_match(seg)
-            if not may_match:
+            if not (seg and _may_match(seg)):
                 # Outside a metrics table no pattern can match: `feed` would do nothing.
                 if region.table is not None:
                     region.feed(i, seg, ends_line)
                 pending.add(i, seg, ends_line, False)
-                i += 1
                 continue
-            m = probe.engine.search(seg)
+            m = probe.engine.search(seg) if GUARDS["engine"] in seg else None
             if m is not None:
-                engine_starts += 1
+                self.engine_starts += 1
                 version = m.group("version")
-                region = _Region(log_format_for(version), i, version, m.group("config"))
+                region = self.region = _Region(log_format_for(version), i, version, m.group("config"))
                 pending.replay(region)
                 pending.clear()
                 region.feed(i, seg, ends_line)
+                continue
+            region.feed(i, seg, ends_line)
+            if (
+                self.engine_starts
+                and GUARDS["non_default_args"] in seg
+                and probe.non_default_args.search(seg)
+            ):
+                pending.clear()
+                pending.add(i, seg, ends_line, True)
+            elif self.engine_starts and GUARDS["engine_ready"] in seg and probe.engine_ready.search(seg):
+                pending.clear()
             else:
-                region.feed(i, seg, ends_line)
-                if engine_starts and probe.non_default_args.search(seg):
-                    pending.clear()
-                    pending.add(i, seg, ends_line, True)
-                elif engine_starts and probe.engine_ready.search(seg):
-                    pending.clear()
-                else:
-                    pending.add(i, seg, ends_line, True)
-            i += 1
-    return region.result(source, engine_starts)
+                pending.add(i, seg, ends_line, True)
+
+    def block(self, text: str) -> None:
+        """Lines joined by newlines (no trailing one). Runs of lines that hold no `KEYWORDS`
+        text are stepped over with C string searches while no metrics table is open: `line`
+        would do nothing with them."""
+        next_at = {k: text.find(k) for k in KEYWORDS}
+        pos, end = 0, len(text)
+        while True:
+            if self.region.table is None and not self.pending.in_table:
+                hit = -1
+                for k, at in next_at.items():
+                    if 0 <= at < pos:
+                        at = next_at[k] = text.find(k, pos)
+                    if at >= 0 and (hit < 0 or at < hit):
+                        hit = at
+                if hit < 0:
+                    self.i += text.count("\n", pos) + 1
+                    return
+                start = text.rfind("\n", pos, hit) + 1
+                if start > pos:
+                    self.i += text.count("\n", pos, start)
+                    pos = start
+            stop = text.find("\n", pos)
+            if stop < 0:
+                self.line(text[pos:])
+                return
+            self.line(text[pos:stop])
+            pos = stop + 1
+            if pos > end:  # pragma: no cover - find never returns the end
+                return
+
+
+def parse_blocks(blocks: Iterable[str], source: str = "-") -> ParsedLog:
+    """Parse a vLLM startup log given as blocks of lines (`log_blocks`: the text cut at some of
+    its newlines), in one pass: memory for the last engine's lines and one engine start-up.
+
+    Raises:
+        LogError: no line of it is one vLLM writes.
+    """
+    parser = _Parser()
+    for block in blocks:
+        parser.block(block)
+    return parser.region.result(source, parser.engine_starts)
+
+
+def parse_lines(lines: Iterable[str], source: str = "-") -> ParsedLog:
+    """`parse_blocks` of lines given one by one, without their newlines (`text.split("\n")`).
+
+    Raises:
+        LogError: no line of it is one vLLM writes.
+    """
+    parser = _Parser()
+    for line in lines:
+        parser.line(line)
+    return parser.region.result(source, parser.engine_starts)
 
 
 def parse_log(text: str, source: str = "-") -> ParsedLog:
@@ -1119,7 +1221,7 @@ def parse_log(text: str, source: str = "-") -> ParsedLog:
     Raises:
         LogError: no line of it is one vLLM writes.
     """
-    return parse_lines(text.split("\n"), source)
+    return parse_blocks((text,), source)
 
 
 _PREFIX = re.compile(
@@ -1156,7 +1258,7 @@ def _dedupe(items: Iterable[Any]) -> list[Any]:
 
 def parse_file(path: str | Path) -> ParsedLog:
     """`parse_log` of the file, streamed: the file is never held in memory whole."""
-    return parse_lines(log_lines(path), str(path))
+    return parse_blocks(log_blocks(path), str(path))
 
 
 # --------------------------------------------------------------------------------------------

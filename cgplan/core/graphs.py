@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cgplan.core.modes import Mode
 from cgplan.core.rules import V2Candidates
@@ -28,9 +29,8 @@ def round_up(x: int, y: int) -> int:
     return ((x + y - 1) // y) * y
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a dispatcher picks for one batch."""
+class Outcome(NamedTuple):
+    """What a dispatcher picks for one batch (a named tuple: one per dispatch of every plan)."""
 
     mode: Mode
     """FULL, PIECEWISE or NONE (eager)."""
@@ -163,9 +163,10 @@ class V1Dispatcher:
         return EAGER
 
 
-@dataclass(frozen=True)
-class _Desc:
-    """V2 `BatchExecutionDescriptor` (no varlen decode)."""
+class _Desc(NamedTuple):
+    """V2 `BatchExecutionDescriptor` (no varlen decode). A named tuple,
+    not a frozen dataclass: the managers build and hash thousands per plan, and a tuple's
+    construction and hash run in C (a 1,000-config sweep spent a third of its time here)."""
 
     mode: Mode
     num_tokens: int
