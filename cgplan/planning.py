@@ -13,7 +13,6 @@ from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.types import Plan
 from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.vllm_args import SOURCE, read_vllm_args
 
 
 def plan_file(
@@ -57,6 +56,9 @@ def plan_vllm_args(
         ConfigError: located at the flag that set the offending value (`--vllm-args:<flag>: ...`),
             also for a config the chosen release refuses (ConfigRejected).
     """
+    # Imported here: plan FILE (the common path) does not pay for vLLM's flag table.
+    from cgplan.vllm_args import SOURCE, read_vllm_args
+
     base = base_dir if base_dir is not None else Path.cwd()
     parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)
     try:

@@ -8,11 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.calibrating import calibrate as run_calibrate
-from cgplan.calibrating import calibration_json, calibration_table
 from cgplan.cli._options import JsonOpt
-from cgplan.cli._output import write_artifact
-from cgplan.costs import save_coefficients
 
 
 def calibrate(
@@ -37,6 +33,11 @@ def calibrate(
     json_out: JsonOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
+    from cgplan.calibrating import calibrate as run_calibrate
+    from cgplan.calibrating import calibration_json, calibration_table
+    from cgplan.cli._output import write_artifact
+    from cgplan.costs import save_coefficients
+
     cal = run_calibrate(reports, test or [], gpu, measured_with)
     if output is not None:
         save_coefficients(cal.coefficients, output)

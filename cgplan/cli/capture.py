@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from cgplan.capture import BACKENDS, run_capture
 from cgplan.cli._options import (
     ConfigArg,
     HtmlOpt,
@@ -18,11 +17,6 @@ from cgplan.cli._options import (
     PlatformOpt,
     VllmVersionOpt,
 )
-from cgplan.cli._output import write_artifact
-from cgplan.cli._progress import RichProgress
-from cgplan.config import Overrides
-from cgplan.render.capture import render_capture
-from cgplan.render.html import capture_html
 
 
 def capture(
@@ -55,6 +49,13 @@ def capture(
     ] = False,
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
+    from cgplan.capture import BACKENDS, run_capture
+    from cgplan.cli._output import write_artifact
+    from cgplan.cli._progress import RichProgress
+    from cgplan.config import Overrides
+    from cgplan.render.capture import render_capture
+    from cgplan.render.html import capture_html
+
     if not gpu:
         raise typer.BadParameter(
             "capture runs on the GPU: pass --gpu (cgplan plan needs none)", param_hint="--gpu"

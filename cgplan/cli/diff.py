@@ -9,11 +9,6 @@ from typing import Annotated
 import typer
 
 from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, OutputOpt
-from cgplan.cli._output import write_artifact
-from cgplan.diffing import diff_paths
-from cgplan.errors import ExitCode
-from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
-from cgplan.render.html import diff_html
 
 
 def diff(
@@ -44,6 +39,11 @@ def diff(
     ] = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
+    from cgplan.cli._output import write_artifact
+    from cgplan.diffing import diff_paths
+    from cgplan.errors import ExitCode
+    from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
     d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy)
@@ -55,6 +55,8 @@ def diff(
         text = render_diff(d)
     write_artifact(text, output)
     if html is not None:
+        from cgplan.render.html import diff_html
+
         write_artifact(diff_html(diff_to_dict(d)), html)
     if fail_on_change and not d.unchanged:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from cgplan import __version__
-from cgplan.core.rules import SUPPORTED_VERSIONS
 
 
 def _probe() -> dict[str, Any]:
+    from cgplan.core.rules import SUPPORTED_VERSIONS
     from cgplan.gpu.environment import collect_environment
 
     info: dict[str, Any] = {

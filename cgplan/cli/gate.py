@@ -9,11 +9,6 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._output import write_artifact
-from cgplan.errors import ExitCode
-from cgplan.gating import gate_targets, policy_to_dict
-from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
-
 
 def gate(
     targets: Annotated[
@@ -36,6 +31,11 @@ def gate(
     junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
+    from cgplan.cli._output import write_artifact
+    from cgplan.errors import ExitCode
+    from cgplan.gating import gate_targets, policy_to_dict
+    from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+
     results, pol = gate_targets(targets, policy, baseline, vllm_version)
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"

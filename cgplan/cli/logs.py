@@ -12,9 +12,6 @@ from typing import Annotated
 import typer
 
 from cgplan.cli._options import JsonOpt, NoColorOpt, OutputOpt
-from cgplan.cli._output import write_artifact
-from cgplan.errors import ExitCode
-from cgplan.logs import compare_with_config, logs_to_dict, parse_file, render_logs
 
 
 def logs(
@@ -38,6 +35,10 @@ def logs(
     no_color: NoColorOpt = False,
 ) -> None:
     """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache."""
+    from cgplan.cli._output import write_artifact
+    from cgplan.errors import ExitCode
+    from cgplan.logs import compare_with_config, logs_to_dict, parse_file, render_logs
+
     parsed = parse_file(file)
     comparison = compare_with_config(parsed, config, vllm_version) if config is not None else None
     if json_out:

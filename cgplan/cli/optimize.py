@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
-from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
-from cgplan.core.gaps import graph_count
-from cgplan.core.traffic_cost import TrafficCost
-from cgplan.optimizing import Optimized, optimize_config
-from cgplan.render.json import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from cgplan.core.traffic_cost import TrafficCost
+    from cgplan.optimizing import Optimized
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:
@@ -29,6 +27,9 @@ def _cost(c: TrafficCost) -> dict[str, Any]:
 
 
 def _doc(o: Optimized) -> dict[str, Any]:
+    from cgplan.core.gaps import graph_count
+    from cgplan.render.json import SCHEMA_VERSION
+
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "optimize",
@@ -47,6 +48,8 @@ def _doc(o: Optimized) -> dict[str, Any]:
 
 
 def _text(o: Optimized) -> str:
+    from cgplan.core.gaps import graph_count
+
     d, c = o.default_cost, o.cost
 
     def pct(x: float, total: float) -> str:
@@ -102,6 +105,10 @@ def optimize(
     output: OutputOpt = None,
 ) -> None:
     """Choose capture sizes minimising expected padding plus eager steps for the traffic, under a budget."""
+    from cgplan.cli._output import write_artifact
+    from cgplan.config import Overrides
+    from cgplan.optimizing import optimize_config
+
     o = optimize_config(
         config,
         traffic,

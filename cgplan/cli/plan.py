@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from cgplan.capture_policies import load_capture_policy
 from cgplan.cli._options import (
     ConfigOrVllmArgsArg,
     HtmlOpt,
@@ -26,16 +25,6 @@ from cgplan.cli._options import (
     VllmArgsOpt,
     VllmVersionOpt,
 )
-from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
-from cgplan.core.fingerprint import fingerprint
-from cgplan.costs import load_coefficients
-from cgplan.errors import ExitCode
-from cgplan.planning import plan_file, plan_vllm_args
-from cgplan.render import OutputFormat, render
-from cgplan.render.html import plan_html
-from cgplan.render.json import plan_to_dict
-from cgplan.vllm_args import SOURCE, split_vllm_args
 
 _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [FLAGS...]"
 
@@ -43,6 +32,8 @@ _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [
 def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, list[str] | None]:
     """CONFIG, or the `vllm serve` command line (from --vllm-args, or everything after `--`)."""
     if vllm_args is not None:
+        from cgplan.vllm_args import split_vllm_args
+
         if targets:
             raise typer.BadParameter(_ONE_INPUT)
         return None, split_vllm_args(vllm_args)
@@ -82,6 +73,16 @@ def plan(
 ) -> None:
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
     release would."""
+    # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
+    from cgplan.capture_policies import load_capture_policy
+    from cgplan.cli._output import write_artifact
+    from cgplan.config import Overrides
+    from cgplan.core.fingerprint import fingerprint
+    from cgplan.costs import load_coefficients
+    from cgplan.errors import ExitCode
+    from cgplan.planning import plan_file, plan_vllm_args
+    from cgplan.render import OutputFormat, render
+
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
     config, argv = _vllm_argv(list(targets or []), vllm_args)
@@ -92,7 +93,7 @@ def plan(
         loaded, result = plan_vllm_args(
             argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol, coefficients=coeffs
         )
-        source = SOURCE
+        source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
     else:
         assert config is not None
         if model_config is not None:
@@ -115,6 +116,9 @@ def plan(
     )
     write_artifact(text, output)
     if html is not None:
+        from cgplan.render.html import plan_html
+        from cgplan.render.json import plan_to_dict
+
         write_artifact(
             plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html
         )

@@ -8,9 +8,6 @@ from typing import Annotated
 import typer
 
 from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt, PolicyOpt
-from cgplan.cli._output import write_artifact
-from cgplan.render.compare import render_sweep, sweep_to_dict
-from cgplan.sweeping import sweep_config
 
 
 def sweep(
@@ -29,6 +26,10 @@ def sweep(
     output: OutputOpt = None,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
+    from cgplan.cli._output import write_artifact
+    from cgplan.render.compare import render_sweep, sweep_to_dict
+    from cgplan.sweeping import sweep_config
+
     result = sweep_config(config, set_, vllm_version or [], policy)
     if json_out:
         text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
