@@ -13,11 +13,16 @@ from cgplan.sides import load_side
 
 
 def gate_targets(
-    targets: list[Path], policy_path: Path | None, baseline: Path | None, vllm_version: str | None
+    targets: list[Path],
+    policy_path: Path | None,
+    baseline: Path | None,
+    vllm_version: str | None,
+    model_config: Path | None = None,
 ) -> tuple[list[GateResult], GatePolicy]:
-    """Evaluate every target (config or report) against the policy (and the baseline)."""
+    """Evaluate every target (config or report) against the policy (and the baseline);
+    `model_config` is the shape for configs whose `model:` is a hub id."""
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
-    overrides = Overrides(vllm_version=vllm_version)
+    overrides = Overrides(vllm_version=vllm_version, model_config=model_config)
     base = load_side(baseline, overrides) if baseline is not None else None
     results = [evaluate_gate(policy, load_side(t, overrides), base) for t in targets]
     return results, policy

@@ -24,6 +24,7 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
+import contextlib
 import gzip
 import io
 import re
@@ -34,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
-from cgplan.config import LoadedConfig, Overrides
+from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
 from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
-from cgplan.errors import CgplanError, ConfigRejected
+from cgplan.errors import CgplanError, ConfigError, ConfigRejected
 from cgplan.planning import plan_file
 
 SCHEMA_VERSION = 1
@@ -1312,7 +1313,12 @@ def _refused_checks(parsed: ParsedLog) -> tuple[Check, ...]:
     return ()
 
 
-def compare_with_config(parsed: ParsedLog, config: str | Path, vllm_version: str | None = None) -> Comparison:
+def compare_with_config(
+    parsed: ParsedLog,
+    config: str | Path,
+    vllm_version: str | None = None,
+    model_config: Path | None = None,
+) -> Comparison:
     """Plan `config` under the log's vLLM release (or `vllm_version`) and compare.
 
     Raises:
@@ -1324,13 +1330,19 @@ def compare_with_config(parsed: ParsedLog, config: str | Path, vllm_version: str
         raise LogError(
             f"{parsed.source}: the log names no vLLM version (no engine line); pass --vllm-version"
         )
-    if version not in SUPPORTED_VERSIONS:
+    if version not in SUPPORTED_VERSIONS and vllm_version is None:
+        # a patch release of a known one (0.33.1): planned with that release's rules
+        with contextlib.suppress(ConfigError):
+            version = resolve_vllm_version(version, "vllm_version")[0]
+    if version not in SUPPORTED_VERSIONS and vllm_version is None:
         raise LogError(
             f"{parsed.source}: the log is from vLLM {version}; cgplan has rules for "
             f"{', '.join(SUPPORTED_VERSIONS)} (pass --vllm-version to plan under one of them)"
         )
     try:
-        loaded, plan = plan_file(config, Overrides(vllm_version=version), with_fixes=False)
+        loaded, plan = plan_file(
+            config, Overrides(vllm_version=version, model_config=model_config), with_fixes=False
+        )
     except ConfigRejected as e:
         return Comparison(str(config), version, e.message, _refused_checks(parsed))
     return Comparison(str(config), version, None, compare(parsed, loaded, plan))

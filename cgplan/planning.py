@@ -62,8 +62,9 @@ def plan_vllm_args(
     base = base_dir if base_dir is not None else Path.cwd()
     parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)
     try:
-        inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
-        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
+        notes: list[str] = []
+        inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)
+        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored), tuple(notes))
         plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigError as e:
         raise parsed.locate(e) from None

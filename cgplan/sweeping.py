@@ -147,7 +147,13 @@ def _check_walk(seqs: int, tokens: int, axes: list[tuple[str, list[Any]]], relea
         )
 
 
-def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str | None = None) -> SweepResult:
+def sweep_config(
+    path: Path,
+    sets: list[str],
+    versions: list[str],
+    policy: str | None = None,
+    model_config: Path | None = None,
+) -> SweepResult:
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
         raise ConfigError("--set", "give at least one axis, e.g. --set max_num_seqs=8..2048")
@@ -157,7 +163,7 @@ def sweep_config(path: Path, sets: list[str], versions: list[str], policy: str |
                 "--vllm-version",
                 f"unknown release {_q(v)} (expected one of {', '.join(SUPPORTED_VERSIONS)})",
             )
-    loaded = load_config(path, Overrides())
+    loaded = load_config(path, Overrides(model_config=model_config))
     axes = [parse_set(s) for s in sets]
     _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))
     try:

@@ -60,7 +60,8 @@ ModelConfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--model-config",
-        help="With vLLM args: the model's Hugging Face config.json (or its folder), for a hub MODEL.",
+        help="The model's Hugging Face config.json (or its folder), for a hub model id in the config's "
+        "model: or MODEL (also cgplan.model_config in the YAML).",
         show_default=False,
     ),
 ]

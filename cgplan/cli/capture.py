@@ -12,6 +12,7 @@ from cgplan.cli._options import (
     ConfigArg,
     HtmlOpt,
     JsonOpt,
+    ModelConfigOpt,
     ModelRunnerOpt,
     OutputOpt,
     PlatformOpt,
@@ -47,6 +48,7 @@ def capture(
         bool,
         typer.Option("--allow-unknown-vllm", help="Capture with a vLLM release cgplan has no rules for."),
     ] = False,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
     from cgplan.capture import BACKENDS, run_capture
@@ -65,7 +67,7 @@ def capture(
     with RichProgress() as progress:
         outcome = run_capture(
             config,
-            Overrides(vllm_version, platform, model_runner),
+            Overrides(vllm_version, platform, model_runner, model_config),
             backend=backend,
             device_index=device,
             progress=progress,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, OutputOpt
+from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, ModelConfigOpt, OutputOpt
 
 
 def diff(
@@ -37,6 +37,7 @@ def diff(
     fail_on_change: Annotated[
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
     from cgplan.cli._output import write_artifact
@@ -46,7 +47,9 @@ def diff(
 
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
-    d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy)
+    d = diff_paths(
+        a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
+    )
     if json_out:
         text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
     elif markdown:

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from cgplan.cli._options import ModelConfigOpt
+
 
 def gate(
     targets: Annotated[
@@ -29,6 +31,7 @@ def gate(
         Path | None, typer.Option("--markdown", help="Write a markdown verdict here.")
     ] = None,
     junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
     from cgplan.cli._output import write_artifact
@@ -36,7 +39,7 @@ def gate(
     from cgplan.gating import gate_targets, policy_to_dict
     from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
 
-    results, pol = gate_targets(targets, policy, baseline, vllm_version)
+    results, pol = gate_targets(targets, policy, baseline, vllm_version, model_config)
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
     if json_path is not None and str(json_path) == "-":

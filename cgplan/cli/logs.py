@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import JsonOpt, NoColorOpt, OutputOpt
+from cgplan.cli._options import JsonOpt, ModelConfigOpt, NoColorOpt, OutputOpt
 
 
 def logs(
@@ -33,6 +33,7 @@ def logs(
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     no_color: NoColorOpt = False,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache."""
     from cgplan.cli._output import write_artifact
@@ -40,7 +41,9 @@ def logs(
     from cgplan.logs import compare_with_config, logs_to_dict, parse_file, render_logs
 
     parsed = parse_file(file)
-    comparison = compare_with_config(parsed, config, vllm_version) if config is not None else None
+    comparison = (
+        compare_with_config(parsed, config, vllm_version, model_config) if config is not None else None
+    )
     if json_out:
         text = json.dumps(logs_to_dict(parsed, comparison), indent=2, sort_keys=True) + "\n"
     else:

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
+from cgplan.cli._options import (
+    ConfigArg,
+    JsonOpt,
+    ModelConfigOpt,
+    ModelRunnerOpt,
+    OutputOpt,
+    PlatformOpt,
+    VllmVersionOpt,
+)
 
 if TYPE_CHECKING:
     from cgplan.core.traffic_cost import TrafficCost
@@ -103,6 +111,7 @@ def optimize(
     model_runner: ModelRunnerOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Choose capture sizes minimising expected padding plus eager steps for the traffic, under a budget."""
     from cgplan.cli._output import write_artifact
@@ -112,7 +121,7 @@ def optimize(
     o = optimize_config(
         config,
         traffic,
-        Overrides(vllm_version, platform, model_runner),
+        Overrides(vllm_version, platform, model_runner, model_config),
         max_sizes=max_sizes,
         max_graphs=max_graphs,
         eager_step_cost=eager_step_cost,

@@ -86,7 +86,7 @@ def plan(
     if json_out and markdown:
         raise typer.BadParameter("give at most one of --json and --markdown")
     config, argv = _vllm_argv(list(targets or []), vllm_args)
-    overrides = Overrides(vllm_version, platform, model_runner)
+    overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
     pol = load_capture_policy(policy)
     coeffs = load_coefficients(coefficients) if coefficients is not None else None
     if argv is not None:
@@ -96,8 +96,6 @@ def plan(
         source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
     else:
         assert config is not None
-        if model_config is not None:
-            raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
         loaded, result = plan_file(config, overrides, policy=pol, coefficients=coeffs)
         source = str(config)
     fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
@@ -124,6 +122,8 @@ def plan(
         )
     if pol.name != "upstream" and fmt is OutputFormat.table:
         sys.stderr.write(f"cgplan: policy {pol.name}: {pol.description}\n")
+    for note in loaded.notes:
+        sys.stderr.write(f"cgplan: note: {note}\n")
     if loaded.ignored_keys and fmt is OutputFormat.table:
         sys.stderr.write(
             f"cgplan: note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}\n"

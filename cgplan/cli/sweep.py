@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt, PolicyOpt
+from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, ModelConfigOpt, OutputOpt, PolicyOpt
 
 
 def sweep(
@@ -24,13 +24,14 @@ def sweep(
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
     from cgplan.cli._output import write_artifact
     from cgplan.render.compare import render_sweep, sweep_to_dict
     from cgplan.sweeping import sweep_config
 
-    result = sweep_config(config, set_, vllm_version or [], policy)
+    result = sweep_config(config, set_, vllm_version or [], policy, model_config)
     if json_out:
         text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
     else:

@@ -140,7 +140,7 @@ def test_model_config_json_regression(tmp_path: Path, model_json: str, pattern: 
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(model_json)
     path = tmp_path / "serve.yaml"
-    path.write_text("model: m\n")
+    path.write_text(f"model: {tmp_path / 'm'}\n")
     refused(["plan", str(path)], path, pattern)
 
 
@@ -153,7 +153,7 @@ def test_model_architectures_of_any_shape(tmp_path: Path, archs: str) -> None:
         json.dumps(hf)[:-1] + f', "architectures": {archs}, "torch_dtype": [1]}}'
     )
     path = tmp_path / "serve.yaml"
-    path.write_text("model: m\n")
+    path.write_text(f"model: {tmp_path / 'm'}\n")
     run = run_cli(["plan", str(path), "--json"])
     assert problems(run, where=[str(path)]) == [] and run.code == 0, run.err
 
