@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: plan test test-gpu lint bench golden clean install gate-examples ci fuzz
+.PHONY: help plan test test-gpu lint bench golden clean install gate-examples ci fuzz
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,6 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+## help: list the targets (this text)
+help:
+	@awk '/^## / { sub(/^## /, ""); split($$0, a, ": "); if (a[2] != "") printf "  %-14s %s\n", a[1], substr($$0, length(a[1]) + 3); else printf "  %-14s %s\n", "", $$0 }' $(MAKEFILE_LIST)
+
+## install: the editable install with the dev tools, in .venv
 install: $(STAMP)
 
 ## plan: plan the bundled vLLM PR #50488 example (EAGLE K=16, 32 requests) and show its gap and fix
@@ -31,11 +36,14 @@ gate-examples: $(STAMP)
 		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
 	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
 
+## ci: what CI runs (.ci/run): lint, test, gate-examples
 ci: lint test gate-examples
 
+## test-gpu: the GPU tests (needs a CUDA GPU and the gpu extra)
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
 
+## lint: ruff check, ruff format --check, mypy (strict) on cgplan and tests
 lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
@@ -50,6 +58,7 @@ bench: $(STAMP)
 golden:
 	$(PY) scripts/record_golden.py --venv-root $${ORACLE_VENVS:-.cache} tests/data/corpus/*.yaml
 
+## clean: remove .venv and the test caches
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,9 @@ _CGPLAN_KEYS = (
     "model_config",
 )
 
+
+STDIN = "<stdin>"
+"""How a config read from `-` is named in messages and reports."""
 
 MAX_REASONABLE = 10**7
 """Upper bound on any count or size; larger values are refused before planning."""
@@ -658,7 +662,11 @@ def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedC
     p = Path(path)
     source = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if source == "-":  # stdin, as `-` is for every file cgplan reads
+            source = STDIN
+            text = sys.stdin.buffer.read().decode("utf-8")
+        else:
+            text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError("", "no such file", source=source) from None
     except IsADirectoryError:

@@ -10,6 +10,13 @@ from pathlib import Path
 from cgplan.errors import CgplanError
 
 
+def _umask() -> int:
+    """The process umask (read by setting it, so set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: Path, text: str, what: str = "write") -> None:
     """Replace `path` with `text`; on any failure the old content stays and no temp file is left.
 
@@ -20,6 +27,8 @@ def write_atomically(path: Path, text: str, what: str = "write") -> None:
     try:
         target = path.expanduser()
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+        # mkstemp creates 0600; an artifact gets the mode any new file gets (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

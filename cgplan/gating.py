@@ -6,10 +6,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import Overrides
+from cgplan.config import STDIN, Overrides
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
+from cgplan.errors import CgplanError
+from cgplan.planning import plan_file
 from cgplan.policy import load_policy
-from cgplan.sides import load_side
+from cgplan.sides import is_report, load_side
 
 
 def gate_targets(
@@ -24,8 +26,36 @@ def gate_targets(
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
     overrides = Overrides(vllm_version=vllm_version, model_config=model_config)
     base = load_side(baseline, overrides) if baseline is not None else None
-    results = [evaluate_gate(policy, load_side(t, overrides), base) for t in targets]
-    return results, policy
+    results = [
+        evaluate_gate(policy, load_side(t, overrides, STDIN if str(t) == "-" else None), base)
+        for t in targets
+    ]
+    return [_with_fix(r, t, overrides) for r, t in zip(results, targets, strict=True)], policy
+
+
+_FIXABLE = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full")
+
+
+def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateResult:
+    """A failed coverage check of a config names the flag that closes it (planned again, with the
+    fix search, only when such a check failed: the gate itself plans without it)."""
+    failed = [c for c in result.checks if c.name in _FIXABLE and not c.passed and not c.skipped]
+    if not failed or is_report(target):
+        return result
+    try:
+        _, plan = plan_file(target, overrides)
+    except CgplanError:
+        return result
+    if not plan.fixes:
+        return result
+    fix = plan.fixes[0]
+    hint = f"; fix: {' '.join(fix.flags)}" + (
+        "" if fix.remaining_gaps == 0 else f" ({fix.remaining_gaps} gap(s) left)"
+    )
+    checks = tuple(
+        dataclasses.replace(c, detail=c.detail + hint) if c in failed else c for c in result.checks
+    )
+    return dataclasses.replace(result, checks=checks)
 
 
 def policy_to_dict(policy: GatePolicy) -> dict[str, Any]:

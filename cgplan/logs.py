@@ -28,6 +28,7 @@ import contextlib
 import gzip
 import io
 import re
+import sys
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -437,7 +438,8 @@ def read_log(path: str | Path) -> str:
     """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        # `-`: stdin (`kubectl logs POD | cgplan logs -`)
+        data = sys.stdin.buffer.read() if str(path) == "-" else p.read_bytes()
     except FileNotFoundError:
         raise LogError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -947,7 +949,7 @@ def _dedupe(items: Iterable[Any]) -> list[Any]:
 
 def parse_file(path: str | Path) -> ParsedLog:
     """`read_log` then `parse_log`."""
-    return parse_log(read_log(path), str(path))
+    return parse_log(read_log(path), "<stdin>" if str(path) == "-" else str(path))
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import JsonOpt
+from cgplan.cli._options import FormatOpt, JsonOpt, QuietOpt
 
 
 def calibrate(
@@ -30,18 +29,23 @@ def calibrate(
         float | None,
         typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
     ] = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
     from cgplan.calibrating import calibrate as run_calibrate
     from cgplan.calibrating import calibration_json, calibration_table
+    from cgplan.cli._console import note, output_format
     from cgplan.cli._output import write_artifact
+
+    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     from cgplan.costs import save_coefficients
 
     cal = run_calibrate(reports, test or [], gpu, measured_with)
     if output is not None:
         save_coefficients(cal.coefficients, output)
-        sys.stderr.write(f"cgplan: coefficients written to {output}\n")
-    write_artifact(calibration_json(cal) if json_out else calibration_table(cal), None)
+        note(f"coefficients written to {output}", quiet)
+    write_artifact(calibration_json(cal) if chosen == "json" else calibration_table(cal), None)
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)

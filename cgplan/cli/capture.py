@@ -10,12 +10,15 @@ import typer
 
 from cgplan.cli._options import (
     ConfigArg,
+    FormatOpt,
     HtmlOpt,
     JsonOpt,
     ModelConfigOpt,
     ModelRunnerOpt,
+    NoColorOpt,
     OutputOpt,
     PlatformOpt,
+    QuietOpt,
     VllmVersionOpt,
 )
 
@@ -31,6 +34,7 @@ def capture(
     ] = "auto",
     device: Annotated[int, typer.Option("--device", help="First CUDA device index to use.")] = 0,
     output: OutputOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     html: HtmlOpt = None,
     vllm_version: VllmVersionOpt = None,
@@ -49,15 +53,19 @@ def capture(
         typer.Option("--allow-unknown-vllm", help="Capture with a vLLM release cgplan has no rules for."),
     ] = False,
     model_config: ModelConfigOpt = None,
+    quiet: QuietOpt = False,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
     from cgplan.capture import BACKENDS, run_capture
+    from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.cli._progress import RichProgress
     from cgplan.config import Overrides
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 
+    chosen = output_format(fmt, ("table", "json", "html"), json_flag=json_out)
     if not gpu:
         raise typer.BadParameter(
             "capture runs on the GPU: pass --gpu (cgplan plan needs none)", param_hint="--gpu"
@@ -76,13 +84,16 @@ def capture(
             per_graph=instrument != "timing",
         )
     summary = render_capture(outcome.report)
-    if json_out:
+    if chosen == "json":
         write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
-        sys.stderr.write(summary)
+        if not quiet:
+            sys.stderr.write(summary)
+    elif chosen == "html":
+        write_artifact(capture_html(outcome.report), None)
     else:
-        sys.stdout.write(summary)
+        sys.stdout.write(colorize(summary, use_color(no_color)))
     if output is not None:
-        sys.stderr.write(f"cgplan: report written to {output} ({outcome.report['status']})\n")
+        note(f"report written to {output} ({outcome.report['status']})", quiet)
     if html is not None:
         write_artifact(capture_html(outcome.report), html)
     if outcome.failure is not None:

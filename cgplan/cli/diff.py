@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, ModelConfigOpt, OutputOpt
+from cgplan.cli._options import (
+    FormatOpt,
+    HtmlOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelConfigOpt,
+    NoColorOpt,
+    OutputOpt,
+)
 
 
 def diff(
@@ -26,6 +34,7 @@ def diff(
     allow_mismatch: Annotated[
         bool, typer.Option("--allow-mismatch", help="Compare reports of different configs anyway.")
     ] = False,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
@@ -38,24 +47,31 @@ def diff(
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
     model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
+    from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.diffing import diff_paths
     from cgplan.errors import ExitCode
     from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
 
-    if json_out and markdown:
-        raise typer.BadParameter("give at most one of --json and --markdown")
+    chosen = output_format(
+        fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
+    )
     d = diff_paths(
         a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
     )
-    if json_out:
+    if chosen == "json":
         text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
-    elif markdown:
+    elif chosen == "markdown":
         text = render_diff_markdown(d)
+    elif chosen == "html":
+        from cgplan.render.html import diff_html
+
+        text = diff_html(diff_to_dict(d))
     else:
-        text = render_diff(d)
+        text = colorize(render_diff(d), use_color(no_color, output))
     write_artifact(text, output)
     if html is not None:
         from cgplan.render.html import diff_html

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from cgplan import __version__
+from cgplan.cli._options import FormatOpt, NoColorOpt
 
 
 def _probe() -> dict[str, Any]:
@@ -59,11 +60,16 @@ def _probe() -> dict[str, Any]:
 
 
 def env(
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    fmt: FormatOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON; = --format json.")] = False,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Show what cgplan can see: Python, torch, vLLM, CUDA, NVML and GPUs, and why anything is missing."""
+    from cgplan.cli._console import colorize, output_format, use_color
+
+    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = _probe()
-    if json_out:
+    if chosen == "json":
         sys.stdout.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
         return
     lines = [
@@ -82,4 +88,4 @@ def env(
         "can plan: yes · can capture: "
         + ("yes" if not ({"torch", "gpu", "nvml"} & set(info["missing"])) else "no")
     )
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(colorize("\n".join(lines) + "\n", use_color(no_color)))

@@ -9,12 +9,13 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import ModelConfigOpt
+from cgplan.cli._options import FormatOpt, ModelConfigOpt, NoColorOpt, QuietOpt, VllmVersionOpt
 
 
 def gate(
     targets: Annotated[
-        list[Path], typer.Argument(help="Configs (YAML) or reports (JSON) to judge.", show_default=False)
+        list[Path],
+        typer.Argument(help="Configs (YAML; - reads stdin) or reports (JSON) to judge.", show_default=False),
     ],
     policy: Annotated[
         Path | None,
@@ -23,35 +24,58 @@ def gate(
     baseline: Annotated[
         Path | None, typer.Option("--baseline", help="Config or report to check for regressions against.")
     ] = None,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Release for configs.")] = None,
+    vllm_version: VllmVersionOpt = None,
+    fmt: FormatOpt = None,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the verdict JSON here ('-' = stdout).")
     ] = None,
     markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a markdown verdict here.")
+        Path | None, typer.Option("--markdown", help="Write a markdown verdict here ('-' = stdout).")
     ] = None,
     junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
+    """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions.
+
+    Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
+    annotation."""
+    from cgplan.cli._console import github_annotations, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.errors import ExitCode
     from cgplan.gating import gate_targets, policy_to_dict
     from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
 
+    chosen = output_format(fmt, ("table", "json", "markdown"))
     results, pol = gate_targets(targets, policy, baseline, vllm_version, model_config)
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
+    to_stdout = {"json": text, "markdown": render_gate_markdown(results)}.get(chosen)
     if json_path is not None and str(json_path) == "-":
-        write_artifact(text, None)
-        sys.stderr.write(render_gate(results))
+        to_stdout = text
+    if markdown_path is not None and str(markdown_path) == "-":
+        to_stdout = render_gate_markdown(results)
+    if to_stdout is not None:  # the machine-readable verdict on stdout, the human one on stderr
+        write_artifact(to_stdout, None)
+        if not quiet:
+            sys.stderr.write(render_gate(results, color=use_color(no_color, stream=sys.stderr)))
     else:
-        sys.stdout.write(render_gate(results))
-        if json_path is not None:
-            write_artifact(text, json_path)
-    if markdown_path is not None:
+        sys.stdout.write(render_gate(results, color=use_color(no_color)))
+    if json_path is not None and str(json_path) != "-":
+        write_artifact(text, json_path)
+    if markdown_path is not None and str(markdown_path) != "-":
         write_artifact(render_gate_markdown(results), markdown_path)
     if junit_path is not None:
         write_artifact(render_junit(results), junit_path)
+    github_annotations(
+        (
+            (r.target, f"cgplan gate: {c.name}", c.detail)
+            for r in results
+            for c in r.checks
+            if not c.passed and not c.skipped
+        ),
+        to_stderr=to_stdout is not None,
+    )
     if not verdict["passed"]:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,11 +10,14 @@ import typer
 
 from cgplan.cli._options import (
     ConfigArg,
+    FormatOpt,
     JsonOpt,
     ModelConfigOpt,
     ModelRunnerOpt,
+    NoColorOpt,
     OutputOpt,
     PlatformOpt,
+    QuietOpt,
     VllmVersionOpt,
 )
 
@@ -109,14 +111,20 @@ def optimize(
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
     model_config: ModelConfigOpt = None,
+    quiet: QuietOpt = False,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Choose capture sizes minimising expected padding plus eager steps for the traffic, under a budget."""
+    from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.config import Overrides
     from cgplan.optimizing import optimize_config
+
+    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
 
     o = optimize_config(
         config,
@@ -127,7 +135,11 @@ def optimize(
         eager_step_cost=eager_step_cost,
         max_capture_size=max_capture_size,
     )
-    text = json.dumps(_doc(o), indent=2, sort_keys=True) + "\n" if json_out else _text(o)
+    text = (
+        json.dumps(_doc(o), indent=2, sort_keys=True) + "\n"
+        if chosen == "json"
+        else colorize(_text(o), use_color(no_color, output))
+    )
     write_artifact(text, output)
     if output is not None:
-        sys.stderr.write(f"cgplan: written to {output}\n")
+        note(f"written to {output}", quiet)

@@ -3,9 +3,6 @@ dispatches, no GPU."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +10,7 @@ import typer
 
 from cgplan.cli._options import (
     ConfigOrVllmArgsArg,
+    FormatOpt,
     HtmlOpt,
     JsonOpt,
     MarkdownOpt,
@@ -22,6 +20,7 @@ from cgplan.cli._options import (
     OutputOpt,
     PlatformOpt,
     PolicyOpt,
+    QuietOpt,
     VllmArgsOpt,
     VllmVersionOpt,
 )
@@ -40,7 +39,7 @@ def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, 
     if not targets:
         raise typer.BadParameter(_ONE_INPUT)
     first = targets[0]
-    if len(targets) == 1 and first not in ("serve", "vllm") and not first.startswith("-"):
+    if len(targets) == 1 and first not in ("serve", "vllm") and (first == "-" or not first.startswith("-")):
         return Path(first), None
     return None, targets
 
@@ -52,6 +51,7 @@ def plan(
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     full: Annotated[bool, typer.Option("--full", help="One row per distinct graph, not ranges.")] = False,
@@ -66,15 +66,17 @@ def plan(
         ),
     ] = None,
     no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
     fail_on_gap: Annotated[
         bool,
         typer.Option("--fail-on-gap", help="Exit 1 when a uniform-decode batch runs eager or below FULL."),
     ] = False,
 ) -> None:
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
-    release would."""
+    release would. CONFIG `-` reads the YAML from stdin."""
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.capture_policies import load_capture_policy
+    from cgplan.cli._console import note, output_format, use_color, width
     from cgplan.cli._output import write_artifact
     from cgplan.config import Overrides
     from cgplan.core.fingerprint import fingerprint
@@ -83,8 +85,9 @@ def plan(
     from cgplan.planning import plan_file, plan_vllm_args
     from cgplan.render import OutputFormat, render
 
-    if json_out and markdown:
-        raise typer.BadParameter("give at most one of --json and --markdown")
+    chosen = output_format(
+        fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
+    )
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
     pol = load_capture_policy(policy)
@@ -97,21 +100,24 @@ def plan(
     else:
         assert config is not None
         loaded, result = plan_file(config, overrides, policy=pol, coefficients=coeffs)
-        source = str(config)
-    fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
-    tty = sys.stdout.isatty() and output is None
-    color = tty and not no_color and not os.environ.get("NO_COLOR")
-    width = shutil.get_terminal_size((100, 24)).columns if tty else 100
-    text = render(
-        result,
-        fmt,
-        source=source,
-        full=full,
-        ignored_keys=loaded.ignored_keys,
-        width=width,
-        color=color,
-        fingerprint=fingerprint(loaded.input),
-    )
+        source = loaded.source
+    color = use_color(no_color, output)
+    if chosen == "html":
+        from cgplan.render.html import plan_html
+        from cgplan.render.json import plan_to_dict
+
+        text = plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input)))
+    else:
+        text = render(
+            result,
+            OutputFormat(chosen),
+            source=source,
+            full=full,
+            ignored_keys=loaded.ignored_keys,
+            width=width(color),
+            color=color,
+            fingerprint=fingerprint(loaded.input),
+        )
     write_artifact(text, output)
     if html is not None:
         from cgplan.render.html import plan_html
@@ -120,13 +126,11 @@ def plan(
         write_artifact(
             plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html
         )
-    if pol.name != "upstream" and fmt is OutputFormat.table:
-        sys.stderr.write(f"cgplan: policy {pol.name}: {pol.description}\n")
-    for note in loaded.notes:
-        sys.stderr.write(f"cgplan: note: {note}\n")
-    if loaded.ignored_keys and fmt is OutputFormat.table:
-        sys.stderr.write(
-            f"cgplan: note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}\n"
-        )
+    if pol.name != "upstream" and chosen == "table":
+        note(f"policy {pol.name}: {pol.description}", quiet)
+    for line in loaded.notes:
+        note(f"note: {line}", quiet)
+    if loaded.ignored_keys and chosen == "table":
+        note(f"note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}", quiet)
     if fail_on_gap and result.gaps:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

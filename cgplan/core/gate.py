@@ -66,7 +66,13 @@ _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 
 
 def _runs(gaps: list[tuple[int, int, int, str]]) -> str:
-    return ", ".join(f"{a}-{b} requests × {ql}" if a != b else f"{a} requests × {ql}" for ql, a, b, _ in gaps)
+    """Request runs with their token counts: `31-32 requests × 17 (527..544 tokens)`."""
+    return ", ".join(
+        f"{a}-{b} requests × {ql} ({a * ql}..{b * ql} tokens)"
+        if a != b
+        else f"{a} requests × {ql} ({a * ql} tokens)"
+        for ql, a, b, _ in gaps
+    )
 
 
 def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) -> GateResult:
@@ -96,7 +102,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
             if modes:
                 widest = max(modes)
                 if modes[widest][0] != "FULL":
-                    bad.append(f"{widest} requests × {ql} → {modes[widest][0]}")
+                    bad.append(f"{widest} requests × {ql} ({widest * ql} tokens) → {modes[widest][0]}")
         checks.append(
             Check("widest_decode_full", not bad, "; ".join(bad) or "every tier's widest batch is FULL")
         )
@@ -150,7 +156,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
         for ql in side.query_lens:
             p, r = padding(side, ql)
             if r and p / r > policy.max_decode_padding_ratio:
-                worst.append(f"q={ql}: {p / r:.3f}")
+                worst.append(f"q={ql}: {p / r:.3f} (limit {policy.max_decode_padding_ratio})")
         checks.append(
             Check(
                 "max_decode_padding_ratio",
