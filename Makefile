@@ -32,6 +32,7 @@ test: $(STAMP)
 GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
 	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
 gate-examples: $(STAMP)
+	mkdir -p .cache
 	PYTHON=$(BIN)/python scripts/cgplan-gate --policy configs/gates/default.yaml \
 		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
 	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
@@ -43,11 +44,11 @@ ci: lint test gate-examples
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
 
-## lint: ruff check, ruff format --check, mypy (strict) on cgplan and tests
+## lint: ruff check, ruff format --check (cgplan, tests, scripts, benchmarks), mypy --strict (cgplan, tests)
 lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
-	$(BIN)/mypy cgplan
+	$(BIN)/mypy cgplan tests
 
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle when available)
 bench: $(STAMP)

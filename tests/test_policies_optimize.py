@@ -20,6 +20,7 @@ from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_siz
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import BUILTIN_POLICIES
 from cgplan.core.traffic_cost import traffic_cost
+from cgplan.core.types import Plan
 from cgplan.errors import ConfigError
 from cgplan.optimizing import optimize_config
 from cgplan.traffic import load_traffic
@@ -72,11 +73,9 @@ def test_explicit_max_keeps_decode_sizes() -> None:
     pol = build_plan(inp, policy=BUILTIN_POLICIES["explicit-max-keeps-decode"])
     assert 100 not in up.capture_sizes and 100 in pol.capture_sizes
 
-    def padding(p: object) -> int:
+    def padding(p: Plan) -> int:
         return sum(
-            (r.padded_tokens or 0) - n
-            for r in p.uniform_decode[1]
-            for n in range(r.first, r.last + 1)  # type: ignore[attr-defined]
+            (r.padded_tokens or 0) - n for r in p.uniform_decode[1] for n in range(r.first, r.last + 1)
         )
 
     assert padding(pol) < padding(up)

@@ -94,3 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     except typer.TyperException as e:  # click's UsageError, BadParameter, FileError, ...
         code = _usage_error(e)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def gate_main() -> None:
+    """The `cgplan-gate` console script: `cgplan gate ARGS...` (scripts/cgplan-gate in a checkout)."""
+    main(["gate", *sys.argv[1:]])
