@@ -56,6 +56,7 @@ def test_plan_json_fast_path() -> None:
     assert not mods & others, sorted(mods & others)
     assert "cgplan.vllm_args" not in mods
     assert "cgplan.logs" not in mods
+    assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 
 
 def test_other_commands_do_not_import_plan() -> None:

@@ -130,7 +130,11 @@ def test_size_entry_in_human_form_is_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("model_json", "pattern"),
     [
-        ("[" * 3000 + "]" * 3000, r":model: cannot read .*config\.json: nested too deeply"),
+        # Python 3.13's json reads 3,000 levels (then: not an object); older ones run out of stack
+        (
+            "[" * 3000 + "]" * 3000,
+            r":model: (cannot read .*config\.json: nested too deeply|.*config\.json is not a JSON object)",
+        ),
         ('{"hidden_size": ' + "9" * 5000 + "}", r":model: cannot read .*config\.json: Exceeds the limit"),
     ],
     ids=["deep", "5000-digits"],
