@@ -22,24 +22,29 @@ class Calibration:
     held_out: tuple[FitCheck, ...]
 
 
-def _observations(paths: Sequence[Path]) -> list:  # type: ignore[type-arg]
-    return [observation_from_report(read_report(p), p) for p in paths]
+def _observations(paths: Sequence[Path], configs: Path | None) -> list:  # type: ignore[type-arg]
+    return [observation_from_report(read_report(p), p, configs) for p in paths]
 
 
 def calibrate(
-    fit_reports: Sequence[Path], test_reports: Sequence[Path], gpu: str, measured_with: str
+    fit_reports: Sequence[Path],
+    test_reports: Sequence[Path],
+    gpu: str,
+    measured_with: str,
+    configs: Path | None = None,
 ) -> Calibration:
-    """Fit on `fit_reports`, then predict every `test_reports` capture with the result.
+    """Fit on `fit_reports`, then predict every `test_reports` capture with the result; each
+    report's config (`source`) is read inside `configs` only (default: the working directory).
 
     Raises:
         ReportError: a report is unreadable, incomplete, or its config is not found; or the fit is
             underdetermined.
     """
     try:
-        coeffs, fit = fit_coefficients(_observations(fit_reports), gpu, measured_with)
+        coeffs, fit = fit_coefficients(_observations(fit_reports, configs), gpu, measured_with)
     except FitError as e:
         raise ReportError(f"cannot fit the cost model: {e}") from None
-    held = check_coefficients(_observations(test_reports), coeffs) if test_reports else ()
+    held = check_coefficients(_observations(test_reports, configs), coeffs) if test_reports else ()
     return Calibration(coeffs, fit, held)
 
 

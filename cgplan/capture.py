@@ -18,8 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import yaml
-
+from cgplan import yaml_load
 from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.measure import MeasuredCapture, compare
@@ -29,7 +28,8 @@ from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
 from cgplan.reports import capture_report, write_report
 
-BACKENDS = ("auto", "vllm", "torch")
+BACKENDS = ("auto", "vllm", "torch", "fake")
+"""`fake` is hidden: no GPU, for testing the scheduler around capture (cgplan/gpu/fake_backend.py)."""
 
 
 class Terminated(BaseException):
@@ -118,7 +118,7 @@ def run_capture(
         # driver first; asking NVML whether a GPU is there keeps it uninitialised (vLLM's import
         # sets the same, too late for the check below).
         os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    reason = gpu_unavailable_reason()
+    reason = None if backend == "fake" else gpu_unavailable_reason()
     if reason is not None:
         raise GpuUnavailableError(f"cannot capture here: {reason}")
     chosen = choose_backend(backend)
@@ -141,7 +141,13 @@ def run_capture(
         plan = build_plan(inp)
     except ConfigRejected as e:
         raise e.located(str(config)) from None
-    raw = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    from cgplan.costs import with_cost
+    from cgplan.planning import shipped_coefficients
+
+    # The report carries the prediction next to the measurement (the aggregate of a
+    # multi-config run shows both); the comparison does not look at it.
+    plan = with_cost(plan, inp, shipped_coefficients())
+    raw = yaml_load.safe_load(Path(config).read_text(encoding="utf-8"))
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session
 
@@ -149,7 +155,9 @@ def run_capture(
     failure: CaptureError | None = None
     measured: MeasuredCapture | None = None
     total = (
-        sum(len(g) for g in plan.graphs.values()) if chosen == "vllm" else len(plan.graphs.get("target", ()))
+        sum(len(g) for g in plan.graphs.values())
+        if chosen in ("vllm", "fake")
+        else len(plan.graphs.get("target", ()))
     )
     # With vLLM's workers, each opens NVML itself after the fork; the parent holds none across it.
     in_workers = workers and chosen == "vllm"
@@ -161,7 +169,7 @@ def run_capture(
         device_index = 0
     session: AbstractContextManager[NvmlSession | None] = (
         nullcontext(None)
-        if in_workers
+        if in_workers or chosen == "fake"
         else nvml_session([device_index + i for i in range(inp.tensor_parallel_size)])
     )
     with session as nvml:
@@ -169,7 +177,11 @@ def run_capture(
         progress.start(total)
         try:
             with _sigterm_as_exception():
-                if chosen == "vllm":
+                if chosen == "fake":
+                    from cgplan.gpu.fake_backend import capture_fake
+
+                    measured = capture_fake(plan, recorder, Path(config).stem)
+                elif chosen == "vllm":
                     from cgplan.gpu.vllm_backend import capture_vllm
 
                     # relative paths start from the working directory, as in vLLM
@@ -215,7 +227,9 @@ def run_capture(
         plan=plan,
         measured=measured,
         comparison=comparison,
-        environment=collect_environment(list(range(device_index, device_index + inp.tensor_parallel_size))),
+        environment=collect_environment(
+            None if chosen == "fake" else list(range(device_index, device_index + inp.tensor_parallel_size))
+        ),
         log_lines=log_lines,
         created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )

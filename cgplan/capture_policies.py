@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.core.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
 from cgplan.errors import ConfigError
 
@@ -30,7 +31,7 @@ def load_capture_policy(spec: str | None) -> CapturePolicy:
             f"unknown policy {spec!r} (expected one of {', '.join(BUILTIN_POLICIES)} or a .yaml file)",
         )
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml_load.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError("", f"cannot read: {e.strerror or e}", source=spec) from None
     except yaml.YAMLError as e:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.defaults import serve_defaults
 from cgplan.core.modes import CGSupport, Mode, Platform
@@ -682,7 +683,7 @@ def load_config(path: str | Path, overrides: Overrides = NO_OVERRIDES) -> Loaded
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError("", f"cannot read: {e}", source=source) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_load.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -1,13 +1,15 @@
-"""Cost coefficients as YAML files, capture reports as fit observations, and the default (H200) set."""
+"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
@@ -18,18 +20,21 @@ from cgplan.core.cost import (
 )
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
-from cgplan.errors import ConfigError, ReportError
+from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.files import write_atomically
+from cgplan.reports import _bytes, _measurements, _number
 
-DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.yaml"
-"""Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md)."""
+DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
+"""Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md);
+JSON, because every `plan` reads it and the C JSON parser costs microseconds where YAML costs
+milliseconds."""
 
 COEFFICIENTS_KIND = "cgplan-cost-coefficients"
 _FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
 
 
 def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
-    """The YAML document of a coefficient set."""
+    """The document of a coefficient set (JSON or YAML)."""
     doc: dict[str, Any] = {"kind": COEFFICIENTS_KIND, "schema_version": 1}
     for name in _FIELDS:
         v = getattr(c, name)
@@ -37,26 +42,38 @@ def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
     return doc
 
 
-def save_coefficients(c: CostCoefficients, path: Path) -> None:
-    """Write a coefficient set (atomically) as YAML."""
+def coefficients_text(c: CostCoefficients, as_json: bool) -> str:
+    """What `cgplan calibrate -o` writes: JSON for a `.json` file, else commented YAML."""
+    if as_json:
+        return json.dumps(coefficients_to_dict(c), indent=2) + "\n"
     text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
-    text += yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
-    write_atomically(path, text)
+    return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
+
+
+def save_coefficients(c: CostCoefficients, path: Path) -> None:
+    """Write a coefficient set (atomically): JSON when the name ends in .json, else YAML."""
+    write_atomically(path, coefficients_text(c, path.suffix.lower() == ".json"))
 
 
 def load_coefficients(path: str | Path) -> CostCoefficients:
-    """Read a coefficient set written by `cgplan calibrate` (or by hand).
+    """Read a coefficient set written by `cgplan calibrate` (or by hand): JSON or YAML.
 
     Raises:
         ConfigError: located at the file and key that is wrong.
     """
     source = str(path)
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        doc = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml_load.safe_load(text)
     except OSError as e:
         raise ConfigError("", f"cannot read the coefficients: {e.strerror or e}", source=source) from None
     except yaml.YAMLError as e:
         raise ConfigError("", f"not YAML: {str(e).splitlines()[0]}", source=source) from None
+    except ValueError as e:  # json.JSONDecodeError, undecodable bytes, a 5,000-digit integer
+        kind = "JSON" if Path(path).suffix.lower() == ".json" else "YAML"
+        raise ConfigError("", f"not {kind}: {str(e).splitlines()[0]}", source=source) from None
+    except RecursionError:
+        raise ConfigError("", "nested too deeply", source=source) from None
     if not isinstance(doc, dict) or doc.get("kind") != COEFFICIENTS_KIND:
         raise ConfigError(
             "kind", f"not a cost-coefficient file (expected kind: {COEFFICIENTS_KIND})", source=source
@@ -106,57 +123,95 @@ def with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients | None)
     return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
 
 
-def _source_config(doc: dict[str, Any], report: Path) -> Path:
-    # Reports name their config as given on the command line (relative to where capture ran):
-    # try the working directory, then the report's folder and its parents.
-    src = Path(str(doc.get("source") or ""))
-    candidates = [src] if src.is_absolute() else [src, *(p / src for p in report.resolve().parents)]
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise ReportError(f"{report}: its config {src} was not found (run from the folder capture ran in)")
+def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:
+    """The config a report names, only ever inside `root` (the folder the user named, or the
+    working directory): a report is data, so its `source` cannot make cgplan open a file
+    anywhere else, by an absolute path, `..`, a link or a search of parent folders."""
+    raw = doc.get("source")
+    where = f"{report}:source"
+    if not isinstance(raw, str) or not raw:
+        raise ReportError(f"{where}: missing (expected the config capture ran, relative to {root})")
+    src = Path(raw)
+    if src.is_absolute() or ".." in src.parts or src.suffix.lower() not in (".yaml", ".yml"):
+        raise ReportError(
+            f"{where}: expected a relative path to a .yaml config inside {root} (got {preview(raw)})"
+        )
+    base = root.resolve()
+    target = (base / src).resolve()
+    if not target.is_relative_to(base):
+        raise ReportError(f"{where}: {preview(raw)} leads outside {root} (through a link); not read")
+    if not target.is_file():
+        raise ReportError(
+            f"{where}: {preview(raw)} is not a file in {root} (give --configs DIR: the folder capture ran in)"
+        )
+    return target
 
 
-def observation_from_report(doc: dict[str, Any], report: Path) -> CostObservation:
-    """Reduce a complete vLLM capture report to a fit observation.
+def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None = None) -> CostObservation:
+    """Reduce a complete vLLM capture report to a fit observation; its config is read from
+    `root` (default: the working directory).
 
     Raises:
         ReportError: not a complete capture with NVML figures, or its config cannot be found.
     """
-    m = doc.get("measured") or {}
     if doc.get("kind") != "capture" or doc.get("status") != "complete":
-        raise ReportError(f"{report}: not a complete capture report (status {doc.get('status')!r})")
-    if m.get("capture_nvml_delta_bytes") is None:
+        raise ReportError(f"{report}: not a complete capture report (status {preview(doc.get('status'))})")
+    m = doc.get("measured")
+    if not isinstance(m, dict):
+        raise ReportError(f"{report}:measured: missing")
+    nvml = _bytes(m.get("capture_nvml_delta_bytes"), f"{report}:measured.capture_nvml_delta_bytes")
+    if nvml is None:
         raise ReportError(f"{report}: no NVML figure for the capture phase")
+    measured = _measurements(m.get("graphs") or [], f"{report}:measured.graphs")
+    wall = m.get("capture_wall_s")
+    wall_s = None if wall is None else _number(wall, f"{report}:measured.capture_wall_s")
+    root = Path.cwd() if root is None else root
+    src = _source_config(doc, report, root)
     try:
-        inp = load_config(_source_config(doc, report)).input
-    except ConfigError as e:
-        raise ReportError(f"{report}: its config does not load: {e}") from None
-    plan = doc.get("plan") or {}
+        inp = load_config(src).input
+    except ConfigError:
+        # Not quoted: the config is a file the report named, not one the user did.
+        raise ReportError(
+            f"{report}:source: its config {doc['source']} does not load "
+            f"(`cgplan plan {doc['source']}` in {root} says why)"
+        ) from None
+    plan_raw = doc.get("plan")
+    plan: dict[str, Any] = plan_raw if isinstance(plan_raw, dict) else {}
     runner = m.get("model_runner") or plan.get("model_runner") or "v1"
+    if runner not in ("v1", "v2"):
+        raise ReportError(f"{report}:measured.model_runner: expected v1 or v2 (got {preview(runner)})")
+    backend = plan.get("attention_backend") or "FLASH_ATTN"
+    if not isinstance(backend, str) or not backend.replace("_", "").isalnum() or len(backend) > 64:
+        raise ReportError(
+            f"{report}:plan.attention_backend: expected a backend name (got {preview(backend)})"
+        )
     graphs = []
-    for g in m.get("graphs") or []:
-        if g.get("nvml_delta_bytes") is None:
-            raise ReportError(f"{report}: graph {g.get('order')} has no NVML figure")
+    for g in measured:
+        if g.nvml_delta_bytes is None:
+            raise ReportError(f"{report}: graph {g.order} has no NVML figure")
         graphs.append(
             ObservedGraph(
-                g["family"],
-                g["mode"],
-                int(g["num_tokens"]),
-                int(g.get("pieces") or 1),
-                int(g["nvml_delta_bytes"]),
-                int(g.get("torch_reserved_delta_bytes") or 0),
-                float(g.get("capture_time_ms") or 0.0),
+                g.family,
+                g.mode,
+                g.num_tokens,
+                g.pieces or 1,
+                g.nvml_delta_bytes,
+                g.torch_reserved_delta_bytes,
+                g.capture_time_ms,
             )
         )
-    v = m.get("vllm") or {}
+    v_raw = m.get("vllm")
+    v: dict[str, Any] = v_raw if isinstance(v_raw, dict) else {}
+    est, took = v.get("estimated_cudagraph_gib"), v.get("capture_took_gib")
     name = report.name.removesuffix(".json")
     return CostObservation(
         name=name,
-        inp=cost_input_for(inp, runner, str(plan.get("attention_backend") or "FLASH_ATTN")),
+        inp=cost_input_for(inp, runner, backend),
         graphs=tuple(graphs),
-        capture_nvml_bytes=int(m["capture_nvml_delta_bytes"]),
-        capture_wall_s=m.get("capture_wall_s"),
-        vllm_estimate_gib=v.get("estimated_cudagraph_gib"),
-        vllm_took_gib=v.get("capture_took_gib"),
+        capture_nvml_bytes=nvml,
+        capture_wall_s=wall_s,
+        vllm_estimate_gib=None
+        if est is None
+        else _number(est, f"{report}:measured.vllm.estimated_cudagraph_gib"),
+        vllm_took_gib=None if took is None else _number(took, f"{report}:measured.vllm.capture_took_gib"),
     )

@@ -1,42 +1,277 @@
-"""Atomic file writing: a temporary file in the target's folder, then a rename (never a half file)."""
+"""Writing what cgplan produces: stdout, streams and atomically replaced files.
+
+Three kinds of target, told apart before anything is written:
+- stdout (`-`, or no file): written and flushed here, so a full disk or a closed stdout is
+  one error line (exit 2) instead of a truncated file and exit 0, and a reader that went
+  away (EPIPE, `| head`) ends the output silently, as with Unix tools;
+- a stream that is not a regular file (`/dev/stdout`, `/dev/null`, a FIFO, a terminal):
+  written to directly, never replaced by a regular file;
+- a regular file (or a new one): a temporary file beside it, fsynced, then renamed over it,
+  so a failure (or Ctrl-C, or SIGTERM) leaves the old content and no temporary file.
+Anything else (a folder, a block device, a socket) is refused by name.
+
+`write_all` stages every file first and renames them only once every one (and every stream)
+was written: a command that fails leaves none of its artifacts written.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import stat
+import sys
 import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
-from cgplan.errors import CgplanError
+from cgplan.errors import CgplanError, one_line
+
+STDOUT = "-"
+"""The file name that means stdout, for every option that writes (`-o -`, `--json -`, ...)."""
+
+_DIRECT_PREFIXES = ("/dev/std", "/dev/fd/", "/proc/")
+"""Paths that name one of this process's descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N):
+written to as the descriptor, whatever it is open on (a file given with `>>` stays appended to)."""
 
 
-def _umask() -> int:
-    """The process umask (read by setting it, so set it straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _safe(text: str) -> str:
+    """`text` with lone surrogates (undecodable bytes of a file name) written as escapes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _reason(e: BaseException) -> str:
+    return e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so what is still buffered cannot fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+class ClosedStdout:
+    """Stands in for sys.stdout when cgplan started with fd 1 closed (`cgplan ... >&-`): a
+    command that writes only files works; one that writes to stdout fails with one line."""
+
+    def write(self, text: str) -> int:
+        """Fail: there is no stdout to write to."""
+        raise OSError(9, "stdout is closed")
+
+    def flush(self) -> None:
+        """Nothing is ever buffered."""
+
+    def isatty(self) -> bool:
+        """Not a terminal."""
+        return False
+
+
+def guard_closed_stdout() -> None:
+    """If fd 1 is closed, hold it with /dev/null (so no file cgplan opens becomes fd 1) and
+    make sys.stdout a `ClosedStdout`."""
+    if sys.stdout is not None:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.close(fd)
+    sys.stdout = ClosedStdout()
+
+
+def write_stdout(text: str) -> None:
+    """Write `text` to stdout and flush it, checked.
+
+    Raises:
+        CgplanError: `<stdout>: cannot write: <reason>` (full disk, closed stdout, ...).
+    """
+    out = sys.stdout
+    if out is None:  # started with fd 1 closed (`cgplan ... >&-`)
+        raise CgplanError("<stdout>: cannot write: stdout is closed")
+    if isinstance(out, ClosedStdout):
+        raise CgplanError("<stdout>: cannot write: stdout is closed (give -o FILE)")
+    try:
+        out.write(_safe(text))
+        out.flush()
+    except BrokenPipeError:
+        silence_stdout()  # the reader is gone (`| head`): stop writing, as Unix tools do
+        stdout_broken.append(True)
+    except (OSError, ValueError) as e:  # ValueError: write to a closed file object
+        silence_stdout()
+        raise CgplanError(f"<stdout>: cannot write: {_reason(e)}") from None
+
+
+stdout_broken: list[bool] = []
+"""Set when the reader of stdout went away (EPIPE): later output is dropped, not an error."""
+
+
+def flush_stdout() -> None:
+    """Flush what is left on stdout at exit, checked like `write_stdout`.
+
+    Raises:
+        CgplanError: the flush failed for another reason than a reader that went away.
+    """
+    if sys.stdout is None or stdout_broken:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+    except (OSError, ValueError) as e:
+        silence_stdout()
+        raise CgplanError(f"<stdout>: cannot write: {_reason(e)}") from None
+
+
+def _kind(path: Path) -> str:
+    """stdout, stream (write directly), file (replace atomically); refuses anything else."""
+    if str(path) == STDOUT:
+        return "stdout"
+    if os.path.abspath(path).startswith(_DIRECT_PREFIXES):
+        return "stream"
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "file"
+    except OSError as e:
+        raise CgplanError(f"{path}: cannot write: {_reason(e)}") from None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return "stream"
+    what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+    raise CgplanError(f"{path}: cannot write: {what}; refusing to replace it (name a file)")
+
+
+@dataclass
+class _Staged:
+    path: Path
+    target: Path
+    tmp: str
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While temporary files exist, SIGTERM (and SIGHUP) raise like Ctrl-C does, so the
+    clean-up below runs instead of the process dying with a full-size `.tmp` beside the target."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    saved: list[tuple[int, object]] = []
+    try:
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                with contextlib.suppress(ValueError, OSError):  # not the main thread
+                    saved.append((sig, signal.signal(sig, stop)))
+        yield
+    finally:
+        for sig, old in saved:
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+def _stage(path: Path, text: str, what: str) -> _Staged:
+    target = Path(os.path.realpath(path.expanduser()))  # a link to a file keeps being a link
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    staged = _Staged(path, target, tmp)
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)  # mkstemp makes 0600: keep the old file's mode, or the umask's
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(_safe(text))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return staged
+
+
+def _write_stream(path: Path, text: str, what: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(_safe(text))
+            fh.flush()
+    except BrokenPipeError:
+        pass  # a FIFO's reader went away: as for stdout, not an error
+    except OSError as e:
+        raise CgplanError(f"{one_line(str(path))}: cannot {what}: {_reason(e)}") from None
+
+
+def _stage_checked(path: Path, text: str, what: str) -> _Staged:
+    try:
+        return _stage(path, text, what)
+    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
+        raise CgplanError(f"{one_line(str(path))}: cannot {what}: {_reason(e)}") from None
+
+
+def _commit(s: _Staged, what: str) -> None:
+    try:
+        os.replace(s.tmp, s.target)
+    except OSError as e:
+        raise CgplanError(f"{one_line(str(s.path))}: cannot {what}: {_reason(e)}") from None
+
+
+def write_all(items: Sequence[tuple[Path | None, str]], what: str = "write") -> None:
+    """Write every (target, text): None or `-` is stdout. All or nothing for files: each is
+    staged beside its target, and only when every one and every stream was written are they
+    renamed into place.
+
+    Raises:
+        CgplanError: `<path>: cannot <what>: <reason>` (one line); then no file was replaced.
+    """
+    kinds = [(p, text, "stdout" if p is None else _kind(p)) for p, text in items]
+    if sum(k == "stdout" for _, _, k in kinds) > 1:
+        raise CgplanError("-: more than one output goes to stdout; name a file for all but one")
+    staged: list[_Staged] = []
+    with _signals_raise():
+        try:
+            for p, text, k in kinds:
+                if k == "file" and p is not None:
+                    staged.append(_stage_checked(p, text, what))
+            for p, text, k in kinds:
+                if k == "stdout":
+                    write_stdout(text)
+                elif k == "stream" and p is not None:
+                    _write_stream(p, text, what)
+            for s in staged:
+                _commit(s, what)
+        finally:
+            for s in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(s.tmp)  # renamed ones are gone already (ENOENT)
 
 
 def write_atomically(path: Path, text: str, what: str = "write") -> None:
-    """Replace `path` with `text`; on any failure the old content stays and no temp file is left.
+    """Replace `path` with `text` (or write the stream it names); on any failure the old content
+    stays and no temporary file is left.
 
     Raises:
         CgplanError: `<path>: cannot <what>: <reason>` (one line).
     """
-    tmp: str | None = None
-    try:
-        target = path.expanduser()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-        # mkstemp creates 0600; an artifact gets the mode any new file gets (0666 less the umask)
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except (OSError, RuntimeError, UnicodeError) as e:  # RuntimeError: ~user with no such user
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise CgplanError(f"{path}: cannot {what}: {reason}") from None
+    write_all([(path, text)], what)
+
+
+__all__ = [
+    "STDOUT",
+    "ClosedStdout",
+    "flush_stdout",
+    "guard_closed_stdout",
+    "silence_stdout",
+    "write_all",
+    "write_atomically",
+    "write_stdout",
+]

@@ -8,7 +8,7 @@ from typing import Any
 
 from cgplan.config import STDIN, Overrides
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
-from cgplan.errors import CgplanError
+from cgplan.errors import CgplanError, ReportError
 from cgplan.planning import plan_file
 from cgplan.policy import load_policy
 from cgplan.sides import is_report, load_side
@@ -20,12 +20,25 @@ def gate_targets(
     baseline: Path | None,
     vllm_version: str | None,
     model_config: Path | None = None,
+    *,
+    allow_partial_baseline: bool = False,
 ) -> tuple[list[GateResult], GatePolicy]:
     """Evaluate every target (config or report) against the policy (and the baseline);
-    `model_config` is the shape for configs whose `model:` is a hub id."""
+    `model_config` is the shape for configs whose `model:` is a hub id.
+
+    Raises:
+        ReportError: the baseline is a partial or failed capture (unless allowed): what it
+            lacks would make every regression check against it hold for nothing.
+    """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
     overrides = Overrides(vllm_version=vllm_version, model_config=model_config)
     base = load_side(baseline, overrides) if baseline is not None else None
+    if base is not None and base.status != "complete" and not allow_partial_baseline:
+        why = f" ({base.failure})" if base.failure else ""
+        raise ReportError(
+            f"{baseline}:status: the baseline is a {base.status} capture{why}; give a complete "
+            "one, or --allow-partial-baseline to compare against what it has"
+        )
     results = [
         evaluate_gate(policy, load_side(t, overrides, STDIN if str(t) == "-" else None), base)
         for t in targets

@@ -30,14 +30,14 @@ import io
 import re
 import sys
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
 from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
-from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
+from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
 from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
@@ -434,28 +434,67 @@ class ParsedLog:
         return out
 
 
-def read_log(path: str | Path) -> str:
-    """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
+_SNIFF_BYTES = 65536
+"""How far into the (decompressed) file a NUL byte means binary data."""
+
+
+def log_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a plain or gzip-compressed log without their newlines, as
+    `text.split("\n")` gives them, read one at a time (memory: one line).
+
+    Raises:
+        LogError: (exit 2) the file cannot be read, is corrupt gzip, binary or empty.
+    """
     p = Path(path)
     try:
         # `-`: stdin (`kubectl logs POD | cgplan logs -`)
-        data = sys.stdin.buffer.read() if str(path) == "-" else p.read_bytes()
+        raw = sys.stdin.buffer if str(path) == "-" else p.open("rb")
     except FileNotFoundError:
         raise LogError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise LogError(f"{path}: is a directory, not a log file") from None
     except OSError as e:
         raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b":
+    with raw:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise LogError(f"{path}: corrupt gzip file ({e})") from None
-    if not data.strip():
-        raise LogError(f"{path}: empty file, not a vLLM log")
-    if b"\x00" in data[:65536]:
-        raise LogError(f"{path}: binary data, not a vLLM log")
-    return data.decode("utf-8", errors="replace")
+            if hasattr(raw, "peek"):  # a pipe cannot seek back: look at the first bytes in place
+                gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
+            else:
+                gzipped = raw.read(2) == b"\x1f\x8b"
+                raw.seek(0)
+        except OSError as e:
+            raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
+        lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw)
+        offset = 0
+        has_text = False
+        ended_with_newline = True  # an empty file splits into one empty line
+
+        def next_line() -> bytes | None:
+            try:
+                return next(lines, None)
+            except (OSError, EOFError, zlib.error) as e:
+                if gzipped:
+                    raise LogError(f"{path}: corrupt gzip file ({e})") from None
+                raise LogError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+
+        while (line := next_line()) is not None:
+            if offset < _SNIFF_BYTES and b"\x00" in line[: _SNIFF_BYTES - offset]:
+                while gzipped and next_line() is not None:
+                    pass  # a corrupt gzip file is reported as such, whatever it holds
+                raise LogError(f"{path}: binary data, not a vLLM log")
+            offset += len(line)
+            has_text = has_text or bool(line.strip())
+            ended_with_newline = line.endswith(b"\n")
+            yield (line[:-1] if ended_with_newline else line).decode("utf-8", errors="replace")
+        if not has_text:
+            raise LogError(f"{path}: empty file, not a vLLM log")
+        if ended_with_newline:
+            yield ""
+
+
+def read_log(path: str | Path) -> str:
+    """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
+    return "\n".join(log_lines(path))
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -568,36 +607,6 @@ def _schedule(args: dict[str, Any]) -> tuple[tuple[int, int, int], ...] | None:
     return tuple(out)
 
 
-def _segments(text: str) -> list[tuple[str, bool]]:
-    """(segment, ends_line): the text cut at newlines and tqdm's carriage returns."""
-    out: list[tuple[str, bool]] = []
-    for line in text.split("\n"):
-        parts = line.split("\r")
-        for i, part in enumerate(parts):
-            out.append((part, i == len(parts) - 1))
-    return out
-
-
-def _engine_region(segments: list[tuple[str, bool]], fmt: LogFormat) -> tuple[int, int, list[int]]:
-    """Start index of the last engine's lines, index of its engine line, all engine lines."""
-    engines = [i for i, (s, _) in enumerate(segments) if fmt.engine.search(s)]
-    if not engines:
-        return 0, -1, engines
-    last = engines[-1]
-    start = engines[-2] + 1 if len(engines) > 1 else 0
-    if len(engines) > 1:
-        # The last engine's config warnings come after the previous engine's start-up lines.
-        for i in range(last - 1, start - 1, -1):
-            s = segments[i][0]
-            if fmt.non_default_args.search(s):
-                start = i
-                break
-            if fmt.engine_ready.search(s):
-                start = i + 1
-                break
-    return start, last, engines
-
-
 def _mode_name(text: str | None) -> str | None:
     if text is None:
         return None
@@ -659,65 +668,69 @@ def _event(kind: str, message: str, **values: Any) -> LogEvent:
     return LogEvent(kind, message.strip(), tuple(sorted(values.items())))
 
 
-def parse_log(text: str, source: str = "-") -> ParsedLog:
-    """Parse a vLLM startup log (its console output, or `LEVEL logger: message` lines).
+class _Region:
+    """The parse state of one engine's lines: the last engine's region is the `ParsedLog`.
 
-    Raises:
-        LogError: no line of it is one vLLM writes.
+    `feed` is the per-segment step of the parse; segments before the engine line (the config
+    warnings vLLM logs first) are fed with `i < engine_at`, where only the config-time lines,
+    progress bars and metrics tables count.
     """
-    segments = _segments(text)
-    probe = _V0_26
-    start, engine_at, engines = _engine_region(segments, probe)
-    version: str | None = None
-    engine: dict[str, Any] = {}
-    if engine_at >= 0:
-        m = probe.engine.search(segments[engine_at][0])
-        assert m is not None
-        version = m.group("version")
-        engine = _engine_fields(m.group("config"))
-    fmt = log_format_for(version)
 
-    recognised = engine_at >= 0
-    events: list[LogEvent] = []
-    runner_evidence: list[tuple[str, str]] = []
-    non_default: dict[str, Any] | None = None
-    chunked_tokens: int | None = None
-    profiling: tuple[tuple[str, int, int], ...] | None = None
-    estimate: float | None = None
-    finishes: list[tuple[int, float, float]] = []
-    pool: re.Match[str] | None = None
-    kv_gib: float | None = None
-    kv_tokens: int | None = None
-    kv_at = -1
-    skipped = ready = speculator = worker = False
-    last_activity: str | None = None
-    tables: list[dict[str, Any]] = []
-    table: dict[str, Any] | None = None
-    tracker = _BarTracker(fmt)
+    def __init__(
+        self, fmt: LogFormat, engine_at: int, version: str | None, engine_config: str | None
+    ) -> None:
+        self.fmt = fmt
+        self.engine_at = engine_at
+        self.version = version
+        self.engine_config = engine_config
+        """The engine line's config text; read in `result` (only the last region's is needed)."""
+        self.recognised = engine_at >= 0
+        self.events: list[LogEvent] = []
+        self.runner_evidence: list[tuple[str, str]] = []
+        self.non_default: str | None = None
+        """The last "non-default args" dict text; read in `result`."""
+        self.chunked_tokens: int | None = None
+        self.profiling: tuple[tuple[str, int, int], ...] | None = None
+        self.estimate: float | None = None
+        self.finishes: list[tuple[int, float, float]] = []
+        self.pool: re.Match[str] | None = None
+        self.kv_gib: float | None = None
+        self.kv_tokens: int | None = None
+        self.kv_at = -1
+        self.skipped = self.ready = self.speculator = self.worker = False
+        self.last_activity: str | None = None
+        self.tables: list[dict[str, Any]] = []
+        self.table: dict[str, Any] | None = None
+        self.tracker = _BarTracker(fmt)
 
-    for i in range(start, len(segments)):
-        seg, ends_line = segments[i]
+    def close_table(self, only_with_rows: bool) -> None:
+        """What a skipped segment does to an open metrics table (see `_Pending`)."""
+        if self.table is not None and (self.table["rows"] or not only_with_rows):
+            self.table = None
+
+    def feed(self, i: int, seg: str, ends_line: bool) -> None:
+        """One segment (a line, or a part of it between tqdm's carriage returns), number `i`."""
         if not seg:
-            if table is not None and table["rows"]:
-                table = None
-            continue
+            if self.table is not None and self.table["rows"]:
+                self.table = None
+            return
         bar_desc: str | None = None
-        for bm in fmt.bar.finditer(seg):
+        for bm in self.fmt.bar.finditer(seg):
             bar_desc = bm.group("desc")
-            tracker.see(bar_desc, int(bm.group("n")), int(bm.group("total")), i)
-            recognised = True
-            last_activity = f"{bar_desc}: {bm.group('n')}/{bm.group('total')}"
+            self.tracker.see(bar_desc, int(bm.group("n")), int(bm.group("total")), i)
+            self.recognised = True
+            self.last_activity = f"{bar_desc}: {bm.group('n')}/{bm.group('total')}"
         if ends_line:
-            tracker.newline(bar_desc)
-        if table is not None:
-            if m := fmt.metrics_mode.search(seg):
-                table["mode"] = m.group("mode")
-                continue
-            if m := fmt.metrics_sizes.search(seg):
-                table["sizes"] = _int_list(m.group("sizes"))
-                continue
-            if m := fmt.metrics_row.search(seg):
-                table["rows"].append(
+            self.tracker.newline(bar_desc)
+        if self.table is not None:
+            if m := self.fmt.metrics_mode.search(seg):
+                self.table["mode"] = m.group("mode")
+                return
+            if m := self.fmt.metrics_sizes.search(seg):
+                self.table["sizes"] = _int_list(m.group("sizes"))
+                return
+            if m := self.fmt.metrics_row.search(seg):
+                self.table["rows"].append(
                     MetricsRow(
                         int(m.group("unpadded")),
                         int(m.group("padded")),
@@ -726,56 +739,56 @@ def parse_log(text: str, source: str = "-") -> ParsedLog:
                         int(m.group("count")),
                     )
                 )
-                continue
-            if fmt.metrics_other.search(seg) or not _message(seg):
-                continue
-            table = None
-        if fmt.metrics_header.search(seg):
-            table = {"mode": None, "sizes": None, "rows": []}
-            tables.append(table)
-            recognised = True
-            continue
-        if i < engine_at and not (
-            fmt.runner_fallback.search(seg)
-            or fmt.dynamic_sd_override.search(seg)
-            or fmt.truncated_max.search(seg)
-            or fmt.sizes_overridden.search(seg)
-            or fmt.non_default_args.search(seg)
-            or fmt.chunked_prefill.search(seg)
+                return
+            if self.fmt.metrics_other.search(seg) or not _message(seg):
+                return
+            self.table = None
+        if self.fmt.metrics_header.search(seg):
+            self.table = {"mode": None, "sizes": None, "rows": []}
+            self.tables.append(self.table)
+            self.recognised = True
+            return
+        if i < self.engine_at and not (
+            self.fmt.runner_fallback.search(seg)
+            or self.fmt.dynamic_sd_override.search(seg)
+            or self.fmt.truncated_max.search(seg)
+            or self.fmt.sizes_overridden.search(seg)
+            or self.fmt.non_default_args.search(seg)
+            or self.fmt.chunked_prefill.search(seg)
         ):
-            continue
-        if m := fmt.non_default_args.search(seg):
-            non_default = _non_default_args(m.group("args"))
-            recognised = True
-        if m := fmt.chunked_prefill.search(seg):
-            chunked_tokens = int(m.group("tokens"))
-        if fmt.v2_runner.search(seg):
-            runner_evidence.append(("v2", "Using V2 Model Runner"))
-            recognised = worker = True
-        if m := fmt.runner_fallback.search(seg):
-            runner_evidence.append(("v1", "fallback: " + m.group(0)))
-            events.append(_event("runner_fallback", m.group(0), unsupported=m.group("what")))
-            recognised = True
-        if fmt.v1_source.search(seg):
-            runner_evidence.append(("v1", "lines from vllm/v1/worker/gpu_model_runner.py"))
-            worker = True
-        if fmt.v2_source.search(seg):
-            runner_evidence.append(("v2", "lines from vllm/v1/worker/gpu/model_runner.py"))
-            worker = True
-        if m := fmt.dynamic_sd_override.search(seg):
-            events.append(
+            return
+        if m := self.fmt.non_default_args.search(seg):
+            self.non_default = m.group("args")
+            self.recognised = True
+        if m := self.fmt.chunked_prefill.search(seg):
+            self.chunked_tokens = int(m.group("tokens"))
+        if self.fmt.v2_runner.search(seg):
+            self.runner_evidence.append(("v2", "Using V2 Model Runner"))
+            self.recognised = self.worker = True
+        if m := self.fmt.runner_fallback.search(seg):
+            self.runner_evidence.append(("v1", "fallback: " + m.group(0)))
+            self.events.append(_event("runner_fallback", m.group(0), unsupported=m.group("what")))
+            self.recognised = True
+        if self.fmt.v1_source.search(seg):
+            self.runner_evidence.append(("v1", "lines from vllm/v1/worker/gpu_model_runner.py"))
+            self.worker = True
+        if self.fmt.v2_source.search(seg):
+            self.runner_evidence.append(("v2", "lines from vllm/v1/worker/gpu/model_runner.py"))
+            self.worker = True
+        if m := self.fmt.dynamic_sd_override.search(seg):
+            self.events.append(
                 _event(
                     "dynamic_sd_override",
                     _message(seg),
                     **{"from": m.group("from"), "to": m.group("to")},
                 )
             )
-            recognised = True
-        if m := fmt.truncated_max.search(seg):
-            events.append(_event("truncated_max", m.group(0), size=int(m.group("size"))))
-            recognised = True
-        if m := fmt.sizes_overridden.search(seg):
-            events.append(
+            self.recognised = True
+        if m := self.fmt.truncated_max.search(seg):
+            self.events.append(_event("truncated_max", m.group(0), size=int(m.group("size"))))
+            self.recognised = True
+        if m := self.fmt.sizes_overridden.search(seg):
+            self.events.append(
                 _event(
                     "explicit_sizes_overridden",
                     m.group(0),
@@ -783,9 +796,9 @@ def parse_log(text: str, source: str = "-") -> ParsedLog:
                     final=_int_list(m.group("final")),
                 )
             )
-            recognised = True
-        if m := fmt.mode_downgrade.search(seg):
-            events.append(
+            self.recognised = True
+        if m := self.fmt.mode_downgrade.search(seg):
+            self.events.append(
                 _event(
                     "mode_downgrade",
                     _message(seg),
@@ -794,125 +807,320 @@ def parse_log(text: str, source: str = "-") -> ParsedLog:
                     **{"from": m.group("from"), "to": m.group("to")},
                 )
             )
-            recognised = True
-        if m := fmt.profiling.search(seg):
+            self.recognised = True
+        if m := self.fmt.profiling.search(seg):
             groups = tuple(
                 (g.group("mode"), int(g.group("count")), int(g.group("largest")))
-                for g in fmt.profiling_group.finditer(m.group("groups"))
+                for g in self.fmt.profiling_group.finditer(m.group("groups"))
             )
-            profiling = groups or profiling
-            recognised = True
-        if m := fmt.estimate.search(seg):
-            estimate = float(m.group("gib"))
-            recognised = True
-        if m := fmt.kv_memory.search(seg):
-            kv_gib = float(m.group("gib"))
-            kv_at = i
-            recognised = True
-            last_activity = m.group(0)
-        if m := fmt.kv_tokens.search(seg):
-            kv_tokens = int(m.group("tokens").replace(",", ""))
-            recognised = True
-        if m := fmt.capture_finished.search(seg):
-            finishes.append((i, float(m.group("secs")), float(m.group("gib"))))
-            recognised = True
-            last_activity = m.group(0)
-        if m := fmt.pool_memory.search(seg):
-            pool = m
-            recognised = True
-        if m := fmt.speculator_capture.search(seg):
-            speculator = True
-            last_activity = m.group(0)
-        if fmt.capture_skipped.search(seg):
-            skipped = True
-            last_activity = _message(seg)
-            events.append(_event("capture_skipped", _message(seg)))
-        if fmt.engine_ready.search(seg):
-            ready = True
-            recognised = True
+            self.profiling = groups or self.profiling
+            self.recognised = True
+        if m := self.fmt.estimate.search(seg):
+            self.estimate = float(m.group("gib"))
+            self.recognised = True
+        if m := self.fmt.kv_memory.search(seg):
+            self.kv_gib = float(m.group("gib"))
+            self.kv_at = i
+            self.recognised = True
+            self.last_activity = m.group(0)
+        if m := self.fmt.kv_tokens.search(seg):
+            self.kv_tokens = int(m.group("tokens").replace(",", ""))
+            self.recognised = True
+        if m := self.fmt.capture_finished.search(seg):
+            self.finishes.append((i, float(m.group("secs")), float(m.group("gib"))))
+            self.recognised = True
+            self.last_activity = m.group(0)
+        if m := self.fmt.pool_memory.search(seg):
+            self.pool = m
+            self.recognised = True
+        if m := self.fmt.speculator_capture.search(seg):
+            self.speculator = True
+            self.last_activity = m.group(0)
+        if self.fmt.capture_skipped.search(seg):
+            self.skipped = True
+            self.last_activity = _message(seg)
+            self.events.append(_event("capture_skipped", _message(seg)))
+        if self.fmt.engine_ready.search(seg):
+            self.ready = True
+            self.recognised = True
 
-    if not recognised:
-        raise LogError(
-            f"{source}: not a vLLM log (no engine line 'Initializing a V1 LLM engine (vX) with config', "
-            "no capture, memory or KV-cache line)"
+    def result(self, source: str, engine_starts: int) -> ParsedLog:
+        """The `ParsedLog` of this region.
+
+        Raises:
+            LogError: no line of it is one vLLM writes.
+        """
+        recognised = self.recognised
+        events = self.events
+        runner_evidence = self.runner_evidence
+        non_default = None if self.non_default is None else _non_default_args(self.non_default)
+        chunked_tokens = self.chunked_tokens
+        profiling = self.profiling
+        estimate = self.estimate
+        finishes = self.finishes
+        pool = self.pool
+        kv_gib = self.kv_gib
+        kv_tokens = self.kv_tokens
+        kv_at = self.kv_at
+        skipped = self.skipped
+        ready = self.ready
+        speculator = self.speculator
+        worker = self.worker
+        last_activity = self.last_activity
+        tables = self.tables
+        tracker = self.tracker
+        fmt = self.fmt
+        version = self.version
+        engine = {} if self.engine_config is None else _engine_fields(self.engine_config)
+        if not recognised:
+            raise LogError(
+                f"{source}: not a vLLM log (no engine line 'Initializing a V1 LLM engine (vX) with config', "
+                "no capture, memory or KV-cache line)"
+            )
+
+        bars = tracker.result(kv_at)
+        profiling_capture: tuple[float, float] | None = None
+        capture: tuple[float, float] | None = None
+        for idx, secs, gib in finishes:
+            if fmt.v2_profiling_capture and idx < kv_at and _runner_of(runner_evidence) == "v2":
+                profiling_capture = (secs, gib)
+            else:
+                capture = (secs, gib)
+        capture_bars = [b for b in bars if b.phase == "capture"]
+        if capture is not None:
+            status = "finished"
+        elif skipped:
+            status = "skipped"
+        elif capture_bars or speculator or kv_at >= 0 or ready:
+            status = "incomplete"
+        else:
+            status = "not reached"
+
+        evidence = _dedupe(e for _, e in runner_evidence)
+        runner_evidence.extend((b.runner, f"progress bar '{b.desc}'") for b in bars if b.runner is not None)
+        runner = _runner_of(runner_evidence)
+        evidence = _dedupe([*evidence, *(e for r, e in runner_evidence if e.startswith("progress bar"))])
+
+        downgrades = [e for e in events if e.kind == "mode_downgrade"]
+        mode = engine.get("cudagraph_mode")
+        final_mode = downgrades[-1].value("to") if downgrades else mode
+        max_tokens = chunked_tokens
+        max_seqs: int | None = None
+        schedule = None
+        if non_default is not None:
+            if max_tokens is None and isinstance(non_default.get("max_num_batched_tokens"), int):
+                max_tokens = non_default["max_num_batched_tokens"]
+            if isinstance(non_default.get("max_num_seqs"), int):
+                max_seqs = non_default["max_num_seqs"]
+            schedule = _schedule(non_default)
+
+        return ParsedLog(
+            source=source,
+            log_format=fmt.since,
+            vllm_version=version,
+            engine_starts=engine_starts,
+            model_runner=runner,
+            model_runner_evidence=tuple(evidence),
+            speculative_method=engine.get("speculative_method"),
+            num_speculative_tokens=engine.get("num_speculative_tokens"),
+            dynamic_sd_schedule=schedule,
+            max_num_seqs=max_seqs,
+            max_num_batched_tokens=max_tokens,
+            tensor_parallel_size=engine.get("tensor_parallel_size"),
+            enforce_eager=engine.get("enforce_eager"),
+            has_non_default_args=non_default is not None,
+            cudagraph_mode=mode,
+            capture_sizes=engine.get("cudagraph_capture_sizes"),
+            max_capture_size=engine.get("max_cudagraph_capture_size"),
+            compilation_mode=engine.get("compilation_mode"),
+            final_cudagraph_mode=final_mode,
+            events=tuple(_dedupe(events)),
+            profiling=profiling,
+            estimated_cudagraph_gib=estimate,
+            profiling_capture=profiling_capture,
+            capture_finished_secs=capture[0] if capture else None,
+            capture_took_gib=capture[1] if capture else None,
+            actual_vs_estimated=pool.group(0) if pool else None,
+            pool_actual_gib=float(pool.group("actual")) if pool else None,
+            pool_estimated_gib=float(pool.group("estimated")) if pool else None,
+            pool_difference_gib=float(pool.group("diff")) if pool else None,
+            pool_difference_pct=float(pool.group("pct")) if pool else None,
+            available_kv_cache_gib=kv_gib,
+            kv_cache_tokens=kv_tokens,
+            capture_status=status,
+            engine_ready=ready,
+            last_capture_activity=last_activity,
+            worker_started=worker or kv_at >= 0 or bool(bars) or status != "not reached",
+            bars=bars,
+            metrics=tuple(MetricsTable(_mode_name(t["mode"]), t["sizes"], tuple(t["rows"])) for t in tables),
         )
 
-    bars = tracker.result(kv_at)
-    profiling_capture: tuple[float, float] | None = None
-    capture: tuple[float, float] | None = None
-    for idx, secs, gib in finishes:
-        if fmt.v2_profiling_capture and idx < kv_at and _runner_of(runner_evidence) == "v2":
-            profiling_capture = (secs, gib)
+
+KEYWORDS = (
+    "engine",
+    "args",
+    "max_num_batched_tokens",
+    "Model Runner",
+    "model_runner",
+    "cudagraph",
+    "CUDAGraph",
+    "CUDA graph",
+    "KV cache memory",
+    "KV cache size",
+    "Graph captur",
+    "speculator",
+)
+"""Every match of every line pattern of `LOG_FORMATS` contains one of these (the metrics-table
+lines aside, read only inside a table): a segment without any of them is skipped after a few
+substring tests instead of thirty regular expressions. `tests/test_logs.py` proves it from
+the patterns themselves, so a new pattern needs its keyword here."""
+
+_TABLE_ONLY_FIELDS = ("metrics_mode", "metrics_sizes", "metrics_row", "metrics_other", "profiling_group")
+"""LogFormat patterns never searched outside a metrics table (or outside another match)."""
+
+
+def _may_match(seg: str) -> bool:
+    """Whether a pattern outside a metrics table can match `seg` (see `KEYWORDS`)."""
+    return any(k in seg for k in KEYWORDS)
+
+
+class _Pending:
+    """The segments since the last engine line that the next engine line would claim.
+
+    vLLM logs an engine's config warnings before its engine line, so each engine's region starts
+    after the previous engine's start-up: at its last "non-default args" line, else after its
+    "init engine ... took" line, else right after the previous engine line. Only what a
+    pre-engine segment can change is kept: segments some log format reads there (config
+    warnings, bars, metrics lines) verbatim; inside a possible metrics table, of each run of the
+    others only whether it held a message or an empty segment (all they can do is end the
+    table); outside one, nothing. So the memory is that of one engine's start-up, not the file.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, str, bool] | bool] = []
+        """(i, segment, ends_line), or for a run of skipped segments `close_table`'s
+        `only_with_rows` (False: the run held a message; True: only empty segments)."""
+        self.in_table = False
+        """A metrics-table header was kept and no message line has ended that table since."""
+
+    def clear(self) -> None:
+        self.items = []
+        self.in_table = False
+
+    def add(self, i: int, seg: str, ends_line: bool, may_match: bool) -> None:
+        """Segment `i`; `may_match` is `_may_match(seg)`."""
+        if not (may_match or self.in_table):
+            return  # outside a table only keyword lines count before the engine line
+        if seg and _PRE_ENGINE.search(seg):
+            self.items.append((i, seg, ends_line))
+            self.in_table = self.in_table or bool(_TABLE_HEADER.search(seg))
+            return
+        if not self.in_table:
+            return
+        last = self.items[-1] if self.items else None
+        if last is False:
+            return  # the run already holds a message: the table ends there
+        if seg and not _message(seg):
+            return  # a bare log prefix: no effect
+        if not seg:
+            if last is not True:
+                self.items.append(True)
+            return
+        if last is True:
+            self.items[-1] = False
         else:
-            capture = (secs, gib)
-    capture_bars = [b for b in bars if b.phase == "capture"]
-    if capture is not None:
-        status = "finished"
-    elif skipped:
-        status = "skipped"
-    elif capture_bars or speculator or kv_at >= 0 or ready:
-        status = "incomplete"
-    else:
-        status = "not reached"
+            self.items.append(False)
+        self.in_table = False
 
-    evidence = _dedupe(e for _, e in runner_evidence)
-    runner_evidence.extend((b.runner, f"progress bar '{b.desc}'") for b in bars if b.runner is not None)
-    runner = _runner_of(runner_evidence)
-    evidence = _dedupe([*evidence, *(e for r, e in runner_evidence if e.startswith("progress bar"))])
+    def replay(self, region: _Region) -> None:
+        for item in self.items:
+            if isinstance(item, bool):
+                region.close_table(item)
+            else:
+                region.feed(*item)
 
-    downgrades = [e for e in events if e.kind == "mode_downgrade"]
-    mode = engine.get("cudagraph_mode")
-    final_mode = downgrades[-1].value("to") if downgrades else mode
-    max_tokens = chunked_tokens
-    max_seqs: int | None = None
-    schedule = None
-    if non_default is not None:
-        if max_tokens is None and isinstance(non_default.get("max_num_batched_tokens"), int):
-            max_tokens = non_default["max_num_batched_tokens"]
-        if isinstance(non_default.get("max_num_seqs"), int):
-            max_seqs = non_default["max_num_seqs"]
-        schedule = _schedule(non_default)
 
-    return ParsedLog(
-        source=source,
-        log_format=fmt.since,
-        vllm_version=version,
-        engine_starts=len(engines),
-        model_runner=runner,
-        model_runner_evidence=tuple(evidence),
-        speculative_method=engine.get("speculative_method"),
-        num_speculative_tokens=engine.get("num_speculative_tokens"),
-        dynamic_sd_schedule=schedule,
-        max_num_seqs=max_seqs,
-        max_num_batched_tokens=max_tokens,
-        tensor_parallel_size=engine.get("tensor_parallel_size"),
-        enforce_eager=engine.get("enforce_eager"),
-        has_non_default_args=non_default is not None,
-        cudagraph_mode=mode,
-        capture_sizes=engine.get("cudagraph_capture_sizes"),
-        max_capture_size=engine.get("max_cudagraph_capture_size"),
-        compilation_mode=engine.get("compilation_mode"),
-        final_cudagraph_mode=final_mode,
-        events=tuple(_dedupe(events)),
-        profiling=profiling,
-        estimated_cudagraph_gib=estimate,
-        profiling_capture=profiling_capture,
-        capture_finished_secs=capture[0] if capture else None,
-        capture_took_gib=capture[1] if capture else None,
-        actual_vs_estimated=pool.group(0) if pool else None,
-        pool_actual_gib=float(pool.group("actual")) if pool else None,
-        pool_estimated_gib=float(pool.group("estimated")) if pool else None,
-        pool_difference_gib=float(pool.group("diff")) if pool else None,
-        pool_difference_pct=float(pool.group("pct")) if pool else None,
-        available_kv_cache_gib=kv_gib,
-        kv_cache_tokens=kv_tokens,
-        capture_status=status,
-        engine_ready=ready,
-        last_capture_activity=last_activity,
-        worker_started=worker or kv_at >= 0 or bool(bars) or status != "not reached",
-        bars=bars,
-        metrics=tuple(MetricsTable(_mode_name(t["mode"]), t["sizes"], tuple(t["rows"])) for t in tables),
+def _union(fields: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern matching where a pattern of `fields` of any log format matches."""
+    sources = dict.fromkeys(getattr(fmt, f).pattern for fmt in LOG_FORMATS for f in fields)
+    # Named groups repeat across the patterns; only whether one matches counts here.
+    unnamed = (re.sub(r"[(][?]P<\w+>", "(?:", source) for source in sources)
+    return re.compile("|".join(f"(?:{source})" for source in unnamed))
+
+
+_PRE_ENGINE = _union(
+    (
+        "bar",
+        "metrics_header",
+        "metrics_mode",
+        "metrics_sizes",
+        "metrics_row",
+        "metrics_other",
+        "runner_fallback",
+        "dynamic_sd_override",
+        "truncated_max",
+        "sizes_overridden",
+        "non_default_args",
+        "chunked_prefill",
     )
+)
+"""What a segment before the engine line is read with, in any log format."""
+_TABLE_HEADER = _union(("metrics_header",))
+
+
+def parse_lines(lines: Iterable[str], source: str = "-") -> ParsedLog:
+    """Parse a vLLM startup log given as its lines without their newlines (`text.split("\n")`),
+    in one pass: memory for the last engine's lines and one engine start-up, not the file.
+
+    Raises:
+        LogError: no line of it is one vLLM writes.
+    """
+    probe = _V0_26
+    region = _Region(log_format_for(None), -1, None, None)  # the whole log, if no engine line comes
+    pending = _Pending()
+    engine_starts = 0
+    i = 0
+    for line in lines:
+        parts = line.split("\r") if "\r" in line else (line,)
+        last_part = len(parts) - 1
+        for n, seg in enumerate(parts):
+            ends_line = n == last_part
+            may_match = bool(seg) and _may_match(seg)
+            if not may_match:
+                # Outside a metrics table no pattern can match: `feed` would do nothing.
+                if region.table is not None:
+                    region.feed(i, seg, ends_line)
+                pending.add(i, seg, ends_line, False)
+                i += 1
+                continue
+            m = probe.engine.search(seg)
+            if m is not None:
+                engine_starts += 1
+                version = m.group("version")
+                region = _Region(log_format_for(version), i, version, m.group("config"))
+                pending.replay(region)
+                pending.clear()
+                region.feed(i, seg, ends_line)
+            else:
+                region.feed(i, seg, ends_line)
+                if engine_starts and probe.non_default_args.search(seg):
+                    pending.clear()
+                    pending.add(i, seg, ends_line, True)
+                elif engine_starts and probe.engine_ready.search(seg):
+                    pending.clear()
+                else:
+                    pending.add(i, seg, ends_line, True)
+            i += 1
+    return region.result(source, engine_starts)
+
+
+def parse_log(text: str, source: str = "-") -> ParsedLog:
+    """Parse a vLLM startup log (its console output, or `LEVEL logger: message` lines).
+
+    Raises:
+        LogError: no line of it is one vLLM writes.
+    """
+    return parse_lines(text.split("\n"), source)
 
 
 _PREFIX = re.compile(
@@ -948,8 +1156,8 @@ def _dedupe(items: Iterable[Any]) -> list[Any]:
 
 
 def parse_file(path: str | Path) -> ParsedLog:
-    """`read_log` then `parse_log`."""
-    return parse_log(read_log(path), "<stdin>" if str(path) == "-" else str(path))
+    """`parse_log` of the file, streamed: the file is never held in memory whole."""
+    return parse_lines(log_lines(path), "<stdin>" if str(path) == "-" else str(path))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1125,10 +1333,10 @@ def compare(parsed: ParsedLog, loaded: LoadedConfig, plan: Plan) -> tuple[Check,
         detail = "the log's num_speculative_tokens_per_batch_size as vLLM's scheduler expands it"
         if parsed.dynamic_sd_schedule:
             try:
-                dense = build_lookup(
+                runs = lookup_ranges(
                     parsed.dynamic_sd_schedule, plan.max_num_seqs, parsed.num_speculative_tokens or 0
                 )
-                log_lookup = [list(r) for r in compress_lookup(dense)]
+                log_lookup = [list(r) for r in runs]
             except ScheduleError as e:
                 log_lookup = f"invalid: {e}"
         plan_lookup = [list(r) for r in plan.dynamic_sd_lookup] if plan.dynamic_sd_lookup else None

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.core.gate import GatePolicy
 from cgplan.errors import ConfigError, preview
 
@@ -88,7 +89,7 @@ def parse_policy(doc: Any) -> GatePolicy:
 def load_policy(path: Path) -> GatePolicy:
     """Read a policy YAML file."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml_load.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
     except UnicodeDecodeError as e:

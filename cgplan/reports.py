@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cgplan.config import MAX_LIST, MAX_REASONABLE
-from cgplan.core.compare_sides import Side
+from cgplan.core.compare_sides import STATUSES, Side
 from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
 from cgplan.core.types import DispatchRange, Graph, Plan
-from cgplan.errors import ReportError, preview
+from cgplan.errors import ReportError, one_line, preview
 from cgplan.files import write_atomically
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
@@ -72,6 +72,8 @@ def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
         "mixed": _ranges(m.mixed, "tokens"),
         "capture_wall_s": m.capture_wall_s,
         "capture_nvml_delta_bytes": m.capture_nvml_delta_bytes,
+        "instrumentation_s": m.instrumentation_s,
+        "instrumentation_nvml_s": m.instrumentation_nvml_s,
         "graph_nvml_total_bytes": sum(g.nvml_delta_bytes or 0 for g in m.graphs),
         "graph_torch_reserved_total_bytes": sum(g.torch_reserved_delta_bytes for g in m.graphs),
         "vllm": asdict(m.vllm),
@@ -151,12 +153,29 @@ def write_report(doc: dict[str, Any], path: Path) -> None:
     write_atomically(path, text, "write the report")
 
 
+MAX_REPORT_BYTES = 32 << 20
+"""The largest report read: a capture of every graph of a TP=8 engine is a few MB; more is
+not a cgplan report, and parsing it would only cost memory and time."""
+
+
 def read_report(path: Path) -> dict[str, Any]:
-    """Parse and check a report (plan or capture JSON)."""
+    """Parse and check a report (plan or capture JSON).
+
+    Raises:
+        ReportError: unreadable, larger than MAX_REPORT_BYTES, not JSON, or an unknown schema.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise ReportError(
+                f"{path}: too large for a report (more than {MAX_REPORT_BYTES >> 20} MiB; "
+                "expected a cgplan plan or capture JSON)"
+            )
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: cannot read: {e}") from None
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ReportError(f"{path}: cannot read: {reason}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
@@ -227,22 +246,27 @@ def _list(v: Any, where: str, what: str) -> list[Any]:
     return v
 
 
-def _graph(g: Any, at: str) -> Graph:
+def _graph(g: Any, at: str, *, signed: bool = False) -> Graph:
     if not isinstance(g, dict):
         raise ReportError(f"{at}: expected {{mode, num_tokens, num_reqs, query_len}} (got {preview(g)})")
     mode = g.get("mode")
     if mode not in ("FULL", "PIECEWISE"):
         raise ReportError(f"{at}.mode: expected FULL or PIECEWISE (got {preview(mode)})")
+    # A plan's own descriptors may carry vLLM's negative placeholders (V2 drafter decode
+    # wrote -1 / -30 placeholders in early cgplan reports); they are only compared.
+    low = -MAX_REASONABLE if signed else 0
     return Graph(
         mode,
-        _int(g.get("num_tokens"), f"{at}.num_tokens"),
-        _opt_int(g.get("num_reqs"), f"{at}.num_reqs"),
-        _opt_int(g.get("query_len"), f"{at}.query_len"),
+        _int(g.get("num_tokens"), f"{at}.num_tokens", minimum=low),
+        None if g.get("num_reqs") is None else _int(g.get("num_reqs"), f"{at}.num_reqs", minimum=low),
+        None if g.get("query_len") is None else _int(g.get("query_len"), f"{at}.query_len", minimum=low),
     )
 
 
-def _graph_list(items: Any, where: str) -> tuple[Graph, ...]:
-    return tuple(_graph(g, f"{where}[{i}]") for i, g in enumerate(_list(items, where, "graphs")))
+def _graph_list(items: Any, where: str, *, signed: bool = False) -> tuple[Graph, ...]:
+    return tuple(
+        _graph(g, f"{where}[{i}]", signed=signed) for i, g in enumerate(_list(items, where, "graphs"))
+    )
 
 
 def _dispatch(rows: Any, unit: str, where: str) -> tuple[DispatchRange, ...]:
@@ -344,6 +368,8 @@ def _measurements(items: Any, where: str) -> tuple[GraphMeasurement, ...]:
     return tuple(out)
 
 
+_FAILURE_CHARS = 300
+"""How much of a capture's failure message a comparison quotes (an OOM message is long)."""
 _DEVICE_NAME = re.compile(r"[ -~]{1,128}")
 
 
@@ -408,6 +434,21 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
         m = doc.get("measured")
         if not isinstance(m, dict):
             raise ReportError(f"{label}: measured: missing")
+        status = doc.get("status")
+        if status not in STATUSES:
+            raise ReportError(
+                f"{label}: status: expected one of {', '.join(STATUSES)} (got {preview(status)})"
+            )
+        failure = doc.get("failure")
+        if failure is not None and not isinstance(failure, str):
+            raise ReportError(f"{label}: failure: expected a message or null (got {preview(failure)})")
+        planned_raw = plan.get("graphs")
+        if not isinstance(planned_raw, dict):
+            raise ReportError(f"{label}: plan.graphs: missing (expected {{family: [graphs]}})")
+        planned = {
+            _name(f, f"{label}: plan.graphs"): _graph_list(v, f"{label}: plan.graphs.{f}", signed=True)
+            for f, v in planned_raw.items()
+        }
         families: dict[str, list[Graph]] = {}
         graphs_raw = m.get("graphs")
         for i, g in enumerate(
@@ -436,6 +477,9 @@ def side_from_report(doc: dict[str, Any], label: str) -> Side:
             pool_bytes=pool if pool_ok else None,
             pool_source="measured" if pool_ok else None,
             capture_time_s=float(wall) if wall_ok and wall is not None else None,
+            status=status,
+            failure=None if failure is None else one_line(failure[:_FAILURE_CHARS]),
+            planned_graphs=planned,
         )
     graphs_raw = plan.get("graphs")
     if not isinstance(graphs_raw, dict):

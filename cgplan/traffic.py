@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.errors import ConfigError
 
 
@@ -91,7 +92,7 @@ def load_traffic(path: Path) -> Traffic:
                 counts[int(m.group(1))] = counts.get(int(m.group(1)), 0.0) + float(m.group(5))
         return Traffic((), tuple(sorted(counts.items())), f"{path} (vLLM --cudagraph-metrics tables)")
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml_load.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError("", f"not a traffic file: {str(e).splitlines()[0]}", source=str(path)) from None
     try:

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from cgplan import yaml_load
 from cgplan.config import _err
 from cgplan.errors import ConfigError
 
@@ -396,7 +397,7 @@ def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any])
         path = base_dir / path
     label = _short(name)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_load.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise _fail("--config", "no such file", name) from None
     except (OSError, ValueError) as e:  # ValueError: undecodable bytes, a NUL in the name

@@ -121,27 +121,32 @@ def test_vllm_figures_from_real_log() -> None:
 class FakeNvml:
     def __init__(self) -> None:
         self.used = 1000
+        self.queries = 0
 
     def memory_used_bytes(self) -> int:
+        self.queries += 1
         return self.used
 
 
 def test_recorder_groups_pieces_and_families() -> None:
     nvml = FakeNvml()
     rec = GraphRecorder(nvml)  # type: ignore[arg-type]
+    reserved = 0
     rec.begin("target", "PIECEWISE", 64, None, None)
     for _ in range(3):
-        rec.piece_started(reserved_bytes=0)
+        rec.piece_started(reserved_bytes=reserved)
         nvml.used += 10
-        rec.piece_ended(reserved_bytes=4, t_before_enter=0.0)
+        reserved += 4
+        rec.piece_ended(reserved_bytes=reserved, t_before_enter=0.0)
     with rec.family("drafter"):
-        rec.piece_started(reserved_bytes=4)
+        rec.piece_started(reserved_bytes=reserved)
         nvml.used += 7
-        rec.piece_ended(reserved_bytes=4, t_before_enter=0.0)
+        rec.piece_ended(reserved_bytes=reserved, t_before_enter=0.0)
     rec.begin("target", "FULL", 32, 32, 1)
-    rec.piece_started(reserved_bytes=4)
+    rec.piece_started(reserved_bytes=reserved)
     nvml.used += 100
-    rec.piece_ended(reserved_bytes=8, t_before_enter=0.0)
+    reserved += 4
+    rec.piece_ended(reserved_bytes=reserved, t_before_enter=0.0)
     rec.end()
     got = [
         (g.family, g.mode, g.num_tokens, g.pieces, g.nvml_delta_bytes, g.torch_reserved_delta_bytes)
@@ -152,6 +157,33 @@ def test_recorder_groups_pieces_and_families() -> None:
         ("drafter", "PIECEWISE", 64, 1, 7, 0),
         ("target", "FULL", 32, 1, 100, 4),
     ]
+
+
+def test_recorder_reads_memory_per_descriptor_not_per_piece() -> None:
+    """#18: an NVML query per compiled piece made the hooks cost 17% of vLLM's capture time; a
+    descriptor of 33 pieces now costs two queries (and two reserved-bytes readings), not 66."""
+    nvml = FakeNvml()
+    reserved_reads: list[int] = []
+    rec = GraphRecorder(nvml)  # type: ignore[arg-type]
+
+    def reserved() -> int:
+        reserved_reads.append(1)
+        return 8 * len(reserved_reads)
+
+    rec.reserved_bytes = reserved
+    for tokens in (512, 256):
+        rec.begin("target", "PIECEWISE", tokens, None, None)
+        for _ in range(33):
+            rec.piece_started()
+            nvml.used += 2
+            rec.piece_ended(None, 0.0)
+    rec.end()
+    assert nvml.queries == 4 and len(reserved_reads) == 4
+    got = [
+        (g.num_tokens, g.pieces, g.nvml_delta_bytes, g.torch_reserved_delta_bytes) for g in rec.measurements()
+    ]
+    assert got == [(512, 33, 66, 8), (256, 33, 66, 8)]
+    assert rec.hook_s > 0  # the hooks' own host time, reported as measured.instrumentation_s
 
 
 def test_recorder_disarmed_records_nothing() -> None:

@@ -22,7 +22,13 @@ from cgplan.core.cost import (
     predict_cost,
 )
 from cgplan.core.spec import ModelShape
-from cgplan.costs import DEFAULT_COEFFICIENTS, load_coefficients, observation_from_report
+from cgplan.costs import (
+    DEFAULT_COEFFICIENTS,
+    coefficients_text,
+    load_coefficients,
+    observation_from_report,
+    save_coefficients,
+)
 from cgplan.errors import ConfigError
 from cgplan.planning import plan_file
 from tests.cli_helpers import run
@@ -146,11 +152,35 @@ def test_bad_coefficient_files_are_located(tmp_path: Path, text: str, where: str
 
 
 def test_bad_number_in_coefficients_is_located(tmp_path: Path) -> None:
-    f = tmp_path / "c.yaml"
-    f.write_text(DEFAULT_COEFFICIENTS.read_text().replace("warmup_mib_v2: 56.0", "warmup_mib_v2: lots"))
+    f = tmp_path / "c.json"
+    text = DEFAULT_COEFFICIENTS.read_text()
+    assert '"warmup_mib_v2": 56.0' in text
+    f.write_text(text.replace('"warmup_mib_v2": 56.0', '"warmup_mib_v2": "lots"'))
     with pytest.raises(ConfigError) as e:
         load_coefficients(f)
     assert "warmup_mib_v2" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"), [('{"kind": 1,}', "not JSON"), ("[" * 100_000, "nested too deeply")]
+)
+def test_bad_json_coefficient_files_are_located(tmp_path: Path, text: str, where: str) -> None:
+    f = tmp_path / "c.json"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_coefficients(f)
+    assert where in str(e.value)
+
+
+def test_shipped_file_is_json_written_by_calibrates_writer(tmp_path: Path) -> None:
+    """The shipped set is JSON (read on every plan) in exactly the bytes `calibrate -o x.json`
+    writes; a YAML file of the same set reads back the same coefficients."""
+    assert DEFAULT_COEFFICIENTS.suffix == ".json"
+    assert DEFAULT_COEFFICIENTS.read_text() == coefficients_text(SHIPPED, as_json=True)
+    as_yaml = tmp_path / "c.yaml"
+    save_coefficients(SHIPPED, as_yaml)
+    assert as_yaml.read_text().startswith("# cgplan cost-model coefficients")
+    assert load_coefficients(as_yaml) == SHIPPED
 
 
 def test_plan_shows_the_prediction(
@@ -184,7 +214,7 @@ def test_gate_bounds_predicted_memory(
 def test_calibrate_cli_fits_writes_and_gates(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    out_file = tmp_path / "coeffs.yaml"
+    out_file = tmp_path / "coeffs.json"
     args = ["calibrate", *(str(_report(n)) for n in FIT), "-o", str(out_file)]
     for n in HELD_OUT[:3]:
         args += ["--test", str(_report(n))]
@@ -192,6 +222,7 @@ def test_calibrate_cli_fits_writes_and_gates(
     doc = json.loads(out)
     assert code == 0 and "written" in err and len(doc["held_out"]) == 3
     assert load_coefficients(out_file) == SHIPPED
+    assert out_file.read_text() == DEFAULT_COEFFICIENTS.read_text()
     code, _, _ = run(monkeypatch, capsys, *args, "--max-error", "0.01")
     assert code == 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -9,7 +10,8 @@ import sys
 import typer
 
 from cgplan import __version__
-from cgplan.errors import CgplanError, one_line
+from cgplan.errors import CgplanError, ExitCode, one_line
+from cgplan.files import flush_stdout, guard_closed_stdout, silence_stdout
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -79,12 +81,16 @@ def main(argv: list[str] | None = None) -> None:
     typer runs in non-standalone mode so its usage errors come back as exceptions, printed here as
     one line (exit 2); `--help` and `typer.Exit` come back as exit codes, Ctrl-C as 130.
     """
+    guard_closed_stdout()
     args = sys.argv[1:] if argv is None else argv
     # Shell completion asks about every command: build the whole app for it.
     completing = any(k.endswith("_COMPLETE") for k in os.environ)
     app = build_app(None if completing else _command_named(args))
     try:
-        code = app(args=args, prog_name="cgplan", standalone_mode=False)
+        try:
+            code = app(args=args, prog_name="cgplan", standalone_mode=False)
+        finally:
+            flush_stdout()  # what is still buffered: a full disk there is an error too
     except CgplanError as e:
         sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
         code = int(e.exit_code)
@@ -93,6 +99,15 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except typer.TyperException as e:  # click's UsageError, BadParameter, FileError, ...
         code = _usage_error(e)
+    except BrokenPipeError:  # click's own output (--help | head): the reader went away
+        silence_stdout()
+        code = 0
+    except OSError as e:  # click's own output to a full disk or a closed stdout
+        if e.errno not in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
+            raise
+        silence_stdout()
+        sys.stderr.write(f"cgplan: error: <stdout>: cannot write: {e.strerror or e}\n")
+        code = int(ExitCode.USAGE)
     sys.exit(code if isinstance(code, int) else 0)
 
 

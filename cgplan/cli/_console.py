@@ -47,7 +47,8 @@ def use_color(no_color: bool, output: Path | None = None, stream: object = None)
     """Colour only on a terminal, never with --no-color or NO_COLOR (https://no-color.org)."""
     s = stream if stream is not None else sys.stdout
     isatty = getattr(s, "isatty", None)
-    return bool(isatty and isatty()) and output is None and not no_color and not os.environ.get("NO_COLOR")
+    to_stream = output is None or str(output) == "-"  # `-o -` is stdout
+    return bool(isatty and isatty()) and to_stream and not no_color and not os.environ.get("NO_COLOR")
 
 
 def width(color: bool) -> int:

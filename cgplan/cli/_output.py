@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.files import write_atomically
+from cgplan.files import STDOUT, write_all
+
+
+def is_stdout(output: Path | None) -> bool:
+    """No file, or `-`: the artifact goes to stdout."""
+    return output is None or str(output) == STDOUT
 
 
 def write_artifact(text: str, output: Path | None) -> None:
-    """Write `text` to stdout, or atomically to `output` (never truncates it on failure)."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    write_atomically(output, text)
+    """Write `text` to stdout (None or `-`), or atomically to `output` (never truncates it on
+    failure; a stream such as a FIFO is written to, never replaced)."""
+    write_all([(output, text)])
+
+
+def write_artifacts(items: Sequence[tuple[str, Path | None]]) -> None:
+    """Write several artifacts of one command, all or nothing (see `cgplan.files.write_all`)."""
+    write_all([(p, text) for text, p in items])

@@ -14,6 +14,7 @@ class RichProgress:
 
     def __init__(self) -> None:
         self.console = Console(file=sys.stderr)
+        self.tty = sys.stderr.isatty()
         self.bar = Progress(
             TextColumn("capturing"),
             BarColumn(),
@@ -22,7 +23,7 @@ class RichProgress:
             TimeElapsedColumn(),
             console=self.console,
             transient=False,
-            disable=not sys.stderr.isatty(),
+            disable=not self.tty,
         )
         self.task: TaskID | None = None
         self.done = 0
@@ -43,9 +44,10 @@ class RichProgress:
     def advance(self, label: str, mib_so_far: float) -> None:
         """One more graph descriptor."""
         self.done += 1
-        if self.task is not None:
+        # Called from inside vLLM's capture loop: off a terminal the (disabled) bar is not updated.
+        if self.task is not None and self.tty:
             self.bar.update(self.task, advance=1, description=f"{label} · {mib_so_far:.1f} MiB so far")
-        if not sys.stderr.isatty() and self.done % 25 == 0:
+        if not self.tty and self.done % 25 == 0:
             self.console.print(f"captured {self.done} graphs ({label}; {mib_so_far:.1f} MiB so far)")
 
     def note(self, message: str) -> None:

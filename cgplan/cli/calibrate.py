@@ -15,7 +15,10 @@ def calibrate(
         list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
     ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the fitted coefficients (YAML) here.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the fitted coefficients here (JSON for a .json name, else YAML)."
+        ),
     ] = None,
     test: Annotated[
         list[Path] | None,
@@ -29,6 +32,14 @@ def calibrate(
         float | None,
         typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
     ] = None,
+    configs: Annotated[
+        Path | None,
+        typer.Option(
+            "--configs",
+            help="Folder the reports' configs (their `source`) are read from, and only from "
+            "(default: the working directory).",
+        ),
+    ] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -37,15 +48,17 @@ def calibrate(
     from cgplan.calibrating import calibrate as run_calibrate
     from cgplan.calibrating import calibration_json, calibration_table
     from cgplan.cli._console import note, output_format
-    from cgplan.cli._output import write_artifact
+    from cgplan.cli._output import write_artifact, write_artifacts
+    from cgplan.costs import coefficients_text
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
-    from cgplan.costs import save_coefficients
-
-    cal = run_calibrate(reports, test or [], gpu, measured_with)
-    if output is not None:
-        save_coefficients(cal.coefficients, output)
+    cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
+    table = calibration_json(cal) if chosen == "json" else calibration_table(cal)
+    if output is None:
+        write_artifact(table, None)
+    else:
+        as_json = output.suffix.lower() == ".json"
+        write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])
         note(f"coefficients written to {output}", quiet)
-    write_artifact(calibration_json(cal) if chosen == "json" else calibration_table(cal), None)
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)

@@ -1,15 +1,17 @@
-"""`cgplan capture --gpu CONFIG`: capture every graph on this GPU, measure it, compare with the plan."""
+"""`cgplan capture --gpu CONFIG_OR_FOLDER...`: capture every graph on this GPU, measure it, compare
+with the plan; several configs (or a folder) run one engine process each, across the host's GPUs
+or a Ray cluster, with one aggregate report."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from cgplan.cli._options import (
-    ConfigArg,
     FormatOpt,
     HtmlOpt,
     JsonOpt,
@@ -24,7 +26,16 @@ from cgplan.cli._options import (
 
 
 def capture(
-    config: ConfigArg,
+    configs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="CONFIG_OR_FOLDER...",
+            help="vLLM serve configs (YAML with an optional cgplan: section), or folders of them "
+            "(their *.yaml files). One config: today's single report. Several: one engine process "
+            "each, their reports and an aggregate (fleet.json/.md/.html) in --out-dir.",
+            show_default=False,
+        ),
+    ],
     gpu: Annotated[
         bool, typer.Option("--gpu", help="Run on this machine's GPU (required: capture needs one).")
     ] = False,
@@ -52,26 +63,87 @@ def capture(
         bool,
         typer.Option("--allow-unknown-vllm", help="Capture with a vLLM release cgplan has no rules for."),
     ] = False,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-dir",
+            help="Several configs: the folder for each config's report and log and the aggregate "
+            "(default: cgplan-capture).",
+        ),
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option(
+            "--gpus",
+            help="Several configs: the GPUs to schedule them on, e.g. 0,1,2,3 (indices of the visible "
+            "ones; default: all). A config with tensor_parallel_size N takes N of them.",
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Several configs: run each as a Ray task with the GPUs it needs on the cluster at "
+            "ADDRESS (or auto); needs pip install 'cgplan[ray]'.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Several configs: capture again even where a complete report of the same config, "
+            "cgplan version and environment exists.",
+        ),
+    ] = False,
     model_config: ModelConfigOpt = None,
-    quiet: QuietOpt = False,
     no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
+    # Imported here: the other commands (and `cgplan -h`) do not pay for the capture stack.
     from cgplan.capture import BACKENDS, run_capture
     from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.cli._progress import RichProgress
     from cgplan.config import Overrides
+    from cgplan.files import write_stdout
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 
     chosen = output_format(fmt, ("table", "json", "html"), json_flag=json_out)
+    json_out = chosen == "json"
     if not gpu:
         raise typer.BadParameter(
             "capture runs on the GPU: pass --gpu (cgplan plan needs none)", param_hint="--gpu"
         )
     if backend not in BACKENDS:
-        raise typer.BadParameter(f"expected one of {', '.join(BACKENDS)}", param_hint="--backend")
+        raise typer.BadParameter(
+            f"expected one of {', '.join(b for b in BACKENDS if b != 'fake')}", param_hint="--backend"
+        )
+    if (
+        len(configs) > 1
+        or any(c.is_dir() for c in configs)
+        or out_dir is not None
+        or gpus is not None
+        or ray_address is not None
+    ):
+        from cgplan.cli.capture_fleet import capture_fleet
+        from cgplan.fleet import ChildOptions
+
+        capture_fleet(
+            configs,
+            ChildOptions(backend, vllm_version, platform, model_runner, instrument, allow_unknown_vllm),
+            out_dir=out_dir or Path("cgplan-capture"),
+            gpus=gpus,
+            ray_address=ray_address,
+            force=force,
+            output=output,
+            json_out=json_out,
+            html=html,
+        )
+        return
+    config = configs[0]
     with RichProgress() as progress:
         outcome = run_capture(
             config,
@@ -84,14 +156,14 @@ def capture(
             per_graph=instrument != "timing",
         )
     summary = render_capture(outcome.report)
-    if chosen == "json":
+    if json_out:
         write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
         if not quiet:
             sys.stderr.write(summary)
     elif chosen == "html":
         write_artifact(capture_html(outcome.report), None)
     else:
-        sys.stdout.write(colorize(summary, use_color(no_color)))
+        write_stdout(colorize(summary, use_color(no_color)))
     if output is not None:
         note(f"report written to {output} ({outcome.report['status']})", quiet)
     if html is not None:

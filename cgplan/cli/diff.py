@@ -51,7 +51,7 @@ def diff(
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
     from cgplan.cli._console import colorize, output_format, use_color
-    from cgplan.cli._output import write_artifact
+    from cgplan.cli._output import write_artifacts
     from cgplan.diffing import diff_paths
     from cgplan.errors import ExitCode
     from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
@@ -72,10 +72,11 @@ def diff(
         text = diff_html(diff_to_dict(d))
     else:
         text = colorize(render_diff(d), use_color(no_color, output))
-    write_artifact(text, output)
+    artifacts = [(text, output)]
     if html is not None:
         from cgplan.render.html import diff_html
 
-        write_artifact(diff_html(diff_to_dict(d)), html)
+        artifacts.append((diff_html(diff_to_dict(d)), html))
+    write_artifacts(artifacts)
     if fail_on_change and not d.unchanged:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -66,11 +65,12 @@ def env(
 ) -> None:
     """Show what cgplan can see: Python, torch, vLLM, CUDA, NVML and GPUs, and why anything is missing."""
     from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.files import write_stdout
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = _probe()
     if chosen == "json":
-        sys.stdout.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        write_stdout(json.dumps(info, indent=2, sort_keys=True) + "\n")
         return
     lines = [
         f"cgplan {info['cgplan']} · Python {info['python']} · vLLM rules {', '.join(info['vllm_rules'])}",
@@ -88,4 +88,4 @@ def env(
         "can plan: yes · can capture: "
         + ("yes" if not ({"torch", "gpu", "nvml"} & set(info["missing"])) else "no")
     )
-    sys.stdout.write(colorize("\n".join(lines) + "\n", use_color(no_color)))
+    write_stdout(colorize("\n".join(lines) + "\n", use_color(no_color)))

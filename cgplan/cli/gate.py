@@ -24,6 +24,13 @@ def gate(
     baseline: Annotated[
         Path | None, typer.Option("--baseline", help="Config or report to check for regressions against.")
     ] = None,
+    allow_partial_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial-baseline",
+            help="Accept a partial or failed capture as the baseline (compare against what it has).",
+        ),
+    ] = False,
     vllm_version: VllmVersionOpt = None,
     fmt: FormatOpt = None,
     json_path: Annotated[
@@ -32,7 +39,9 @@ def gate(
     markdown_path: Annotated[
         Path | None, typer.Option("--markdown", help="Write a markdown verdict here ('-' = stdout).")
     ] = None,
-    junit_path: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    junit_path: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here ('-' = stdout).")
+    ] = None,
     model_config: ModelConfigOpt = None,
     no_color: NoColorOpt = False,
     quiet: QuietOpt = False,
@@ -42,32 +51,32 @@ def gate(
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
     from cgplan.cli._console import github_annotations, output_format, use_color
-    from cgplan.cli._output import write_artifact
+    from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.gating import gate_targets, policy_to_dict
     from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
 
     chosen = output_format(fmt, ("table", "json", "markdown"))
-    results, pol = gate_targets(targets, policy, baseline, vllm_version, model_config)
+    results, pol = gate_targets(
+        targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
+    )
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
-    to_stdout = {"json": text, "markdown": render_gate_markdown(results)}.get(chosen)
-    if json_path is not None and str(json_path) == "-":
-        to_stdout = text
-    if markdown_path is not None and str(markdown_path) == "-":
-        to_stdout = render_gate_markdown(results)
-    if to_stdout is not None:  # the machine-readable verdict on stdout, the human one on stderr
-        write_artifact(to_stdout, None)
+    artifacts = [
+        (text, json_path),
+        (render_gate_markdown(results), markdown_path),
+        (render_junit(results), junit_path),
+    ]
+    named: list[tuple[str, Path | None]] = [(t, p) for t, p in artifacts if p is not None]
+    if chosen != "table":  # --format json|markdown: that verdict on stdout
+        named.append((text if chosen == "json" else render_gate_markdown(results), None))
+    to_stdout = chosen != "table" or any(is_stdout(p) for _, p in named)
+    if to_stdout:  # stdout carries the machine-readable verdict; the human one goes to stderr
         if not quiet:
             sys.stderr.write(render_gate(results, color=use_color(no_color, stream=sys.stderr)))
+        write_artifacts(named)
     else:
-        sys.stdout.write(render_gate(results, color=use_color(no_color)))
-    if json_path is not None and str(json_path) != "-":
-        write_artifact(text, json_path)
-    if markdown_path is not None and str(markdown_path) != "-":
-        write_artifact(render_gate_markdown(results), markdown_path)
-    if junit_path is not None:
-        write_artifact(render_junit(results), junit_path)
+        write_artifacts([(render_gate(results, color=use_color(no_color)), None), *named])
     github_annotations(
         (
             (r.target, f"cgplan gate: {c.name}", c.detail)
@@ -75,7 +84,7 @@ def gate(
             for c in r.checks
             if not c.passed and not c.skipped
         ),
-        to_stderr=to_stdout is not None,
+        to_stderr=to_stdout,
     )
     if not verdict["passed"]:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

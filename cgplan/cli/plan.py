@@ -77,7 +77,7 @@ def plan(
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.capture_policies import load_capture_policy
     from cgplan.cli._console import note, output_format, use_color, width
-    from cgplan.cli._output import write_artifact
+    from cgplan.cli._output import write_artifacts
     from cgplan.config import Overrides
     from cgplan.core.fingerprint import fingerprint
     from cgplan.costs import load_coefficients
@@ -118,14 +118,15 @@ def plan(
             color=color,
             fingerprint=fingerprint(loaded.input),
         )
-    write_artifact(text, output)
+    artifacts = [(text, output)]
     if html is not None:
         from cgplan.render.html import plan_html
         from cgplan.render.json import plan_to_dict
 
-        write_artifact(
-            plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html
+        artifacts.append(
+            (plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html)
         )
+    write_artifacts(artifacts)
     if pol.name != "upstream" and chosen == "table":
         note(f"policy {pol.name}: {pol.description}", quiet)
     for line in loaded.notes:

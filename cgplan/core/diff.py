@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.compare_sides import Side, padding
+from cgplan.core.compare_sides import Side, coverage_moves, padding
 from cgplan.core.types import Graph
 
 
@@ -89,22 +89,7 @@ def diff_sides(a: Side, b: Side) -> Diff:
     moves: list[CoverageMove] = []
     pads: list[TierPadding] = []
     for ql in sorted(set(a.query_lens) | set(b.query_lens)):
-        ma, mb = a.decode_modes(ql), b.decode_modes(ql)
-        for n in sorted(set(ma) | set(mb)):
-            xa = ma[n][0] if n in ma else "-"
-            xb = mb[n][0] if n in mb else "-"
-            if xa == xb:
-                continue
-            last = moves[-1] if moves else None
-            if (
-                last
-                and last.query_len == ql
-                and last.last_reqs == n - 1
-                and (last.mode_a, last.mode_b) == (xa, xb)
-            ):
-                moves[-1] = CoverageMove(ql, last.first_reqs, n, xa, xb)
-            else:
-                moves.append(CoverageMove(ql, n, n, xa, xb))
+        moves += [CoverageMove(ql, lo, hi, xa, xb) for lo, hi, xa, xb in coverage_moves(a, b, ql)]
         pa, ra = padding(a, ql)
         pb, rb = padding(b, ql)
         pads.append(TierPadding(ql, pa, ra, pb, rb))

@@ -75,36 +75,90 @@ def _runs(gaps: list[tuple[int, int, int, str]]) -> str:
     )
 
 
+_LISTED = 6
+"""How many missing request runs a check's detail names before it counts the rest."""
+_FAILURE_CHARS = 100
+"""How much of a capture's failure message a check quotes (an OOM message runs on)."""
+
+
+def _incomplete(side: Side) -> str | None:
+    """A partial or failed capture, in words (None for a complete one or a plan)."""
+    if side.status == "complete":
+        return None
+    why = side.failure or ""
+    why = why if len(why) <= _FAILURE_CHARS else why[: _FAILURE_CHARS - 3].rstrip() + "..."
+    return f"capture {side.status}" + (f" ({why})" if why else "")
+
+
+def _missing_shapes(side: Side) -> str | None:
+    """Which uniform-decode batches have no outcome at all (None when every tier is covered):
+    a check on an empty or partial dispatch table would hold vacuously, so it fails instead."""
+    miss = [(ql, a, b, "-") for ql in side.query_lens for a, b in side.missing_decode(ql)]
+    if not miss:
+        return None
+    listed = _runs(miss[:_LISTED]) + (f" and {len(miss) - _LISTED} more runs" if len(miss) > _LISTED else "")
+    why = _incomplete(side)
+    return f"{why}: " * bool(why) + f"no uniform-decode outcome for {listed}"
+
+
+def _missing_graphs(side: Side) -> str | None:
+    """What a partial capture did not capture, or an empty graph table (None when complete)."""
+    lacking = side.missing_graphs()
+    if lacking:
+        planned = sum(len(set(g)) for g in (side.planned_graphs or {}).values())
+        got = sum(len(g) for g in side.graphs.values())
+        fams = ", ".join(f"{f} {n}" for f, n in sorted(lacking.items()))
+        return f"{_incomplete(side)}: {got} of {planned} planned graphs captured (missing {fams})"
+    if not any(side.graphs.values()):
+        why = _incomplete(side)
+        return f"{why}: " * bool(why) + "no graphs at all (an empty graph table proves nothing)"
+    return None
+
+
 def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) -> GateResult:
-    """Hold `side` against `policy` (and `baseline` for the regression checks)."""
+    """Hold `side` against `policy` (and `baseline` for the regression checks).
+
+    A check never holds for want of data: where the side lacks what the check needs (a
+    partial or failed capture, an empty or short dispatch or graph table) it fails and says
+    what is missing."""
     checks: list[Check] = []
     if side.rejected:
         return GateResult(side.label, (Check("config_accepted", False, side.rejected),))
+    no_dispatch = _missing_shapes(side)
+    no_graphs = _missing_graphs(side)
+    incomplete = _incomplete(side)
     gaps = decode_gaps(side)
     if policy.no_eager_uniform_decode:
         eager = [g for g in gaps if g[3] == "NONE"]
         checks.append(
             Check(
                 "no_eager_uniform_decode",
-                not eager,
-                f"eager: {_runs(eager)}" if eager else "no eager decode batch",
+                not eager and not no_dispatch,
+                f"eager: {_runs(eager)}" if eager else (no_dispatch or "no eager decode batch"),
             )
         )
     if policy.no_piecewise_uniform_decode:
         pw = [g for g in gaps if g[3] == "PIECEWISE"]
         checks.append(
-            Check("no_piecewise_uniform_decode", not pw, f"PIECEWISE: {_runs(pw)}" if pw else "all FULL")
+            Check(
+                "no_piecewise_uniform_decode",
+                not pw and not no_dispatch,
+                f"PIECEWISE: {_runs(pw)}" if pw else (no_dispatch or "all FULL"),
+            )
         )
     if policy.widest_decode_full:
         bad = []
         for ql in side.query_lens:
-            modes = side.decode_modes(ql)
-            if modes:
-                widest = max(modes)
-                if modes[widest][0] != "FULL":
-                    bad.append(f"{widest} requests × {ql} ({widest * ql} tokens) → {modes[widest][0]}")
+            runs = side.decode_runs(ql)
+            if runs and runs[-1].mode != "FULL":
+                last = runs[-1].last
+                bad.append(f"{last} requests × {ql} ({last * ql} tokens) → {runs[-1].mode}")
         checks.append(
-            Check("widest_decode_full", not bad, "; ".join(bad) or "every tier's widest batch is FULL")
+            Check(
+                "widest_decode_full",
+                not bad and not no_dispatch,
+                "; ".join(bad) or no_dispatch or "every tier's widest batch is FULL",
+            )
         )
     counts = {f: len(g) for f, g in side.graphs.items()}
     for family, limit in sorted(policy.max_graphs_per_family.items()):
@@ -113,17 +167,19 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
         checks.append(
             Check(
                 f"max_graphs_per_family[{family}]",
-                not over,
-                ", ".join(f"{f}: {n} > {limit}" for f, n in over.items()) or f"at most {limit}",
+                not over and not no_graphs,
+                ", ".join(f"{f}: {n} > {limit}" for f, n in over.items()) or no_graphs or f"at most {limit}",
             )
         )
     if policy.max_total_graphs is not None:
         total = sum(counts.values())
+        over_total = total > policy.max_total_graphs
         checks.append(
             Check(
                 "max_total_graphs",
-                total <= policy.max_total_graphs,
-                f"{total} graphs (limit {policy.max_total_graphs})",
+                not over_total and not no_graphs,
+                f"{total} graphs (limit {policy.max_total_graphs})"
+                + (f"; {no_graphs}" if no_graphs and not over_total else ""),
             )
         )
     if policy.max_pool_gib is not None:
@@ -136,8 +192,9 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
             checks.append(
                 Check(
                     "max_pool_gib",
-                    gib <= policy.max_pool_gib,
-                    f"{gib:.2f} GiB {side.pool_source} (limit {policy.max_pool_gib})",
+                    gib <= policy.max_pool_gib and not incomplete,
+                    f"{gib:.2f} GiB {side.pool_source} (limit {policy.max_pool_gib})"
+                    + (f"; {incomplete}: the figure covers only what was captured" if incomplete else ""),
                 )
             )
     if policy.max_capture_seconds is not None:
@@ -147,51 +204,72 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
             checks.append(
                 Check(
                     "max_capture_seconds",
-                    side.capture_time_s <= policy.max_capture_seconds,
-                    f"{side.capture_time_s:.1f} s (limit {policy.max_capture_seconds})",
+                    side.capture_time_s <= policy.max_capture_seconds and not incomplete,
+                    f"{side.capture_time_s:.1f} s (limit {policy.max_capture_seconds})"
+                    + (f"; {incomplete}: the time covers only what was captured" if incomplete else ""),
                 )
             )
     if policy.max_decode_padding_ratio is not None:
         worst = []
         for ql in side.query_lens:
             p, r = padding(side, ql)
-            if r and p / r > policy.max_decode_padding_ratio:
+            if not r:
+                worst.append(f"q={ql}: no graph-replayed decode batch to measure")
+            elif p / r > policy.max_decode_padding_ratio:
                 worst.append(f"q={ql}: {p / r:.3f} (limit {policy.max_decode_padding_ratio})")
         checks.append(
             Check(
                 "max_decode_padding_ratio",
-                not worst,
-                ", ".join(worst) or f"every tier at most {policy.max_decode_padding_ratio}",
+                not worst and not no_dispatch,
+                ", ".join(worst) or no_dispatch or f"every tier at most {policy.max_decode_padding_ratio}",
             )
         )
     if baseline is not None and not baseline.rejected:
-        d = diff_sides(baseline, side)
-        if policy.no_regression:
-            worse = [
-                m
-                for m in d.moves
-                if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
-            ]
-            checks.append(
-                Check(
-                    "no_regression",
-                    not worse,
-                    "; ".join(
-                        f"{m.first_reqs}-{m.last_reqs} requests × {m.query_len}: {m.mode_a} → {m.mode_b}"
-                        for m in worse
-                    )
-                    or f"no batch loses coverage against {baseline.label}",
-                )
-            )
-        if policy.max_graph_growth_pct is not None:
-            before = sum(len(g) for g in baseline.graphs.values())
-            after = sum(counts.values())
-            growth = 100.0 * (after - before) / before if before else 0.0
-            checks.append(
-                Check(
-                    "max_graph_growth_pct",
-                    growth <= policy.max_graph_growth_pct,
-                    f"{before} → {after} graphs ({growth:+.1f}%, limit {policy.max_graph_growth_pct}%)",
-                )
-            )
+        checks += _baseline_checks(policy, side, baseline, no_dispatch, no_graphs)
     return GateResult(side.label, tuple(checks))
+
+
+def _baseline_checks(
+    policy: GatePolicy, side: Side, baseline: Side, no_dispatch: str | None, no_graphs: str | None
+) -> list[Check]:
+    checks: list[Check] = []
+    d = diff_sides(baseline, side)
+    if policy.no_regression:
+        worse = [
+            m
+            for m in d.moves
+            if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
+        ]
+        base_lacks = _missing_shapes(baseline)
+        compared = any(baseline.decode_runs(ql) for ql in baseline.query_lens)
+        if worse:
+            detail = "; ".join(
+                f"{m.first_reqs}-{m.last_reqs} requests × {m.query_len}: {m.mode_a} → {m.mode_b}"
+                for m in worse
+            )
+        elif no_dispatch:
+            detail = no_dispatch
+        elif not compared:
+            detail = (
+                f"baseline {baseline.label}: {base_lacks or 'no uniform-decode outcome'}: nothing to compare"
+            )
+        else:
+            detail = f"no batch loses coverage against {baseline.label}" + (
+                f" (not compared, baseline {base_lacks})" if base_lacks else ""
+            )
+        checks.append(Check("no_regression", not worse and not no_dispatch and compared, detail))
+    if policy.max_graph_growth_pct is not None:
+        before = sum(len(g) for g in baseline.graphs.values())
+        after = sum(len(g) for g in side.graphs.values())
+        growth = 100.0 * (after - before) / before if before else 0.0
+        detail = f"{before} → {after} graphs ({growth:+.1f}%, limit {policy.max_graph_growth_pct}%)"
+        base_graphs = _missing_graphs(baseline)
+        ok = growth <= policy.max_graph_growth_pct
+        if ok and no_graphs:
+            detail += f"; {no_graphs}"
+        elif ok and not before:
+            detail = f"baseline {baseline.label}: {base_graphs}: no growth to measure"
+        elif base_graphs:
+            detail += f" (baseline {base_graphs}: its count is a lower bound)"
+        checks.append(Check("max_graph_growth_pct", ok and not no_graphs and bool(before), detail))
+    return checks

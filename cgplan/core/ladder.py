@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.dynamic_sd import ScheduleError, build_lookup, widest_batch_per_query_len
+from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges, widest_per_query_len
 from cgplan.core.rules import DecodeSizes, VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
@@ -73,14 +73,14 @@ def decode_tiers(inp: PlanInput) -> list[tuple[int, int]]:
     spec = inp.speculative
     if spec is not None and spec.num_speculative_tokens_per_batch_size:
         try:
-            dense = build_lookup(
+            runs = lookup_ranges(
                 spec.num_speculative_tokens_per_batch_size,
                 inp.max_num_seqs,
                 spec.num_speculative_tokens,
             )
         except ScheduleError:
             return tiers
-        tiers = list(widest_batch_per_query_len(dense).items())
+        tiers = list(widest_per_query_len(runs).items())
     return tiers
 
 

@@ -108,6 +108,10 @@ class MeasuredCapture:
     """Wall time of the whole capture phase."""
     capture_nvml_delta_bytes: int | None = None
     """NVML used-memory growth over the whole capture phase, all GPUs used."""
+    instrumentation_s: float | None = None
+    """Host time spent inside cgplan's per-graph hooks (their own cost, within capture_wall_s)."""
+    instrumentation_nvml_s: float | None = None
+    """The part of instrumentation_s spent in NVML queries."""
     vllm: VllmFigures = field(default_factory=VllmFigures)
     """vLLM's own figures."""
     ranks: tuple[RankMeasurement, ...] = ()

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
-from cgplan.core.dynamic_sd import ScheduleError, build_lookup, compress_lookup
+from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import find_gaps, propose_fixes
 from cgplan.core.graphs import Outcome, V1Dispatcher, V2Manager
 from cgplan.core.ladder import capture_ladder
@@ -26,14 +26,16 @@ from cgplan.core.spec import PlanInput
 from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected
 
 
-def _dense_lookup(inp: PlanInput) -> list[int] | None:
-    """The scheduler's batch → K table; vLLM's scheduler refuses an invalid schedule."""
+def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
+    """The scheduler's batch → K table as (first, last, K) runs; vLLM's scheduler refuses an
+    invalid schedule. Runs, not vLLM's dense list: the plan's cost follows the schedule's size,
+    not max_num_seqs."""
     if not uses_dynamic_sd(inp):
         return None
     spec = inp.speculative
     assert spec is not None and spec.num_speculative_tokens_per_batch_size is not None
     try:
-        return build_lookup(
+        return lookup_ranges(
             spec.num_speculative_tokens_per_batch_size, inp.max_num_seqs, spec.num_speculative_tokens
         )
     except ScheduleError as e:
@@ -51,11 +53,11 @@ def validate_limits(inp: PlanInput) -> None:
 
 
 def _v2_query_lens(
-    inp: PlanInput, rules: VllmRules, decode_query_len: int, dense: list[int] | None
+    inp: PlanInput, rules: VllmRules, decode_query_len: int, runs: list[tuple[int, int, int]] | None
 ) -> list[int]:
     """`CudaGraphManager._init_candidates`' decode query lengths, release by release."""
     k = inp.num_speculative_tokens
-    if dense is None or inp.speculative is None:
+    if runs is None or inp.speculative is None:
         return [decode_query_len]
     sampled_per_step = decode_query_len - k
     if rules.v2_tiers is V2Tiers.RAW_SCHEDULE:
@@ -63,7 +65,7 @@ def _v2_query_lens(
         return [entry[2] + sampled_per_step for entry in schedule]
     if rules.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K and decode_query_len <= k:
         return [decode_query_len]
-    return sorted({kb + sampled_per_step for kb in dense[1:]})
+    return sorted({kb + sampled_per_step for _, _, kb in runs})
 
 
 def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
@@ -213,7 +215,7 @@ def build_plan(
     rules = policy.apply(rules_for(inp.vllm_version))
     notes: list[Note] = []
     validate_limits(inp)
-    dense = _dense_lookup(inp)
+    runs = _lookup_runs(inp)
     sp_on = sequence_parallel_on(inp, rules, notes)
     runner = model_runner(inp, rules, sp_on, notes)
     sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
@@ -236,7 +238,7 @@ def build_plan(
     if runner == "v1":
         target = V1Dispatcher(sizes, max_size, mode, q, s)
         graphs["target"] = target.graphs()
-        tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
+        tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
         mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
@@ -249,10 +251,10 @@ def build_plan(
             graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s).graphs()
     else:
         manager = V2Manager(
-            sizes, max_size, mode, q, _v2_query_lens(inp, rules, q, dense), s, rules.v2_candidates
+            sizes, max_size, mode, q, _v2_query_lens(inp, rules, q, runs), s, rules.v2_candidates
         )
         graphs["target"] = manager.graphs()
-        tiers = sorted({kb + 1 for kb in dense[1:]}) if dense else [q]
+        tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())
         mixed = dispatch_table(1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries())
@@ -263,7 +265,7 @@ def build_plan(
                 max_size,
                 mode,
                 k + 1,
-                _v2_query_lens(inp, rules, k + 1, dense),
+                _v2_query_lens(inp, rules, k + 1, runs),
                 s,
                 rules.v2_candidates,
             )
@@ -271,7 +273,7 @@ def build_plan(
                 prefill.graphs(), rules.drafter_prefill_full, k, s, b
             )
             decode_graphs: tuple[Graph, ...] = ()
-            decode_lens = _v2_query_lens(inp, rules, 1, dense)
+            decode_lens = _v2_query_lens(inp, rules, 1, runs)
             if mode.decode_mode() is Mode.FULL:
                 _check_drafter_decode_lens(inp, k, decode_lens)
             if k > 1 and mode.decode_mode() is Mode.FULL:
@@ -280,7 +282,7 @@ def build_plan(
                 )
                 decode_graphs = decode.graphs()
             graphs["drafter_decode"] = decode_graphs
-            per_k = sorted(set(dense or []) - {0, 1})
+            per_k = sorted({kb for _, _, kb in runs or []} - {0, 1})
             if rules.drafter_decode_per_k and decode_graphs and per_k:
                 notes.append(
                     Note(
@@ -305,14 +307,14 @@ def build_plan(
         uniform_decode_query_len=q,
         max_num_seqs=s,
         max_num_batched_tokens=b,
-        dynamic_sd_lookup=tuple(compress_lookup(dense)) if dense else None,
+        dynamic_sd_lookup=tuple(runs) if runs else None,
         graphs=graphs,
         uniform_decode=uniform,
         mixed=mixed,
         notes=tuple(notes),
         piecewise_pieces_per_graph=inp.model.num_hidden_layers + 1,
     )
-    gaps = find_gaps(plan, dense, ladder)
+    gaps = find_gaps(plan, ladder)
     plan = replace(plan, gaps=gaps)
     if with_fixes and gaps:
         plan = replace(plan, fixes=propose_fixes(plan, inp, ladder, partial(_replan, policy=policy)))

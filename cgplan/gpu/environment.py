@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import sys
 from typing import Any
@@ -29,6 +30,8 @@ def collect_environment(device_indices: list[int] | None = None) -> dict[str, An
         "cuda": None,
         "gpus": [],
         "driver": None,
+        # Which of the host's GPUs this process was given (a multi-config run pins each child).
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     try:
         import torch

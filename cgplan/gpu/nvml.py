@@ -130,3 +130,26 @@ def nvml_session(device_indices: Sequence[int]) -> Iterator[NvmlSession | None]:
     finally:
         with suppress(Exception):
             pynvml.nvmlShutdown()
+
+
+def host_gpu_names_and_driver() -> tuple[list[str], str | None]:
+    """Every GPU's product name as NVML numbers them, and the driver version; ([], None) when
+    NVML is unavailable. Starts no CUDA context (a scheduler asks this before its children run)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return [], None
+    try:
+        names = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        drv = pynvml.nvmlSystemGetDriverVersion()
+        return names, drv.decode() if isinstance(drv, bytes) else str(drv)
+    except Exception:
+        return [], None
+    finally:
+        with suppress(Exception):
+            pynvml.nvmlShutdown()

@@ -1,8 +1,15 @@
 """Per-graph measurement: time and memory of every torch.cuda.graph capture, grouped by descriptor.
 
 Backends tell the recorder which descriptor (family, mode, tokens, requests, query length)
-is being captured; a hook on `torch.cuda.graph` measures each capture section. A PIECEWISE
+is being captured; a hook on `torch.cuda.graph` times each capture section. A PIECEWISE
 descriptor is several sections (one per compiled piece); they add up into one record.
+
+Memory is read per descriptor, not per piece: NVML's used memory and PyTorch's reserved bytes
+are read when a descriptor's first section begins and when its last one is over (the next
+descriptor begins, or capture ends), so a 16-layer PIECEWISE graph costs two NVML queries, not
+34. (An NVML query is a driver call of a few hundred microseconds on the H200; per piece they
+made the hooks cost 17% of vLLM's capture time.) The window holds the sections and whatever
+runs between them (the eager attention of a PIECEWISE graph), not the descriptor's warmup runs.
 Nothing here knows vLLM.
 """
 
@@ -14,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cgplan.core.measure import GraphMeasurement
 from cgplan.gpu.nvml import NvmlSession
@@ -63,21 +70,64 @@ class _Open:
 
 
 @dataclass
+class _Segment:
+    """Consecutive sections of one record, with the memory readings at their start."""
+
+    record: _Open
+    used0: int | None
+    reserved0: int | None
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _timed(fn: Callable[Concatenate[GraphRecorder, P], T]) -> Callable[Concatenate[GraphRecorder, P], T]:
+    """Adds the call's host time to `hook_s` (outermost call only: begin() calls end())."""
+
+    def inner(self: GraphRecorder, /, *a: P.args, **k: P.kwargs) -> T:
+        if self._depth:
+            return fn(self, *a, **k)
+        self._depth += 1
+        t0 = time.perf_counter()
+        try:
+            return fn(self, *a, **k)
+        finally:
+            self.hook_s += time.perf_counter() - t0
+            self._depth -= 1
+
+    inner.__doc__, inner.__name__ = fn.__doc__, fn.__name__
+    return inner
+
+
+@dataclass
 class GraphRecorder:
     """Collects GraphMeasurements; safe to read at any time (partial reports)."""
 
     nvml: NvmlSession | None
     progress: Any = field(default_factory=NullProgress)
     _records: list[_Open] = field(default_factory=list)
+    _open: list[_Open] = field(default_factory=list)
+    """The records of the current descriptor (one per family seen in it), not yet ended."""
     _current: dict[str, Any] | None = None
     _family_stack: list[str] = field(default_factory=list)
-    _piece: tuple[float, int | None, int] | None = None
+    _piece: _Open | None = None
+    _segment: _Segment | None = None
+    _last_reserved: int | None = None
+    reserved_bytes: Callable[[], int] | None = None
+    """PyTorch's reserved bytes now (set by the torch hook); read at segment boundaries only."""
     _total_nvml: int = 0
+    hook_s: float = 0.0
+    """Host time spent in this recorder's hooks so far (what instrumenting costs)."""
+    nvml_s: float = 0.0
+    """The part of `hook_s` spent in NVML queries."""
+    _depth: int = 0
     armed: bool = True
     """Descriptors are recorded only while armed (vLLM's memory-profiling captures are not)."""
     _fault_done: bool = False
     _ballast: list[Any] = field(default_factory=list)
 
+    @_timed
     def begin(
         self, family: str, mode: str, num_tokens: int, num_reqs: int | None, query_len: int | None
     ) -> None:
@@ -94,18 +144,18 @@ class GraphRecorder:
             "started_s": time.perf_counter(),
         }
 
+    @_timed
     def end(self) -> None:
         """The current descriptor is done."""
+        self._close_segment()
         if self._current is None:
             return
         now = time.perf_counter()
-        for r in self._records:
-            if r.ended_s is None:
-                r.ended_s = now
-                self._total_nvml += r.nvml or 0
-                self.progress.advance(
-                    f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20)
-                )
+        for r in self._open:
+            r.ended_s = now
+            self._total_nvml += r.nvml or 0
+            self.progress.advance(f"{r.family} {r.mode} {r.num_tokens} tokens", self._total_nvml / (1 << 20))
+        self._open.clear()
         self._current = None
         self._maybe_inject_fault()
 
@@ -142,8 +192,8 @@ class GraphRecorder:
         if cur is None:
             return None
         family = self._family_stack[-1] if self._family_stack else cur["family"]
-        for r in reversed(self._records):
-            if r.ended_s is None and r.family == family:
+        for r in self._open:
+            if r.family == family:
                 return r
         rec = _Open(
             order=len(self._records),
@@ -155,51 +205,104 @@ class GraphRecorder:
             started_s=cur["started_s"],
         )
         self._records.append(rec)
+        self._open.append(rec)
         return rec
 
-    def piece_started(self, reserved_bytes: int) -> None:
-        """Called right after a graph capture began (baseline after torch's own empty_cache)."""
+    def _read(self, reserved: int | None) -> tuple[int | None, int | None]:
+        t0 = time.perf_counter()
         used = self.nvml.memory_used_bytes() if self.nvml else None
-        self._piece = (time.perf_counter(), used, reserved_bytes)
+        self.nvml_s += time.perf_counter() - t0
+        if reserved is None and self.reserved_bytes is not None:
+            reserved = self.reserved_bytes()
+        return used, reserved
 
-    def piece_ended(self, reserved_bytes: int, t_before_enter: float) -> None:
-        """Called right after the capture ended (the graph is instantiated)."""
-        if self._piece is None:
+    def _segment_delta(self, seg: _Segment) -> tuple[int | None, int]:
+        used1, reserved1 = self._read(self._last_reserved)
+        nvml = None if seg.used0 is None or used1 is None else used1 - seg.used0
+        reserved = 0 if seg.reserved0 is None or reserved1 is None else reserved1 - seg.reserved0
+        return nvml, reserved
+
+    @_timed
+    def close_window(self) -> None:
+        """Close the current memory window (the sections captured so far are measured)."""
+        self._close_segment()
+
+    def _close_segment(self) -> None:
+        seg = self._segment
+        if seg is None:
             return
-        _, used0, reserved0 = self._piece
-        self._piece = None
+        self._segment = None
+        nvml, reserved = self._segment_delta(seg)
+        self._last_reserved = None
+        rec = seg.record
+        rec.nvml = None if nvml is None or rec.nvml is None else rec.nvml + nvml
+        rec.reserved += reserved
+
+    @_timed
+    def piece_started(self, reserved_bytes: int | None = None) -> None:
+        """Called right after a graph capture began (baseline after torch's own empty_cache).
+
+        Memory is read only when this section starts a new segment (the first section of a
+        descriptor, or the first after a family switch); `reserved_bytes` is that reading when the
+        caller has it, else `self.reserved_bytes()` is asked."""
         rec = self._record()
+        self._piece = rec
         if rec is None:
             return
-        used1 = self.nvml.memory_used_bytes() if self.nvml else None
+        seg = self._segment
+        if seg is not None and seg.record is rec:
+            return
+        self._close_segment()
+        used0, reserved0 = self._read(reserved_bytes)
+        self._segment = _Segment(rec, used0, reserved0)
+
+    @_timed
+    def piece_ended(self, reserved_bytes: int | None = None, t_before_enter: float | None = None) -> None:
+        """Called right after the capture ended (the graph is instantiated); host-side only."""
+        rec = self._piece
+        if rec is None:
+            return
+        self._piece = None
         rec.pieces += 1
-        rec.capture_s += time.perf_counter() - t_before_enter
-        if used0 is None or used1 is None or rec.nvml is None:
-            rec.nvml = None
-        else:
-            rec.nvml += used1 - used0
-        rec.reserved += reserved_bytes - reserved0
+        if t_before_enter is not None:
+            rec.capture_s += time.perf_counter() - t_before_enter
+        if reserved_bytes is not None:
+            self._last_reserved = reserved_bytes
 
     def measurements(self) -> tuple[GraphMeasurement, ...]:
         """Everything recorded so far (open records included, as partial)."""
         now = time.perf_counter()
-        return tuple(
-            GraphMeasurement(
-                order=r.order,
-                family=r.family,
-                mode=r.mode,
-                num_tokens=r.num_tokens,
-                num_reqs=r.num_reqs,
-                query_len=r.query_len,
-                pieces=r.pieces,
-                capture_time_ms=round(r.capture_s * 1e3, 3),
-                window_time_ms=round(((r.ended_s or now) - r.started_s) * 1e3, 3),
-                nvml_delta_bytes=r.nvml,
-                torch_reserved_delta_bytes=r.reserved,
+        seg = self._segment
+        # An open segment (a failure half-way) counts what it took up to now.
+        open_delta = self._segment_delta(seg) if seg is not None else (0, 0)
+
+        def memory(r: _Open) -> tuple[int | None, int]:
+            if seg is None or seg.record is not r:
+                return r.nvml, r.reserved
+            nv = None if r.nvml is None or open_delta[0] is None else r.nvml + open_delta[0]
+            return nv, r.reserved + open_delta[1]
+
+        out = []
+        for r in self._records:
+            if r.pieces == 0:
+                continue
+            nvml, reserved = memory(r)
+            out.append(
+                GraphMeasurement(
+                    order=r.order,
+                    family=r.family,
+                    mode=r.mode,
+                    num_tokens=r.num_tokens,
+                    num_reqs=r.num_reqs,
+                    query_len=r.query_len,
+                    pieces=r.pieces,
+                    capture_time_ms=round(r.capture_s * 1e3, 3),
+                    window_time_ms=round(((r.ended_s or now) - r.started_s) * 1e3, 3),
+                    nvml_delta_bytes=nvml,
+                    torch_reserved_delta_bytes=reserved,
+                )
             )
-            for r in self._records
-            if r.pieces > 0
-        )
+        return tuple(out)
 
 
 @contextmanager
@@ -214,20 +317,25 @@ def hook_torch_graph_capture(recorder: GraphRecorder) -> Iterator[None]:
     def enter(self: Any) -> Any:
         self._cgplan_t0 = time.perf_counter()
         out = orig_enter(self)
-        # No synchronisation while the stream captures; host-side queries only.
-        recorder.piece_started(int(torch.cuda.memory_reserved()))
+        # No synchronisation while the stream captures, and no query here unless this section
+        # starts a descriptor's window (the recorder decides; see the module's docstring).
+        recorder.piece_started()
         return out
 
     def exit_(self: Any, *exc: Any) -> Any:
         out = orig_exit(self, *exc)
         # capture_end instantiates the graph on the host; the pool's and the executable
-        # graph's allocations are made synchronously, so NVML already shows them and no
-        # device synchronisation (which would slow capture down) is needed.
-        recorder.piece_ended(
-            int(torch.cuda.memory_reserved()), getattr(self, "_cgplan_t0", time.perf_counter())
-        )
+        # graph's allocations are made synchronously, so the next NVML reading already shows
+        # them and no device synchronisation (which would slow capture down) is needed.
+        recorder.piece_ended(None, getattr(self, "_cgplan_t0", None))
         return out
 
+    previous_reserved = recorder.reserved_bytes
+    # torch.cuda.memory_reserved() flattens the allocator's whole statistics tree into a new
+    # dict on every call; the nested form skips that (the same counter).
+    recorder.reserved_bytes = lambda: int(
+        torch.cuda.memory_stats_as_nested_dict()["reserved_bytes"]["all"]["current"]
+    )
     cls.__enter__ = enter
     cls.__exit__ = exit_
     try:
@@ -235,3 +343,6 @@ def hook_torch_graph_capture(recorder: GraphRecorder) -> Iterator[None]:
     finally:
         cls.__enter__ = orig_enter
         cls.__exit__ = orig_exit
+        # The last window closes while PyTorch's reading is still at hand.
+        recorder.close_window()
+        recorder.reserved_bytes = previous_reserved

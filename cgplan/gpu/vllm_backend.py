@@ -661,6 +661,8 @@ def capture_vllm(
             mixed=mixed,
             capture_wall_s=state.capture_wall_s,
             capture_nvml_delta_bytes=state.capture_nvml_delta,
+            instrumentation_s=round(recorder.hook_s, 4) if per_graph else None,
+            instrumentation_nvml_s=round(recorder.nvml_s, 4) if per_graph else None,
             vllm=figures,
         )
     finally:

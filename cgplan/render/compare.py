@@ -10,6 +10,7 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.table import Table
 
+from cgplan.core.compare_sides import Side
 from cgplan.core.diff import Diff, TierPadding
 from cgplan.core.gate import GateResult
 from cgplan.core.sweep import SweepResult
@@ -43,6 +44,8 @@ def diff_to_dict(d: Diff) -> dict[str, Any]:
             "vllm_version": d.a.vllm_version,
             "fingerprint": d.a.fingerprint,
             "rejected": d.a.rejected,
+            "status": d.a.status,
+            "failure": d.a.failure,
         },
         "b": {
             "label": d.b.label,
@@ -50,6 +53,8 @@ def diff_to_dict(d: Diff) -> dict[str, Any]:
             "vllm_version": d.b.vllm_version,
             "fingerprint": d.b.fingerprint,
             "rejected": d.b.rejected,
+            "status": d.b.status,
+            "failure": d.b.failure,
         },
         "fingerprints_match": d.fingerprints_match,
         "unchanged": d.unchanged,
@@ -83,17 +88,33 @@ def diff_to_dict(d: Diff) -> dict[str, Any]:
     }
 
 
+def _kind(side: Side) -> str:
+    """plan, capture, or "capture, partial" / "capture, failed"."""
+    return side.kind if side.status == "complete" else f"{side.kind}, {side.status}"
+
+
+def _partial_line(side: Side, name: str) -> str:
+    """What a partial or failed capture lacks: its batches without an outcome show as "-"."""
+    why = f" ({side.failure})" if side.failure else ""
+    return (
+        f"{name} is a {side.status} capture{why}: what it did not capture or dispatch shows as "
+        '"-", not as a change of the config'
+    )
+
+
 def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
     """Human diff: graphs per family/mode, coverage moves per tier, padding, memory, time."""
     buf = io.StringIO()
     c = _console(buf, width, color)
-    c.print(f"A: {d.a.label} ({d.a.kind}, vLLM {d.a.vllm_version})", soft_wrap=True)
-    c.print(f"B: {d.b.label} ({d.b.kind}, vLLM {d.b.vllm_version})", soft_wrap=True)
+    c.print(f"A: {d.a.label} ({_kind(d.a)}, vLLM {d.a.vllm_version})", soft_wrap=True)
+    c.print(f"B: {d.b.label} ({_kind(d.b)}, vLLM {d.b.vllm_version})", soft_wrap=True)
     for side, name in ((d.a, "A"), (d.b, "B")):
         if side.rejected:
             c.print(
                 f"{name} is refused by vLLM {side.vllm_version}: {side.rejected}", style="red", soft_wrap=True
             )
+        if side.status != "complete":
+            c.print(_partial_line(side, name), style="red", soft_wrap=True)
     t = Table(show_edge=False, box=None, header_style="bold")
     for col in ("family", "mode", "A", "B", "added", "removed"):
         t.add_column(col, justify="left" if col in ("family", "mode") else "right")
@@ -153,6 +174,7 @@ def render_diff_markdown(d: Diff) -> str:
         "",
         f"**A** `{d.a.label}` (vLLM {d.a.vllm_version}) → **B** `{d.b.label}` (vLLM {d.b.vllm_version})",
         "",
+        *[f"**{_partial_line(x, n)}**\n" for x, n in ((d.a, "A"), (d.b, "B")) if x.status != "complete"],
         "| family | mode | A | B | added | removed |",
         "|---|---|---:|---:|---:|---:|",
     ]

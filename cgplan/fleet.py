@@ -1,0 +1,731 @@
+"""`cgplan capture --gpu CONFIG_OR_FOLDER...`: many configs, one fresh engine process each.
+
+vLLM keeps process-wide state (compilation caches, its platform, the CUDA context), so every
+config is captured by its own child process (`cgplan capture --gpu CONFIG -o REPORT`), pinned
+to the GPUs it needs with CUDA_VISIBLE_DEVICES. Each child writes its report atomically, so a
+failed or interrupted config never touches the others' reports; the aggregate report is
+rebuilt from whatever reports exist when the run ends, Ctrl-C included.
+
+Scheduling on one host: configs start in the order given, each as soon as as many GPUs as its
+tensor_parallel_size are free (a later, smaller config may start while an earlier, larger one
+waits); with one GPU they run in turn. Ray (`cgplan.fleet_ray`) runs the same child command as
+a Ray task instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from cgplan import __version__
+from cgplan.config import Overrides, load_config
+from cgplan.core.fingerprint import fingerprint
+from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
+from cgplan.files import write_atomically
+
+AGGREGATE_NAME = "fleet"
+"""The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""
+
+FAILURE_CLASSES = {
+    int(ExitCode.USAGE): "config",
+    int(ExitCode.ENVIRONMENT): "environment",
+    int(ExitCode.CAPTURE_FAILED): "capture",
+}
+"""A child's exit code → the failure class shown per config (else `crashed`)."""
+
+INTERRUPT_GRACE_S = 60.0
+"""How long a child may take to write its partial report after SIGINT before it is killed."""
+
+
+@dataclass(frozen=True)
+class FleetJob:
+    """One config to capture."""
+
+    config: Path
+    name: str
+    """Unique within the run: the config's stem, with its folder in front when two stems clash."""
+    gpus_needed: int
+    """tensor_parallel_size: the child gets this many GPUs."""
+    fingerprint: str | None
+    """The planned config's fingerprint (None when the config does not load: the child says why)."""
+    report: Path
+    log: Path
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How one config ended."""
+
+    job: FleetJob
+    status: str
+    """complete | partial | failed | not run"""
+    failure_class: str | None
+    """None, or config | environment | capture | crashed | interrupted | worker lost | unschedulable"""
+    message: str | None
+    exit_code: int | None
+    gpus: tuple[str, ...]
+    """The CUDA_VISIBLE_DEVICES entries the child ran on (on `host`)."""
+    wall_s: float
+    resumed: bool = False
+    """The report was already there for the same fingerprint, cgplan version and environment."""
+    host: str | None = None
+    attempts: int = 1
+    has_report: bool = False
+    """This run's child wrote the report (or it was resumed): only then is it read back."""
+
+
+class FleetProgress(Protocol):
+    """Where progress across configs goes (a rich bar on stderr in the CLI, a list in tests)."""
+
+    def start(self, total: int) -> None:
+        """`total` configs will be captured or skipped."""
+
+    def started(self, job: FleetJob, gpus: tuple[str, ...]) -> None:
+        """A child started on these GPUs."""
+
+    def finished(self, result: JobResult) -> None:
+        """A config is done (or skipped)."""
+
+
+class NullFleetProgress:
+    """Shows nothing."""
+
+    def start(self, total: int) -> None:
+        """Ignore."""
+
+    def started(self, job: FleetJob, gpus: tuple[str, ...]) -> None:
+        """Ignore."""
+
+    def finished(self, result: JobResult) -> None:
+        """Ignore."""
+
+
+# --------------------------------------------------------------------------- configs and jobs
+
+
+def discover_configs(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, folders as their `*.yaml`/`*.yml` files (sorted; sub-folders are not
+    entered, so `configs/gpu/` does not pull in `configs/gpu/cost/`).
+
+    Raises:
+        ConfigError: a path does not exist, or a folder holds no config.
+    """
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.suffix in (".yaml", ".yml") and q.is_file())
+            if not found:
+                raise ConfigError("", f"no *.yaml config in this folder (got {p})", source=str(p))
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise ConfigError("", "no such file or folder", source=str(p))
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def _names(configs: Sequence[Path]) -> list[str]:
+    stems = [c.stem for c in configs]
+    names = []
+    for c in configs:
+        if stems.count(c.stem) == 1:
+            names.append(c.stem)
+        else:
+            names.append(f"{c.resolve().parent.name}-{c.stem}")
+    # Still clashing (same folder name twice): number them, in order.
+    final: list[str] = []
+    for n in names:
+        final.append(n if names.count(n) == 1 else f"{n}-{sum(1 for f in final if f.startswith(n)) + 1}")
+    return final
+
+
+def planned_input_version(backend: str) -> str | None:
+    """The vLLM release whose rules the child will plan with: the installed one for the vLLM
+    backend when cgplan knows it (as `run_capture` does), else None (the config's own)."""
+    if backend not in ("auto", "vllm"):
+        return None
+    version = _dist_version("vllm")
+    return version if version in SUPPORTED_VERSIONS else None
+
+
+def make_jobs(configs: Sequence[Path], out_dir: Path, overrides: Overrides, backend: str) -> list[FleetJob]:
+    """One job per config, with the fingerprint the child's report will carry."""
+    version = planned_input_version(backend)
+    jobs = []
+    for config, name in zip(configs, _names(configs), strict=True):
+        tp, fp = 1, None
+        try:
+            inp = load_config(config, overrides).input
+            if version is not None:
+                inp = dataclasses.replace(inp, vllm_version=version)
+            tp, fp = inp.tensor_parallel_size, fingerprint(inp)
+        except CgplanError:
+            pass  # the child reports the error with its location (class `config`)
+        jobs.append(FleetJob(config, name, tp, fp, out_dir / f"{name}.json", out_dir / f"{name}.log"))
+    return jobs
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def _dist_version(name: str) -> str | None:
+    """An installed package's version without importing it (vLLM's import takes seconds): its
+    metadata, else, for a copy without metadata (vLLM unpacked onto PYTHONPATH), the version
+    file setuptools-scm writes into the package."""
+    import importlib.metadata
+    import importlib.util
+    import re
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        version_file = Path(folder) / "_version.py"
+        if version_file.is_file():
+            m = re.search(
+                r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", version_file.read_text()
+            )
+            if m:
+                return m.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class EnvironmentKey:
+    """What must not have changed for an existing report to stand: cgplan, torch, vLLM, the
+    driver and the GPU model."""
+
+    cgplan: str | None
+    torch: str | None
+    vllm: str | None
+    driver: str | None
+    gpu_names: frozenset[str]
+
+
+def host_environment_key() -> EnvironmentKey:
+    """This host's key, without starting CUDA (package metadata and NVML only)."""
+    from cgplan.gpu.nvml import host_gpu_names_and_driver
+
+    names, driver = host_gpu_names_and_driver()
+    return EnvironmentKey(
+        __version__, _dist_version("torch"), _dist_version("vllm"), driver, frozenset(names)
+    )
+
+
+def report_environment_key(doc: dict[str, Any]) -> EnvironmentKey:
+    """The key a capture report was made under."""
+    env = doc.get("environment") or {}
+    gpus = env.get("gpus") or []
+    return EnvironmentKey(
+        env.get("cgplan"),
+        env.get("torch"),
+        env.get("vllm"),
+        env.get("driver"),
+        frozenset(str(g.get("name")) for g in gpus if isinstance(g, dict)),
+    )
+
+
+def same_environment(report: EnvironmentKey, host: EnvironmentKey) -> bool:
+    """Same cgplan, torch, vLLM and driver, and the report's GPUs are of a model this host has."""
+    if (report.cgplan, report.torch, report.vllm, report.driver) != (
+        host.cgplan,
+        host.torch,
+        host.vllm,
+        host.driver,
+    ):
+        return False
+    return report.gpu_names <= host.gpu_names if host.gpu_names else not report.gpu_names
+
+
+def resumable(job: FleetJob, host: EnvironmentKey) -> bool:
+    """An existing, complete report of the same config (fingerprint) under the same
+    environment: capturing it again would measure the same thing."""
+    if job.fingerprint is None or not job.report.is_file():
+        return False
+    try:
+        doc = read_json(job.report)
+    except ReportError:
+        return False
+    return (
+        doc.get("kind") == "capture"
+        and doc.get("status") == "complete"
+        and doc.get("config_fingerprint") == job.fingerprint
+        and same_environment(report_environment_key(doc), host)
+    )
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReportError(f"{path}: not a readable JSON report ({type(e).__name__})") from None
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: not a report (expected a JSON object)")
+    return doc
+
+
+# --------------------------------------------------------------------------- the child command
+
+
+@dataclass(frozen=True)
+class ChildOptions:
+    """The `cgplan capture` options every child gets."""
+
+    backend: str = "auto"
+    vllm_version: str | None = None
+    platform: str | None = None
+    model_runner: str | None = None
+    instrument: str = "full"
+    allow_unknown_vllm: bool = False
+
+    def argv(self, config: Path, report: Path) -> list[str]:
+        """The child's command line (this interpreter, this cgplan)."""
+        cmd = [sys.executable, "-m", "cgplan", "capture", "--gpu", str(config), "-o", str(report)]
+        cmd += ["--backend", self.backend]
+        for flag, value in (
+            ("--vllm-version", self.vllm_version),
+            ("--platform", self.platform),
+            ("--model-runner", self.model_runner),
+        ):
+            if value is not None:
+                cmd += [flag, value]
+        if self.instrument != "full":
+            cmd += ["--instrument", self.instrument]
+        if self.allow_unknown_vllm:
+            cmd.append("--allow-unknown-vllm")
+        return cmd
+
+
+def report_stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, inode) of a report, to tell this run's report from an earlier run's."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ino
+
+
+def classify(
+    job: FleetJob, rc: int | None, before: tuple[int, int] | None = None
+) -> tuple[str, str | None, str | None]:
+    """(status, failure class, message) from the child's exit code and its report; a report
+    left unchanged since `before` (an earlier run's, when the child died first) is not this
+    run's."""
+    doc: dict[str, Any] | None = None
+    fresh = before is None or report_stamp(job.report) != before
+    if fresh and job.report.is_file():
+        try:
+            doc = read_json(job.report)
+        except ReportError:
+            doc = None
+    status = str(doc.get("status")) if doc else "failed"
+    failure = doc.get("failure") if doc else None
+    if rc == 0 and doc is not None:
+        return status, None, None
+    if rc is not None and rc in FAILURE_CLASSES:
+        cls = FAILURE_CLASSES[rc]
+        if failure is None:
+            failure = _last_error_line(job.log)
+        if cls == "capture" and failure and ("SIGINT" in failure or "SIGTERM" in failure):
+            cls = "interrupted"
+        return status if doc else "failed", cls, failure
+    how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}"
+    return (
+        status if doc else "failed",
+        "crashed",
+        f"the engine process died ({how}) {'after writing a report' if doc else 'without a report'}; "
+        f"see {job.log}",
+    )
+
+
+def _last_error_line(log: Path) -> str | None:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith("cgplan: error:"):
+            return line.removeprefix("cgplan: error:").strip()
+    return lines[-1][:300] if lines else None
+
+
+# --------------------------------------------------------------------------- local scheduling
+
+
+class Handle(Protocol):
+    """A running child (subprocess.Popen, or a fake in tests)."""
+
+    def poll(self) -> int | None:
+        """Exit code, or None while running."""
+
+    def send_signal(self, sig: int) -> None:
+        """Deliver a signal."""
+
+    def kill(self) -> None:
+        """Kill it."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the exit code."""
+
+
+Launcher = Callable[[FleetJob, tuple[str, ...]], Handle]
+"""Starts the child for a job on the given CUDA_VISIBLE_DEVICES entries."""
+
+
+def subprocess_launcher(options: ChildOptions) -> Launcher:
+    """Children as real processes: `cgplan capture --gpu CONFIG -o REPORT`, output to the log."""
+
+    def launch(job: FleetJob, gpus: tuple[str, ...]) -> Handle:
+        env = dict(os.environ)
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        job.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(job.log, "wb") as log:
+            # A session of its own: the terminal's Ctrl-C reaches cgplan only, which passes one
+            # SIGINT on (a second one could cut the child's partial report short).
+            return subprocess.Popen(
+                options.argv(job.config, job.report),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+
+    return launch
+
+
+def visible_gpus(requested: Sequence[int] | None) -> tuple[str, ...]:
+    """CUDA_VISIBLE_DEVICES entries for the children: `--gpus` indexes what this process sees
+    (CUDA_VISIBLE_DEVICES if set, else NVML's devices); none found → () (one slot, unpinned).
+
+    Raises:
+        ConfigError: a `--gpus` index that is not visible.
+    """
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        seen = tuple(x.strip() for x in cvd.split(",") if x.strip())
+    else:
+        from cgplan.gpu.nvml import host_gpu_names_and_driver
+
+        names, _ = host_gpu_names_and_driver()
+        seen = tuple(str(i) for i in range(len(names)))
+    if requested is None:
+        return seen
+    if not seen and cvd is None:
+        # No NVML here (e.g. a fake backend on a CPU machine): take the indices as given.
+        return tuple(str(i) for i in requested)
+    bad = [i for i in requested if not 0 <= i < len(seen)]
+    if bad:
+        raise ConfigError(
+            "--gpus", f"GPU {bad[0]} is not visible (got {bad[0]}; expected 0..{len(seen) - 1})"
+        )
+    return tuple(seen[i] for i in requested)
+
+
+def run_local(
+    jobs: Sequence[FleetJob],
+    gpus: Sequence[str],
+    launcher: Launcher,
+    *,
+    progress: FleetProgress | None = None,
+    poll_s: float = 0.2,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[list[JobResult], bool]:
+    """Run every job, as many at once as the GPUs allow; (results in job order, interrupted).
+
+    `gpus` empty means one unpinned slot: the jobs run in turn. Ctrl-C (KeyboardInterrupt)
+    sends one SIGINT to every running child, waits for their partial reports, and returns
+    with the jobs not started marked `not run`."""
+    progress = progress or NullFleetProgress()
+    slots: list[str] = list(gpus)
+    unpinned = not slots
+    free: list[str] = list(slots)
+    results: dict[str, JobResult] = {}
+    pending = list(jobs)
+    running: dict[str, tuple[FleetJob, Handle, tuple[str, ...], float]] = {}
+    busy_unpinned = False
+    stamps: dict[str, tuple[int, int] | None] = {}
+    for job in list(pending):
+        need = 1 if unpinned else job.gpus_needed
+        if not unpinned and need > len(slots):
+            pending.remove(job)
+            results[job.name] = JobResult(
+                job,
+                "not run",
+                "unschedulable",
+                f"needs {need} GPUs (tensor_parallel_size {job.gpus_needed}); {len(slots)} given",
+                None,
+                (),
+                0.0,
+            )
+            progress.finished(results[job.name])
+    interrupted = False
+    try:
+        while pending or running:
+            for job in list(pending):
+                if unpinned:
+                    if busy_unpinned:
+                        break
+                    take: tuple[str, ...] = ()
+                    busy_unpinned = True
+                else:
+                    if job.gpus_needed > len(free):
+                        continue
+                    take = tuple(free[: job.gpus_needed])
+                    del free[: job.gpus_needed]
+                pending.remove(job)
+                stamps[job.name] = report_stamp(job.report)
+                handle = launcher(job, take)
+                running[job.name] = (job, handle, take, clock())
+                progress.started(job, take)
+            done = [(n, r) for n, r in running.items() if r[1].poll() is not None]
+            for name, (job, handle, take, t0) in done:
+                del running[name]
+                rc = handle.poll()
+                status, cls, message = classify(job, rc, stamps[name])
+                results[name] = JobResult(
+                    job,
+                    status,
+                    cls,
+                    message,
+                    rc,
+                    take,
+                    round(clock() - t0, 3),
+                    has_report=_written(job, stamps[name]),
+                )
+                progress.finished(results[name])
+                if unpinned:
+                    busy_unpinned = False
+                else:
+                    free.extend(take)
+                    free.sort(key=slots.index)
+            if running and not done:
+                time.sleep(poll_s)
+    except KeyboardInterrupt:
+        interrupted = True
+        for _job, handle, _, _ in running.values():
+            if handle.poll() is None:
+                handle.send_signal(signal.SIGINT)
+        for name, (job, handle, take, t0) in running.items():
+            try:
+                rc = handle.wait(timeout=INTERRUPT_GRACE_S)
+            except subprocess.TimeoutExpired:
+                handle.kill()
+                rc = handle.wait()
+            status, cls, message = classify(job, rc, stamps[name])
+            results[name] = JobResult(
+                job,
+                status,
+                "interrupted",
+                message or "interrupted (SIGINT)",
+                rc,
+                take,
+                round(clock() - t0, 3),
+                has_report=_written(job, stamps[name]),
+            )
+        for job in pending:
+            results[job.name] = JobResult(
+                job, "not run", "interrupted", "not started: the run was interrupted", None, (), 0.0
+            )
+    return [results[j.name] for j in jobs if j.name in results], interrupted
+
+
+def _written(job: FleetJob, before: tuple[int, int] | None) -> bool:
+    now = report_stamp(job.report)
+    return now is not None and now != before
+
+
+def skip_resumable(
+    jobs: Sequence[FleetJob], force: bool, host: EnvironmentKey | None, progress: FleetProgress
+) -> tuple[list[FleetJob], list[JobResult]]:
+    """(jobs to run, results of the jobs whose reports stand)."""
+    if force or host is None:
+        return list(jobs), []
+    todo, kept = [], []
+    for job in jobs:
+        if resumable(job, host):
+            r = JobResult(job, "complete", None, None, 0, (), 0.0, resumed=True, has_report=True)
+            kept.append(r)
+            progress.finished(r)
+        else:
+            todo.append(job)
+    return todo, kept
+
+
+# --------------------------------------------------------------------------- the aggregate
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """What the aggregate is made of."""
+
+    results: tuple[JobResult, ...]
+    runner: str
+    """local | ray"""
+    gpus: tuple[str, ...]
+    interrupted: bool
+    command: tuple[str, ...]
+    created_utc: str
+    out_dir: Path
+
+
+def _row(r: JobResult, out_dir: Path) -> dict[str, Any]:
+    job = r.job
+    row: dict[str, Any] = {
+        "name": job.name,
+        "config": str(job.config),
+        "config_fingerprint": job.fingerprint,
+        "report": _rel(job.report, out_dir) if r.has_report and job.report.is_file() else None,
+        "log": _rel(job.log, out_dir) if job.log.is_file() else None,
+        "status": r.status,
+        "resumed": r.resumed,
+        "failure_class": r.failure_class,
+        "failure": r.message,
+        "exit_code": r.exit_code,
+        "tensor_parallel_size": job.gpus_needed,
+        "gpus": list(r.gpus),
+        "host": r.host,
+        "attempts": r.attempts,
+        "wall_s": r.wall_s,
+        "plan_matches": None,
+        "graphs_planned": None,
+        "graphs_measured": None,
+        "dispatch_checked": None,
+        "dispatch_mismatches": None,
+        "eager_fallbacks_measured": None,
+        "predicted_memory_mib": None,
+        "predicted_memory_domain": None,
+        "measured_memory_mib": None,
+        "predicted_capture_s": None,
+        "measured_capture_s": None,
+        "vllm_took_gib": None,
+    }
+    if row["report"] is None:
+        return row
+    try:
+        doc = read_json(job.report)
+    except ReportError:
+        return row
+    plan = doc.get("plan") or {}
+    measured = doc.get("measured") or {}
+    comparison = doc.get("comparison") or {}
+    cost = plan.get("predicted_cost") or {}
+    nvml = measured.get("capture_nvml_delta_bytes")
+    row.update(
+        {
+            "plan_matches": comparison.get("matches") if comparison else None,
+            "graphs_planned": plan.get("total_graphs"),
+            "graphs_measured": len(measured.get("graphs") or []),
+            "dispatch_checked": comparison.get("dispatch_checked"),
+            "dispatch_mismatches": len(comparison.get("dispatch_mismatches") or []) if comparison else None,
+            "eager_fallbacks_measured": comparison.get("eager_uniform_decode_measured")
+            if comparison
+            else None,
+            "predicted_memory_mib": cost.get("total_mib"),
+            "predicted_memory_domain": "; ".join(cost.get("caveats") or []) or "inside the fitted domain"
+            if cost
+            else None,
+            "measured_memory_mib": round(nvml / (1 << 20), 1) if isinstance(nvml, int) else None,
+            "predicted_capture_s": cost.get("capture_s"),
+            "measured_capture_s": measured.get("capture_wall_s"),
+            "vllm_took_gib": (measured.get("vllm") or {}).get("capture_took_gib"),
+        }
+    )
+    return row
+
+
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def aggregate(run: FleetRun) -> dict[str, Any]:
+    """The aggregate report document (JSON, schema_version 1)."""
+    from cgplan.render.json import SCHEMA_VERSION
+
+    rows = [_row(r, run.out_dir) for r in run.results]
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "fleet",
+        "cgplan_version": __version__,
+        "created_utc": run.created_utc,
+        "runner": run.runner,
+        "gpus": list(run.gpus),
+        "command": list(run.command),
+        "interrupted": run.interrupted,
+        "configs": rows,
+        "totals": {
+            "configs": len(rows),
+            "by_status": dict(sorted(counts.items())),
+            "resumed": sum(1 for r in rows if r["resumed"]),
+            "plans_matched": sum(1 for r in rows if r["plan_matches"] is True),
+            "plans_differed": sum(1 for r in rows if r["plan_matches"] is False),
+            "failed": sum(1 for r in rows if r["failure_class"] is not None),
+        },
+    }
+
+
+def exit_code(doc: dict[str, Any]) -> int:
+    """4 when a config failed to capture (crashed, interrupted, lost), else 3 for an
+    environment that cannot capture, else 2 for a bad config, else 0."""
+    classes = {r["failure_class"] for r in doc["configs"] if r["failure_class"]}
+    if classes - {"config", "environment"}:
+        return int(ExitCode.CAPTURE_FAILED)
+    if "environment" in classes:
+        return int(ExitCode.ENVIRONMENT)
+    if "config" in classes:
+        return int(ExitCode.USAGE)
+    return int(ExitCode.OK)
+
+
+def write_aggregate(doc: dict[str, Any], out_dir: Path) -> list[Path]:
+    """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically."""
+    from cgplan.render.fleet import fleet_html, fleet_markdown
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for suffix, text in (
+        ("json", json.dumps(doc, indent=2, sort_keys=True) + "\n"),
+        ("md", fleet_markdown(doc)),
+        ("html", fleet_html(doc)),
+    ):
+        path = out_dir / f"{AGGREGATE_NAME}.{suffix}"
+        write_atomically(path, text)
+        paths.append(path)
+    return paths
+
+
+def iter_reports(doc: dict[str, Any], base: Path) -> Iterator[Path]:
+    """The per-config reports an aggregate names (relative to its folder), complete ones only."""
+    for row in doc.get("configs") or []:
+        if isinstance(row, dict) and row.get("report") and row.get("status") == "complete":
+            yield base / str(row["report"])

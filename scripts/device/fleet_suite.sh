@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# On the lent H200 (issue #19, #18 item 3), in one call:
+#  1. one `cgplan capture --gpu CONFIG...` over six configs, in turn on the one GPU, with its
+#     per-config reports, logs and aggregate (fleet.json/.md/.html) under $OUT/r/fleet;
+#  2. the hook-overhead pairs: the same config captured alternately with `--instrument timing`
+#     (capture_model timed, no per-graph hooks) and with the full hooks, the order swapped every
+#     other pair (timing,full / full,timing, ...), reports under $OUT/r/overhead.
+# Everything is packed into $OUT/fleet19.tgz (the device tool returns few files).
+# usage: bash scripts/device/fleet_suite.sh   (from the repository root or a snapshot of it)
+# env: OUT, LIMIT (whole suite), FLEET_LIMIT (the fleet command; default LIMIT - 200), PREV_FLEET, LIMIT (seconds for the whole suite), PAIRS (last pair, default 5), START_PAIR (default 1;
+# with FLEET=none a later call runs only the pairs that did not fit), PAIR_CONFIG, FLEET (configs)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-/tmp/cgplan-out}; R=$OUT/r; mkdir -p "$R/overhead"
+T0=$(date +%s); LIMIT=${LIMIT:-575}; PAIRS=${PAIRS:-5}; BACKEND=${BACKEND:-vllm}
+PAIR_CONFIG=${PAIR_CONFIG:-configs/gpu/med-llama-mns256.yaml}
+FLEET=${FLEET:-"configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/tiny-ngram-k16.yaml configs/gpu/tiny-ngram-dyn.yaml configs/gpu/med-llama-mns256.yaml"}
+DEVX=${DEVX:-$(pwd)/.devx}
+if [ ! -f /tmp/site/.ok ] && [ -f "$DEVX/payload.tar.xz" ]; then
+  bash "$DEVX/scripts/dev.sh" setup >/dev/null 2>&1
+fi
+export PYTHONPATH="$ROOT:/tmp/site" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
+  DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 VLLM_ENABLE_V1_MULTIPROCESSING=0
+cd "$ROOT"
+nvidia-smi --query-gpu=index,name,driver_version,memory.used,memory.total --format=csv > "$R/gpus.csv" 2>&1
+el() { echo $(( $(date +%s) - T0 )); }
+
+# 1. the fleet, in turn on the one GPU (PREV_FLEET: reports of an earlier call, to resume from)
+if [ "$FLEET" != none ]; then
+if [ -n "${PREV_FLEET:-}" ]; then mkdir -p "$R/fleet"; cp "$PREV_FLEET"/*.json "$R/fleet/"; fi
+s=$(date +%s)
+# shellcheck disable=SC2086
+timeout -s INT "${FLEET_LIMIT:-$(( LIMIT - 200 ))}" python3 -m cgplan capture --gpu $FLEET --backend "$BACKEND" --out-dir "$R/fleet" \
+  > "$R/fleet.out" 2> "$R/fleet.err"
+echo "fleet rc=$? $(( $(date +%s) - s ))s"; cat "$R/fleet.out"; tail -n 12 "$R/fleet.err"
+fi
+
+# 2. overhead pairs (a pair is started only if two runs as long as the longest so far still fit)
+name=$(basename "$PAIR_CONFIG" .yaml); longest=45
+for i in $(seq "${START_PAIR:-1}" "$PAIRS"); do
+  if [ $(( LIMIT - $(el) )) -lt $(( 2 * longest + 10 )) ]; then echo "SKIP pair $i ($(( LIMIT - $(el) )) s left)"; break; fi
+  if [ $(( i % 2 )) -eq 1 ]; then order="timing full"; else order="full timing"; fi
+  for mode in $order; do
+    s=$(date +%s)
+    timeout -s INT 150 python3 -m cgplan capture --gpu "$PAIR_CONFIG" --backend "$BACKEND" --instrument "$mode" \
+      -o "$R/overhead/$name-$mode$i.json" > "$R/overhead/$name-$mode$i.out" 2> "$R/overhead/$name-$mode$i.err"
+    rc=$?; d=$(( $(date +%s) - s )); [ $d -gt $longest ] && longest=$d
+    echo "pair $i $mode rc=$rc ${d}s"; gzip -f "$R/overhead/$name-$mode$i.err"
+  done
+done
+python3 - "$R/overhead" <<'PY'
+import glob, json, statistics, sys
+runs = {}
+for p in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    d = json.load(open(p)); m = d["measured"]; stem = p.rsplit("/", 1)[1][:-5]
+    mode = "timing" if "-timing" in stem else "full"; i = int(stem.rsplit(mode, 1)[1])
+    runs.setdefault(i, {})[mode] = (m.get("capture_wall_s"), m.get("instrumentation_s"), len(m["graphs"]))
+ratios = []
+for i, r in sorted(runs.items()):
+    if "timing" in r and "full" in r and r["timing"][0] and r["full"][0]:
+        ratios.append(r["full"][0] / r["timing"][0])
+        print(f"pair {i}: timing {r['timing'][0]:.3f} s, full {r['full'][0]:.3f} s "
+              f"(hooks' own time {r['full'][1]} s, {r['full'][2]} graphs) ratio {ratios[-1]:.4f}")
+if ratios:
+    print(f"median of per-pair ratios: {statistics.median(ratios):.4f} over {len(ratios)} pairs")
+PY
+for f in "$R"/fleet/*.log; do [ -f "$f" ] && gzip -f "$f"; done
+tar -C "$OUT" -czf "$OUT/fleet19.tgz" r && rm -rf "$R"
+echo "suite done in $(el)s"

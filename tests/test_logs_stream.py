@@ -1,0 +1,105 @@
+"""`cgplan logs` reads a log in one streamed pass: bounded memory, keyword prefilter proven sound."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import re
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgplan import logs
+from cgplan.logs import KEYWORDS, LOG_FORMATS, parse_file, parse_log, read_log
+
+try:  # the regular-expression parser (re._parser from 3.11, sre_parse before)
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef,unused-ignore]
+
+LOGS = Path(__file__).parent / "data" / "logs"
+REAL = sorted(LOGS.glob("*-vllm.log.gz"))
+
+
+def _always_contains_keyword(items: Any) -> bool:
+    """Whether every match of the parsed sequence `items` contains one of `KEYWORDS`: some
+    run of consecutive literals holds one, or some element that must match does."""
+    run: list[str] = []
+    runs: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            run.append(chr(arg))
+            continue
+        runs.append("".join(run))
+        run = []
+        if name == "SUBPATTERN" and _always_contains_keyword(arg[-1]):
+            return True
+        if name == "BRANCH" and all(_always_contains_keyword(alt) for alt in arg[1]):
+            return True
+        repeated = name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and arg[0] >= 1
+        if repeated and _always_contains_keyword(arg[2]):
+            return True
+    runs.append("".join(run))
+    return any(k in r for r in runs for k in KEYWORDS)
+
+
+def _line_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for fmt in LOG_FORMATS:
+        for f in dataclasses.fields(fmt):
+            value = getattr(fmt, f.name)
+            if isinstance(value, re.Pattern) and f.name not in logs._TABLE_ONLY_FIELDS:
+                out.append((f"{fmt.since}.{f.name}", value))
+    return out
+
+
+@pytest.mark.parametrize(("name", "pattern"), _line_patterns(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_line_pattern_needs_a_keyword(name: str, pattern: re.Pattern[str]) -> None:
+    """The prefilter skips a segment with no keyword; sound only if no pattern can match one."""
+    assert _always_contains_keyword(sre_parse.parse(pattern.pattern)), name
+
+
+def test_the_proof_can_fail() -> None:
+    assert not _always_contains_keyword(sre_parse.parse(r"Capturing (?:CUDA graphs)?"))
+    assert not _always_contains_keyword(sre_parse.parse(r"KV cache|memory"))
+    assert _always_contains_keyword(sre_parse.parse(r"(?:a|b)(?P<x>Using the CUDA graphs+)"))
+
+
+@pytest.mark.parametrize("path", [*REAL, *sorted(LOGS.glob("synthetic-*.log"))], ids=lambda p: p.name)
+def test_streamed_file_equals_parsed_text(path: Path) -> None:
+    assert parse_file(path) == parse_log(read_log(path), str(path))
+
+
+def _restarts(tmp_path: Path, copies: int) -> tuple[Path, str, int]:
+    """A log of `copies` engine start-ups (the real ones in turn) with serving lines between."""
+    starts = [gzip.decompress(p.read_bytes()).decode() for p in REAL]
+    serving = (
+        "INFO 11-30 05:20:01 [loggers.py:257] Engine 000: Avg prompt throughput: 1234.5 tokens/s, "
+        "Running: 31 reqs, GPU KV cache usage: 12.3%\n"
+        'INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    ) * 40
+    parts = [starts[i % len(starts)] + serving for i in range(copies)]
+    path = tmp_path / "restarts.log.gz"
+    path.write_bytes(gzip.compress("".join(parts).encode(), compresslevel=1))
+    return path, parts[-1], max(len(s.encode()) for s in starts)
+
+
+def test_memory_follows_one_engine_start_not_the_file(tmp_path: Path) -> None:
+    path, last, largest_start_bytes = _restarts(tmp_path, 300)
+    file_bytes = len(gzip.decompress(path.read_bytes()))
+    tracemalloc.start()
+    try:
+        parsed = parse_file(path)
+        _, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert file_bytes > 3 * 2**20
+    assert peak_bytes <= 2 * largest_start_bytes + 256 * 1024, (peak_bytes, largest_start_bytes)
+    # The last engine is read, as from its own lines alone (the previous start-up ended with
+    # its "init engine ... took" line).
+    alone = parse_log(last, str(path))
+    assert parsed.engine_starts == 300
+    assert dataclasses.replace(parsed, engine_starts=1) == alone

@@ -1,0 +1,586 @@
+"""Issue #21: reports are data to judge, never something that fools the gate, reads other
+files or stalls a comparison."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
+from cgplan.core.types import DispatchRange
+from cgplan.files import write_atomically
+from tests.cli_helpers import run
+
+ROOT = Path(__file__).parent.parent
+H200 = ROOT / "benchmarks/results/h200"
+TINY_REPORT = H200 / "tiny-eagle-k16-vllm.json"
+
+
+def write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# --- 1. a report's status is data -------------------------------------------------------------
+
+FAULTS = H200 / "faults"
+DEFAULT_GATE = ROOT / "configs/gates/default.yaml"
+
+
+@pytest.mark.parametrize(
+    ("name", "failure", "missing"),
+    [
+        ("oom-eagle", "capture failed (out of memory)", "51 of 169 planned graphs captured"),
+        ("oom-torch-8b", "out of memory during capture", "30 of 86 planned graphs captured"),
+        ("sigint-tiny", "interrupted (SIGINT)", "8 of 18 planned graphs captured (missing target 10)"),
+        ("sigterm-tiny", "terminated (SIGTERM)", "8 of 18 planned graphs captured (missing target 10)"),
+    ],
+)
+def test_fault_reports_fail_the_default_gate_naming_the_failure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, failure: str, missing: str
+) -> None:
+    # They passed with exit 0 ("gate passed: 1/1"): an empty dispatch table made every check true.
+    report = FAULTS / f"{name}.json"
+    code, out, err = run(monkeypatch, capsys, "gate", "--policy", str(DEFAULT_GATE), str(report))
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert lines[0] == f"FAIL {report}"
+    assert lines[-1] == "gate failed: 0/1 targets pass"
+    checks = lines[1:-1]
+    assert len(checks) == 3 and all(line.startswith("  FAIL ") for line in checks)
+    assert all(f"capture partial ({failure}" in line for line in checks)
+    assert "no uniform-decode outcome for 1-" in checks[0] and "no uniform-decode outcome" in checks[1]
+    assert missing in checks[2]
+
+
+def test_fault_reports_fail_the_gate_script(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
+    faults = sorted(str(p) for p in FAULTS.glob("*.json"))
+    assert len(faults) == 4
+    r = subprocess.run(
+        [str(ROOT / "scripts/cgplan-gate"), "--policy", str(DEFAULT_GATE), *faults],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.endswith("gate failed: 0/4 targets pass\n")
+
+
+def plan_report(tmp_path: Path, **changes: Any) -> Path:
+    code_doc = json.loads((H200 / "tiny-nospec-vllm.json").read_text())["plan"]
+    code_doc.update(changes)
+    return write(tmp_path / "plan.json", code_doc)
+
+
+def test_checks_on_an_empty_dispatch_table_fail_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "no_piecewise_uniform_decode: true\nmax_decode_padding_ratio: 2\nmax_total_graphs: 500\n"
+    )
+    empty = plan_report(tmp_path, uniform_decode={}, graphs={})
+    code, out, _ = run(monkeypatch, capsys, "gate", str(empty), "--policy", str(policy))
+    assert code == 1
+    fails = {line.split(":")[0].split()[-1]: line for line in out.splitlines() if line.startswith("  FAIL")}
+    assert set(fails) == {
+        "no_eager_uniform_decode",
+        "no_piecewise_uniform_decode",
+        "widest_decode_full",
+        "max_total_graphs",
+        "max_decode_padding_ratio",
+    }
+    assert fails["no_eager_uniform_decode"].endswith("no uniform-decode outcome for 1-32 requests × 1 (1..32 tokens)")
+    assert "no graphs at all" in fails["max_total_graphs"]
+
+
+def test_a_table_that_covers_part_of_the_tier_fails_naming_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = json.loads((H200 / "tiny-nospec-vllm.json").read_text())["plan"]
+    short = [r for r in doc["uniform_decode"]["1"] if r["to_reqs"] <= 8]
+    report = plan_report(tmp_path, uniform_decode={"1": short})
+    code, out, _ = run(monkeypatch, capsys, "gate", str(report))
+    assert code == 1
+    assert "  FAIL no_eager_uniform_decode: no uniform-decode outcome for 9-32 requests × 1 (9..32 tokens)" in out
+
+
+def test_padding_check_with_no_replayed_batch_fails(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    eager = [{"from_reqs": 1, "to_reqs": 32, "mode": "NONE", "padded_tokens": None, "padded_reqs": None}]
+    report = plan_report(tmp_path, uniform_decode={"1": eager})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "no_eager_uniform_decode: false\nwidest_decode_full: false\nmax_decode_padding_ratio: 2\n"
+    )
+    code, out, _ = run(monkeypatch, capsys, "gate", str(report), "--policy", str(policy))
+    assert code == 1
+    assert "  FAIL max_decode_padding_ratio: q=1: no graph-replayed decode batch to measure" in out
+
+
+def test_partial_baseline_is_refused_unless_allowed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = FAULTS / "sigint-tiny.json"
+    target = ROOT / "configs/gpu/tiny-nospec.yaml"
+    code, out, err = run(
+        monkeypatch, capsys, "gate", str(target), "--baseline", str(base), "--vllm-version", "0.26.0"
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        f"cgplan: error: {base}:status: the baseline is a partial capture (interrupted (SIGINT); the partial "
+        "report was kept); give a complete one, or --allow-partial-baseline to compare against what it has\n"
+    )
+    code, out, _ = run(
+        monkeypatch,
+        capsys,
+        "gate",
+        str(target),
+        "--baseline",
+        str(base),
+        "--vllm-version",
+        "0.26.0",
+        "--allow-partial-baseline",
+    )
+    # Allowed, but the regression checks still cannot hold for nothing: the baseline has no
+    # decode outcome at all, and a graph count of a partial capture is only a lower bound.
+    assert code == 1
+    assert "  FAIL no_regression: baseline " in out and "nothing to compare" in out
+    assert "  FAIL max_graph_growth_pct: 8 → 18 graphs (+125.0%, limit 10.0%)" in out
+
+
+def test_diff_shows_a_partial_capture(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = (
+        "diff",
+        str(ROOT / "configs/gpu/tiny-nospec.yaml"),
+        str(FAULTS / "sigint-tiny.json"),
+        "--vllm-version",
+        "0.26.0",
+    )
+    code, out, _ = run(monkeypatch, capsys, *args)
+    assert code == 0
+    assert out.splitlines()[1] == f"B: {FAULTS / 'sigint-tiny.json'} (capture, partial, vLLM 0.26.0)"
+    assert out.splitlines()[2].startswith("B is a partial capture (interrupted (SIGINT)")
+    code, out, _ = run(monkeypatch, capsys, *args, "--json")
+    doc = json.loads(out)
+    assert (doc["a"]["status"], doc["b"]["status"]) == ("complete", "partial")
+    assert doc["b"]["failure"] == "interrupted (SIGINT); the partial report was kept"
+
+
+@pytest.mark.parametrize("status", [None, "done", 3])
+def test_capture_report_needs_a_known_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, status: Any
+) -> None:
+    doc = json.loads((FAULTS / "sigint-tiny.json").read_text())
+    if status is None:
+        del doc["status"]  # deleting it must not make a partial capture pass for complete
+    else:
+        doc["status"] = status
+    report = write(tmp_path / "r.json", doc)
+    code, out, err = run(monkeypatch, capsys, "gate", str(report))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"cgplan: error: {report}: status: expected one of complete, partial, failed (got ")
+
+
+# --- 3. comparisons in O(ranges) -------------------------------------------------------------
+
+
+class CountingRanges(tuple):  # type: ignore[type-arg]
+    """A range table that counts how often a comparison looks at one of its entries."""
+
+    reads = 0
+
+    def __getitem__(self, i: Any) -> Any:
+        CountingRanges.reads += 1
+        return super().__getitem__(i)
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+
+def one_request_side(n: int, mode_of: Any = lambda i: "FULL") -> Side:
+    ranges = tuple(DispatchRange(i, i, mode_of(i), 17 * i, i) for i in range(1, n + 1))
+    return Side(
+        "x",
+        "capture",
+        "0.26.0",
+        None,
+        n,
+        17,
+        {},
+        {17: CountingRanges(ranges)},
+        tuple((i, i, 16) for i in range(1, n + 1)),
+    )
+
+
+def test_decode_runs_reads_each_range_a_bounded_number_of_times() -> None:
+    # 10,000 one-request ranges against 10,000 one-batch tier runs: the pairwise walk read
+    # 10^8 entries (90 s); a merge reads each a constant number of times.
+    n = 10_000
+    side = one_request_side(n)
+    CountingRanges.reads = 0
+    runs = side.decode_runs(17)
+    assert len(runs) == n
+    assert CountingRanges.reads <= 3 * n
+
+
+def test_report_with_10000_one_request_ranges_is_answered(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The report of the issue (under 1 MB of ranges took 90 s in gate and diff): it completes
+    # here because every comparison is a merge (see the operation count above).
+    doc = json.loads(TINY_REPORT.read_text())
+    n = 10_000
+    rows = [
+        {
+            "from_reqs": i,
+            "to_reqs": i,
+            "mode": "FULL" if i % 3 else "PIECEWISE",
+            "padded_tokens": 17 * i,
+            "padded_reqs": i,
+        }
+        for i in range(1, n + 1)
+    ]
+    doc["plan"]["uniform_decode"] = {"17": rows}
+    doc["measured"]["uniform_decode"] = {"17": rows}
+    doc["plan"]["max_num_seqs"] = n
+    doc["plan"]["dynamic_sd"] = {"lookup": [[i, i, 16] for i in range(1, n + 1)]}
+    big = write(tmp_path / "big.json", doc)
+    code, out, _ = run(
+        monkeypatch, capsys, "gate", str(big), "--policy", str(ROOT / "configs/gates/default.yaml")
+    )
+    assert code == 0 and out.endswith("gate passed: 1/1 targets pass\n")
+    code, out, _ = run(monkeypatch, capsys, "diff", str(big), str(TINY_REPORT), "--json")
+    assert code == 0
+    moves = json.loads(out)["coverage_moves"]
+    assert moves[0] == {
+        "query_len": 17,
+        "first_reqs": 3,
+        "last_reqs": 3,
+        "mode_a": "PIECEWISE",
+        "mode_b": "FULL",
+    }
+
+
+def test_report_size_is_bounded_with_a_located_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    huge = tmp_path / "huge.json"
+    with huge.open("w") as fh:
+        fh.write('{"schema_version": 1, "pad": "')
+        fh.write("x" * (33 << 20))
+        fh.write('"}')
+    code, out, err = run(monkeypatch, capsys, "gate", str(huge))
+    assert code == 2 and out == ""
+    assert err == (
+        f"cgplan: error: {huge}: too large for a report "
+        "(more than 32 MiB; expected a cgplan plan or capture JSON)\n"
+    )
+
+
+def _naive_modes(side: Side, ql: int) -> dict[int, tuple[str, int | None]]:
+    out: dict[int, tuple[str, int | None]] = {}
+    for lo, hi in side.tier_batches(ql):
+        for r in side.uniform_decode.get(ql, ()):
+            for n in range(max(lo, r.first), min(hi, r.last) + 1):
+                out[n] = (r.mode, r.padded_tokens)
+    return out
+
+
+def _naive_moves(a: Side, b: Side, ql: int) -> list[tuple[int, int, str, str]]:
+    ma, mb = _naive_modes(a, ql), _naive_modes(b, ql)
+    out: list[tuple[int, int, str, str]] = []
+    for n in sorted(set(ma) | set(mb)):
+        xa = ma[n][0] if n in ma else "-"
+        xb = mb[n][0] if n in mb else "-"
+        if xa == xb:
+            continue
+        if out and out[-1][1] == n - 1 and out[-1][2:] == (xa, xb):
+            out[-1] = (out[-1][0], n, xa, xb)
+        else:
+            out.append((n, n, xa, xb))
+    return out
+
+
+@st.composite
+def sorted_runs(draw: st.DrawFn, limit: int = 60) -> list[tuple[int, int]]:
+    cuts = sorted(draw(st.sets(st.integers(1, limit), max_size=16)))
+    runs = []
+    for lo, hi in zip(cuts[::2], cuts[1::2], strict=False):
+        runs.append((lo, hi))
+    return runs
+
+
+@st.composite
+def sides(draw: st.DrawFn) -> Side:
+    ranges = tuple(
+        DispatchRange(
+            lo,
+            hi,
+            draw(st.sampled_from(["FULL", "PIECEWISE", "NONE"])),
+            draw(st.sampled_from([None, 40, 99])),
+        )
+        for lo, hi in draw(sorted_runs())
+    )
+    lookup = None
+    if draw(st.booleans()):
+        lookup = tuple((lo, hi, draw(st.sampled_from([0, 2]))) for lo, hi in draw(sorted_runs()))
+    return Side("s", "plan", "0.26.0", None, draw(st.integers(1, 60)), 3, {}, {3: ranges, 1: ranges}, lookup)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sides(), sides())
+def test_merged_comparisons_equal_the_request_by_request_walk(a: Side, b: Side) -> None:
+    for ql in (1, 3):
+        assert a.decode_modes(ql) == _naive_modes(a, ql)
+        assert list(coverage_moves(a, b, ql)) == _naive_moves(a, b, ql)
+        naive = _naive_modes(a, ql)
+        padded = sum(t for m, t in naive.values() if m != "NONE" and t is not None)
+        real = sum(n * ql for n, (m, t) in naive.items() if m != "NONE" and t is not None)
+        assert padding(a, ql) == (padded, real)
+        missing = [n for lo, hi in a.tier_batches(ql) for n in range(lo, hi + 1) if n not in naive]
+        assert [n for lo, hi in a.missing_decode(ql) for n in range(lo, hi + 1)] == missing
+    gaps = [
+        (ql, n, m) for ql in a.query_lens for n, (m, _) in sorted(_naive_modes(a, ql).items()) if m != "FULL"
+    ]
+    assert [(ql, n, m) for ql, lo, hi, m in decode_gaps(a) for n in range(lo, hi + 1)] == gaps
+
+
+# --- 2. a report never makes cgplan open another file -------------------------------------------
+
+SECRET = "hunter2-TOKEN-do-not-print"
+COST_REPORT = H200 / "cost/fit-llama3b-mns128-vllm.json"
+
+
+def calibrate_with_source(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    source: str,
+    *extra: str,
+) -> tuple[int, str, str]:
+    work = tmp_path / "work"
+    (work / "reports").mkdir(parents=True, exist_ok=True)
+    doc = json.loads(COST_REPORT.read_text())
+    doc["source"] = source
+    report = write(work / "reports/r.json", doc)
+    monkeypatch.chdir(work)
+    return run(monkeypatch, capsys, "calibrate", str(report), *extra)
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "parent-search", "link", "not-yaml"])
+def test_calibrate_never_opens_a_file_outside_the_named_folder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, how: str
+) -> None:
+    # A report's `source` was opened as given (absolute, `../`, or searched in every parent
+    # folder of the report) and the error quoted its first characters into a CI log.
+    secret = tmp_path / "secret.yaml"
+    secret.write_text(f"{SECRET}: 1\n")
+    (tmp_path / "work").mkdir()
+    source = {
+        "absolute": str(secret),
+        "dotdot": "../secret.yaml",
+        "parent-search": "secret.yaml",  # beside the report's grandparent, not in the working dir
+        "link": "inside.yaml",
+        "not-yaml": "secret.txt",
+    }[how]
+    if how == "link":
+        (tmp_path / "work/inside.yaml").symlink_to(secret)
+    if how == "not-yaml":
+        (tmp_path / "work/secret.txt").write_text(SECRET)
+    opened: list[str] = []
+    real_open = Path.open
+
+    def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy)
+    code, out, err = calibrate_with_source(monkeypatch, capsys, tmp_path, source)
+    assert (code, out) == (2, "")
+    assert SECRET not in err and err.count("\n") == 1
+    assert err.startswith("cgplan: error: ") and ":source: " in err
+    assert not any("secret" in p for p in opened), opened
+
+
+def test_calibrate_does_not_quote_the_config_a_report_names(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work/creds.yaml").write_text(f"aws_secret_access_key: {SECRET}\n")
+    code, out, err = calibrate_with_source(monkeypatch, capsys, tmp_path, "creds.yaml")
+    assert (code, out) == (2, "")
+    assert SECRET not in err and "aws_secret_access_key" not in err
+    report = tmp_path / "work/reports/r.json"
+    assert err == (
+        f"cgplan: error: {report}:source: its config creds.yaml does not load "
+        f"(`cgplan plan creds.yaml` in {tmp_path / 'work'} says why)\n"
+    )
+
+
+def test_calibrate_reads_the_config_inside_the_named_folder(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = json.loads(COST_REPORT.read_text())["source"]
+    code, out, err = calibrate_with_source(
+        monkeypatch, capsys, tmp_path, source, "--configs", str(ROOT), "--json"
+    )
+    # One report reached the fit (its config was read from ROOT): too few to fit on.
+    assert (code, out) == (2, "")
+    assert err.startswith("cgplan: error: cannot fit the cost model: ")
+
+
+# --- 4. output: streams, stdout, all or nothing ---------------------------------------------------
+
+PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
+
+
+def cgplan_sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`cgplan` in a shell (for redirections the test harness cannot make)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        ["/bin/sh", "-c", command.replace("cgplan ", f"{shlex.quote(sys.executable)} -m cgplan ")],
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_stdout_on_a_full_disk_is_one_line_exit_2(tmp_path: Path) -> None:
+    # `--json > file` on a full disk exited 0 with a truncated file (the short write ignored).
+    for args in (f"plan {PR}", f"plan {PR} --json", f"gate {PR} --json -", "plan --help"):
+        r = cgplan_sh(f"cgplan {args} > /dev/full", tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.endswith("cgplan: error: <stdout>: cannot write: No space left on device\n"), r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_closed_stdout_is_one_line_exit_2(tmp_path: Path) -> None:
+    r = cgplan_sh(f"cgplan plan {PR} >&-", tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "cgplan: error: <stdout>: cannot write: stdout is closed (give -o FILE)\n"
+    # a command that writes only files does not need stdout
+    r = cgplan_sh(f"cgplan plan {PR} -o plan.txt >&-", tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert (tmp_path / "plan.txt").read_text().startswith("cgplan ")
+
+
+def test_a_reader_that_goes_away_is_silent(tmp_path: Path) -> None:
+    r = cgplan_sh(f"cgplan plan {PR} --full | true; cgplan gate {PR} | true", tmp_path)
+    assert r.stderr == ""
+
+
+def test_o_dash_is_stdout_on_every_command(tmp_path: Path) -> None:
+    commands = [
+        f"plan {PR} -o -",
+        f"plan {PR} -o plan.txt --html -",
+        f"diff {PR} --vllm-version 0.26.0..0.33.0 -o -",
+        f"sweep {PR} --set max_num_seqs=8..9 -o -",
+        f"gate {PR} --markdown -",
+        f"gate {PR} --junit -",
+        f"gate {PR} --json -",
+    ]
+    if (ROOT / "tests/data/logs").is_dir():
+        first = sorted((ROOT / "tests/data/logs").iterdir())[0]
+        commands.append(f"logs {first} -o -")
+    for c in commands:
+        r = cgplan_sh(f"cgplan {c}", tmp_path)
+        assert r.returncode in (0, 1), (c, r.stderr)
+        assert len(r.stdout) > 50, c
+        assert not (tmp_path / "-").exists(), c
+    r = cgplan_sh(f"cgplan plan {PR} --html -", tmp_path)  # the plan's table is on stdout already
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "cgplan: error: -: more than one output goes to stdout; name a file for all but one\n"
+
+
+def test_o_to_a_fifo_or_descriptor_writes_it_and_never_replaces_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = cgplan_sh(f"cat {fifo} > got.txt & cgplan plan {PR} -o {fifo}; wait", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert (tmp_path / "got.txt").read_text().startswith("cgplan ")
+    r = cgplan_sh(f"cgplan plan {PR} -o /dev/fd/1 | head -c 6", tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "cgplan", "")
+
+
+def test_o_to_a_folder_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(monkeypatch, capsys, "plan", str(PR), "-o", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"cgplan: error: {tmp_path}: cannot write: a folder; refusing to replace it (name a file)\n"
+
+
+def test_undecodable_file_names_are_shown_escaped(tmp_path: Path) -> None:
+    text = PR.read_text().replace(
+        "model: ../models/tiny-llama", f"model: {ROOT / 'configs/models/tiny-llama'}"
+    )
+    name = os.fsdecode(b"\xff-x.yaml")
+    (tmp_path / name).write_text(text)
+    r = cgplan_sh("cgplan plan \"$(printf '\\377-x.yaml')\" | head -1", tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.rstrip().endswith("\\udcff-x.yaml")
+
+
+def test_a_failed_command_leaves_none_of_its_artifacts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good, bad = tmp_path / "verdict.json", tmp_path / "no-such-dir/junit.xml"
+    code, _, err = run(monkeypatch, capsys, "gate", str(PR), "--json", str(good), "--junit", str(bad))
+    assert code == 2 and "junit.xml: cannot write: No such file or directory" in err
+    assert not good.exists()
+    plan_txt = tmp_path / "plan.txt"
+    code, _, _ = run(monkeypatch, capsys, "plan", str(PR), "-o", str(plan_txt), "--html", str(bad))
+    assert code == 2 and not plan_txt.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_no_temporary_file_is_left_by_a_signal_during_a_write(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str
+) -> None:
+    target = tmp_path / "plan.txt"
+    target.write_text("old\n")
+
+    def interrupted(fd: int) -> None:
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(target, "new\n" * 100_000)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.txt"]
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_link_stays_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    real.chmod(0o644)
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    write_atomically(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644
