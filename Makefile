@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help plan test test-gpu lint bench golden clean install gate-examples ci fuzz
+.PHONY: help plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -54,10 +54,21 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
 	$(BIN)/python benchmarks/bench_optimize.py --out benchmarks/results/optimize.json
+	$(BIN)/python benchmarks/bench_hooks.py --out benchmarks/results/hooks.json
 
-## golden: re-record vLLM's answers for the corpus (needs the oracle venvs, see scripts/record_golden.py)
-golden:
-	$(PY) scripts/record_golden.py --venv-root $${ORACLE_VENVS:-.cache} tests/data/corpus/*.yaml
+## oracle-venvs: one CPU-only vLLM venv per supported release in .cache/venv-X (git-ignored; ~2 GB each)
+ORACLE_VENVS ?= .cache
+VLLM_VERSIONS := $(shell $(PY) -c "import sys; sys.path.insert(0, '.'); from cgplan.core.rules import SUPPORTED_VERSIONS as v; print(*v)")
+oracle-venvs:
+	@for v in $(VLLM_VERSIONS); do \
+		test -x $(ORACLE_VENVS)/venv-$$v/bin/python || scripts/oracle/setup-venv.sh $$v $(ORACLE_VENVS)/venv-$$v || exit 1; \
+	done
+
+## golden: re-record vLLM's answers for the corpus with vLLM's own code (scripts/oracle/, scripts/record_golden.py)
+golden: oracle-venvs
+	$(PY) scripts/record_golden.py --venv-root $(ORACLE_VENVS) tests/data/corpus/*.yaml
+	$(PY) scripts/record_golden.py --venv-root $(ORACLE_VENVS) --out-dir tests/data/oracle-deploy \
+		tests/data/corpus-deploy/*.yaml
 
 ## clean: remove .venv and the test caches
 clean:

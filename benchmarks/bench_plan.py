@@ -8,7 +8,8 @@ Measures, in one run on this machine:
     when --oracle-python points at a venv with vLLM (scripts/record_golden.py says how).
 
 Usage: python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
-       [--oracle-python /work/cache/venv-0.33.0/bin/python --oracle /path/to/oracle.py]
+       [--oracle-python .cache/venv-0.33.0/bin/python]   (make oracle-venvs builds it; the oracle
+       defaults to the project's scripts/oracle/oracle.py)
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--oracle-python", default=os.environ.get("ORACLE_PYTHON"))
     ap.add_argument(
-        "--oracle", default=os.environ.get("ORACLE_SCRIPT", str(ROOT.parent / "shared/oracle/oracle.py"))
+        "--oracle", default=os.environ.get("ORACLE_SCRIPT", str(ROOT / "scripts/oracle/oracle.py"))
     )
     args = ap.parse_args()
 

@@ -22,6 +22,60 @@ class Calibration:
     held_out: tuple[FitCheck, ...]
 
 
+def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """Capture reports from the paths given: a report as it is; an aggregate report of a
+    multi-config capture (`fleet.json`) as the complete reports it lists; a folder as its
+    aggregate if it has one, else its complete capture reports. Returns (reports, notes on what
+    was left out of an aggregate or a folder).
+
+    Raises:
+        ReportError: a path that is missing, or not JSON.
+    """
+    from cgplan.fleet import AGGREGATE_NAME, iter_reports, read_json
+
+    out: list[Path] = []
+    notes: list[str] = []
+
+    def from_aggregate(agg: Path, doc: dict[str, object]) -> None:
+        listed = list(iter_reports(doc, agg.parent))
+        rows = doc.get("configs")
+        left = (len(rows) if isinstance(rows, list) else 0) - len(listed)
+        if left:
+            notes.append(f"{agg}: {left} config(s) without a complete report left out")
+        out.extend(listed)
+
+    for p in paths:
+        if p.is_dir():
+            agg = p / f"{AGGREGATE_NAME}.json"
+            if agg.is_file():
+                from_aggregate(agg, read_json(agg))
+                continue
+            skipped = 0
+            for q in sorted(p.glob("*.json")):
+                try:
+                    doc = read_json(q)
+                except ReportError:
+                    skipped += 1
+                    continue
+                measured = doc.get("measured")
+                backend = measured.get("backend") if isinstance(measured, dict) else None
+                if doc.get("kind") == "capture" and doc.get("status") == "complete" and backend != "fake":
+                    out.append(q)
+                else:
+                    skipped += 1
+            if skipped:
+                notes.append(f"{p}: {skipped} file(s) that are not complete capture reports left out")
+        elif p.is_file():
+            doc = read_json(p)
+            if doc.get("kind") == "fleet":
+                from_aggregate(p, doc)
+            else:
+                out.append(p)
+        else:
+            raise ReportError(f"{p}: no such report or folder")
+    return out, notes
+
+
 def _observations(paths: Sequence[Path], configs: Path | None) -> list:  # type: ignore[type-arg]
     return [observation_from_report(read_report(p), p, configs) for p in paths]
 

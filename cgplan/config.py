@@ -44,6 +44,19 @@ _TOP_KEYS = (
     "speculative_config",
     "compilation_config",
     "cgplan",
+    # parallelism, LoRA, microbatching (#16)
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "decode_context_parallel_size",
+    "enable_expert_parallel",
+    "enable_lora",
+    "max_loras",
+    "enable_dbo",
+    "ubatch_size",
+    "dbo_decode_token_threshold",
+    "dbo_prefill_token_threshold",
+    "async_scheduling",
+    "all2all_backend",
 )
 # vLLM serve keys that do not change what is captured: accepted and listed.
 IGNORED_TOP_KEYS = (
@@ -76,23 +89,17 @@ IGNORED_TOP_KEYS = (
     "reasoning_parser",
     "quantization",
     "skip_tokenizer_init",
-    "async_scheduling",
     "distributed_executor_backend",
     "cudagraph_metrics",
     "kv_transfer_config",
+    "lora_modules",
+    "max_lora_rank",
+    "data_parallel_size_local",
+    "data_parallel_address",
+    "data_parallel_rpc_port",
 )
 # vLLM keys that change capture but that cgplan does not model yet: refused by name.
-UNMODELLED_TOP_KEYS = (
-    "pipeline_parallel_size",
-    "data_parallel_size",
-    "enable_lora",
-    "max_loras",
-    "enable_dbo",
-    "decode_context_parallel_size",
-    "prefill_context_parallel_size",
-    "enable_expert_parallel",
-    "all2all_backend",
-)
+UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size",)
 _SPEC_KEYS = (
     "method",
     "num_speculative_tokens",
@@ -110,11 +117,11 @@ _CC_KEYS = (
     "pass_config",
     "level",
     "mode",
+    "cudagraph_specialize_lora",
 )
 _CC_UNMODELLED = (
     "splitting_ops",
     "use_inductor_graph_partition",
-    "cudagraph_specialize_lora",
     "compile_sizes",
 )
 _PASS_KEYS = ("enable_sp", "sp_min_token_num", "fuse_gemm_comms")
@@ -456,6 +463,11 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         if "num_nextn_predict_layers" in text
         else 0,
         max_position_embeddings=num("max_position_embeddings", 2048),
+        derived_max_model_len=num("max_position_embeddings", 0) or None
+        if "max_position_embeddings" in text
+        and not text.get("rope_scaling")
+        and "model_max_length" not in text
+        else None,
     )
 
 
@@ -637,6 +649,23 @@ def parse_config(
         _bool(pc, "fuse_gemm_comms", "compilation_config.pass_config")
     )
     sp_min = _int(pc, "sp_min_token_num", "compilation_config.pass_config")
+    specialize_lora = _bool(cc, "cudagraph_specialize_lora", "compilation_config")
+    parallel = {
+        key: _int(doc, key, "", minimum=minimum)
+        for key, minimum in (
+            ("pipeline_parallel_size", 1),
+            ("data_parallel_size", 1),
+            ("decode_context_parallel_size", 1),
+            ("max_loras", 1),
+            ("ubatch_size", 0),
+            ("dbo_decode_token_threshold", 0),
+            ("dbo_prefill_token_threshold", 0),
+        )
+    }
+    switches = {
+        key: _bool(doc, key, "")
+        for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling")
+    }
 
     inp = PlanInput(
         vllm_version=version,
@@ -658,12 +687,42 @@ def parse_config(
         model_runner=runner,
         attention_backend=backend,
         attention_cudagraph_support=support,
+        cudagraph_specialize_lora=True if specialize_lora is None else specialize_lora,
+        pipeline_parallel_size=parallel["pipeline_parallel_size"] or 1,
+        data_parallel_size=parallel["data_parallel_size"] or 1,
+        decode_context_parallel_size=parallel["decode_context_parallel_size"] or 1,
+        max_loras=parallel["max_loras"] or 1,
+        ubatch_size=parallel["ubatch_size"] or 0,
+        dbo_decode_token_threshold=_or(parallel["dbo_decode_token_threshold"], 32),
+        dbo_prefill_token_threshold=_or(parallel["dbo_prefill_token_threshold"], 512),
+        enable_expert_parallel=bool(switches["enable_expert_parallel"]),
+        enable_lora=bool(switches["enable_lora"]),
+        enable_dbo=bool(switches["enable_dbo"]),
+        async_scheduling=switches["async_scheduling"],
+        all2all_backend=_all2all(doc.get("all2all_backend")),
     )
     return inp, ignored
 
 
-def load_config(path: str | Path, overrides: Overrides = NO_OVERRIDES) -> LoadedConfig:
-    """Read and validate a YAML config file.
+def _all2all(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _err(
+            "all2all_backend", "must be a string", value, "an all-to-all backend such as deepep_low_latency"
+        )
+    return value.strip()
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def load_config(
+    path: str | Path, overrides: Overrides = NO_OVERRIDES, base_dir: Path | None = None
+) -> LoadedConfig:
+    """Read and validate a YAML config file; relative paths in it start from `base_dir` (default:
+    the working directory, as in vLLM).
 
     Raises:
         ConfigError: with the file name in front of the located message.
@@ -698,7 +757,7 @@ def load_config(path: str | Path, overrides: Overrides = NO_OVERRIDES) -> Loaded
         # Relative paths (model:, speculative_config.model, cgplan.model_config) start from the
         # working directory, as in vLLM, which hands them to Hugging Face's loader unchanged; the
         # same rule as for `--vllm-args "serve --config FILE"`.
-        inp, ignored = parse_config(raw, Path.cwd(), overrides, notes)
+        inp, ignored = parse_config(raw, Path.cwd() if base_dir is None else base_dir, overrides, notes)
     except ConfigError as e:
         raise e.located(source) from None
     return LoadedConfig(inp, source, tuple(ignored), tuple(notes))

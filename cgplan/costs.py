@@ -162,13 +162,15 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
     nvml = _bytes(m.get("capture_nvml_delta_bytes"), f"{report}:measured.capture_nvml_delta_bytes")
     if nvml is None:
         raise ReportError(f"{report}: no NVML figure for the capture phase")
+    if m.get("backend") == "fake":
+        raise ReportError(f"{report}: made by the fake backend (no GPU): nothing to fit on")
     measured = _measurements(m.get("graphs") or [], f"{report}:measured.graphs")
     wall = m.get("capture_wall_s")
     wall_s = None if wall is None else _number(wall, f"{report}:measured.capture_wall_s")
     root = Path.cwd() if root is None else root
     src = _source_config(doc, report, root)
     try:
-        inp = load_config(src).input
+        inp = load_config(src, base_dir=root).input  # the folder capture ran in: its paths start there
     except ConfigError:
         # Not quoted: the config is a file the report named, not one the user did.
         raise ReportError(

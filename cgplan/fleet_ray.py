@@ -49,6 +49,9 @@ class TaskSpec:
     """What a Ray task needs (pickled to the worker)."""
 
     config: str
+    """As the caller named it: the report's `source` stays relative, as in a local run."""
+    cwd: str
+    """The caller's working directory, where the child runs (the same path on the worker)."""
     name: str
     options: ChildOptions
     fingerprint: str | None
@@ -92,7 +95,8 @@ def capture_task(spec: TaskSpec) -> TaskResult:
     _lose_worker_if_asked(spec)
     host = socket.gethostname()
     gpus = tuple(x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x)
-    if not Path(spec.config).is_file():
+    cwd = spec.cwd if Path(spec.cwd).is_dir() else None
+    if not (Path(cwd or ".") / spec.config).is_file():
         return TaskResult(
             2,
             host,
@@ -116,6 +120,7 @@ def capture_task(spec: TaskSpec) -> TaskResult:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                cwd=cwd,
                 start_new_session=True,
             )
             try:
@@ -210,7 +215,8 @@ def run_ray(
             progress.finished(results[job.name])
             continue
         spec = TaskSpec(
-            str(job.config.resolve()),
+            str(job.config),
+            os.getcwd(),
             job.name,
             options,
             job.fingerprint,

@@ -7,14 +7,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgplan.config import Overrides, load_config
+from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import graph_count
+from cgplan.core.latency import (
+    LatencyCoefficients,
+    StepShape,
+    decode_step,
+    drafter_shape,
+    expected,
+    forward_ms,
+    forward_shape,
+    mixed_step,
+    step_ms,
+)
 from cgplan.core.modes import Mode
 from cgplan.core.optimize import optimal_ladders
+from cgplan.core.optimize_time import TimedShape, optimal_timed_ladders
 from cgplan.core.plan import build_plan
+from cgplan.core.spec import PlanInput
 from cgplan.core.traffic_cost import TrafficCost, query_len_for, traffic_cost
 from cgplan.core.types import Plan
+from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
+from cgplan.latency import shipped_latency
 from cgplan.traffic import Traffic, load_traffic
+
+OBJECTIVES = ("time", "padding")
 
 
 @dataclass(frozen=True)
@@ -29,6 +47,18 @@ class Optimized:
     sizes: tuple[int, ...]
     budget_sizes: int
     eager_step_cost: float
+    objective: str = "padding"
+    """time: expected step time (latency model); padding: padded tokens + eager steps (a proxy)."""
+    default_step_ms: float = 0.0
+    """Expected step time of the default ladder at the traffic (latency model)."""
+    step_ms: float = 0.0
+    default_memory_mib: float | None = None
+    """Predicted graph memory of the default ladder (cost model)."""
+    memory_mib: float | None = None
+    memory_budget_mib: float | None = None
+    default_capture_s: float | None = None
+    capture_s: float | None = None
+    latency_gpu: str = ""
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -45,9 +75,17 @@ def optimize_config(
     max_graphs: int | None = None,
     eager_step_cost: float = 1000.0,
     max_capture_size: int | None = None,
+    objective: str = "padding",
+    latency: LatencyCoefficients | None = None,
+    max_memory_mib: float | None = None,
+    max_capture_s: float | None = None,
 ) -> Optimized:
-    """Choose the capture sizes minimising expected padding + eager cost under a size budget
-    (default: as many sizes as vLLM's default ladder), and verify them by planning again."""
+    """Choose the capture sizes minimising expected padding + eager cost (objective "padding") or
+    the expected step time (objective "time", under the predicted graph memory of the default ladder
+    unless `max_memory_mib` says otherwise) under a size and graph budget (default: the default
+    ladder's), and verify them by planning again."""
+    if objective not in OBJECTIVES:
+        raise ConfigError("--objective", f"must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
     loaded = load_config(config, overrides)
     traffic = load_traffic(traffic_path)
     inp = loaded.input
@@ -74,6 +112,40 @@ def optimize_config(
         else min(max_capture_size, inp.max_num_batched_tokens)
     )
     graph_budget = max_graphs if max_graphs is not None else graph_count(default_plan)
+    lat = latency or shipped_latency()
+    coeffs = default_coefficients()
+    default_costed = with_cost(default_plan, inp, coeffs)
+    default_mem = (
+        default_costed.cost.total_mib if default_costed.cost and default_costed.cost.graphs else None
+    )
+    default_cap = (
+        default_costed.cost.capture_s if default_costed.cost and default_costed.cost.graphs else None
+    )
+    default_t = expected(lat, default_plan, inp, traffic.uniform_decode, traffic.mixed).step_ms
+    if objective == "time":
+        mem_budget = max_memory_mib if max_memory_mib is not None else default_mem
+        plan, mem, cap_s, t = _optimize_time(
+            inp, default_plan, traffic, lat, budget, cap, graph_budget, mem_budget, max_capture_s
+        )
+        return Optimized(
+            traffic=traffic,
+            default_plan=default_plan,
+            default_cost=traffic_cost(default_plan, traffic.uniform_decode, traffic.mixed),
+            plan=plan,
+            cost=traffic_cost(plan, traffic.uniform_decode, traffic.mixed),
+            sizes=tuple(plan.capture_sizes),
+            budget_sizes=budget,
+            eager_step_cost=eager_step_cost,
+            objective="time",
+            default_step_ms=default_t,
+            step_ms=t,
+            default_memory_mib=default_mem,
+            memory_mib=mem,
+            memory_budget_mib=mem_budget,
+            default_capture_s=default_cap,
+            capture_s=cap_s,
+            latency_gpu=lat.gpu,
+        )
     best: tuple[float, Plan] | None = None
     # Every size count's optimal ladder, re-planned through the dispatcher model; keep the
     # cheapest whose graph count fits the budget (descriptors, as vLLM captures them).
@@ -93,6 +165,7 @@ def optimize_config(
     if best is None:
         raise ConfigError("--max-graphs", f"no ladder fits {graph_budget} graphs for this traffic")
     plan = best[1]
+    costed = with_cost(plan, inp, coeffs)
     return Optimized(
         traffic=traffic,
         default_plan=default_plan,
@@ -102,4 +175,149 @@ def optimize_config(
         sizes=tuple(plan.capture_sizes),
         budget_sizes=budget,
         eager_step_cost=eager_step_cost,
+        default_step_ms=default_t,
+        step_ms=expected(lat, plan, inp, traffic.uniform_decode, traffic.mixed).step_ms,
+        default_memory_mib=default_mem,
+        memory_mib=costed.cost.total_mib if costed.cost and costed.cost.graphs else None,
+        default_capture_s=default_cap,
+        capture_s=costed.cost.capture_s if costed.cost and costed.cost.graphs else None,
+        latency_gpu=lat.gpu,
     )
+
+
+def _timed_shapes(
+    inp: PlanInput, plan: Plan, traffic: Traffic, lat: LatencyCoefficients
+) -> tuple[list[TimedShape], dict[str, int]]:
+    """The histogram as timed shapes (see core/optimize_time.py), priced on `plan`'s drafter ladder."""
+    target = forward_shape(inp.model)
+    shapes: list[TimedShape] = []
+    tiers: dict[str, int] = {}
+    drafter = drafter_shape(target)
+    for n, w in traffic.uniform_decode:
+        if n > inp.max_num_seqs or w <= 0:
+            continue
+        q = query_len_for(plan, n)
+        t = n * q
+        kind = f"decode:{q}"
+        tiers[kind] = q
+        full = dataclasses.replace(decode_step(plan, inp, n, q, "FULL", t), draft_steps=0)
+        eager = dataclasses.replace(decode_step(plan, inp, n, q, "NONE", t), draft_steps=0)
+        fixed = step_ms(lat, target, full) - _graph_step(lat, inp, plan, kind, q, t)
+        shapes.append(TimedShape(t, w, kind, step_ms(lat, target, eager) - fixed, fixed))
+        steps = decode_step(plan, inp, n, q).draft_steps
+        if steps:
+            # The drafter's decode steps replay FULL graphs of n tokens from the same ladder
+            # (sizes up to max_num_seqs): a ladder without small sizes runs them eager.
+            eager_dec = forward_ms(lat, drafter, "NONE", n, n) + lat.draft_step_ms
+            shapes.append(TimedShape(n, w * steps, "drafter_decode", eager_dec))
+    for t, w in traffic.mixed:
+        if w <= 0 or t > inp.max_num_batched_tokens:
+            continue
+        eager_ms = step_ms(lat, target, mixed_step(plan, inp, t, "NONE"))
+        shapes.append(TimedShape(t, w, "mixed", eager_ms))
+    return shapes, tiers
+
+
+def _graph_step(lat: LatencyCoefficients, inp: PlanInput, plan: Plan, kind: str, q: int, s: int) -> float:
+    """Modelled step time of a graph of s tokens for `kind`, as a function of s alone."""
+    target = forward_shape(inp.model)
+    if kind == "mixed":
+        return step_ms(lat, target, mixed_step(plan, inp, s, "PIECEWISE"))
+    if kind == "drafter_decode":
+        return forward_ms(lat, drafter_shape(target), "FULL", s, s) + lat.draft_step_ms
+    # A decode tier's FULL graph: vLLM rounds the size up to a multiple of the query length.
+    tokens = -(-s // q) * q
+    reqs = max(tokens // q, 1)
+    full = decode_step(plan, inp, reqs, q, "FULL", tokens)
+    return step_ms(
+        lat,
+        target,
+        StepShape(full.target_mode, tokens, tokens, full.drafter_prefill_mode, tokens, reqs, reqs=reqs),
+    )
+
+
+def _optimize_time(
+    inp: PlanInput,
+    default_plan: Plan,
+    traffic: Traffic,
+    lat: LatencyCoefficients,
+    budget: int,
+    cap: int,
+    graph_budget: int,
+    mem_budget: float | None,
+    max_capture_s: float | None,
+) -> tuple[Plan, float | None, float | None, float]:
+    shapes, tiers = _timed_shapes(inp, default_plan, traffic, lat)
+    coeffs = default_coefficients()
+
+    def graph_ms(kind: str, s: int) -> float:
+        return _graph_step(lat, inp, default_plan, kind, tiers.get(kind, 1), s)
+
+    best: tuple[float, Plan, float | None, float | None] | None = None
+    # Graph memory grows mostly with the largest size (its pool), so a memory budget is met by
+    # capping the ladder: try the full cap, then lower ones (shape sizes, about 10% apart); for
+    # each, the DP's best ladders of the full size budget and of a few smaller ones.
+    # Memory falls and time rises as the cap comes down, so the first cap with a candidate that
+    # fits every budget holds the best one.
+    tokens = sorted({x.tokens for x in shapes if x.tokens <= cap}, reverse=True)
+    caps = [cap]
+    for t in tokens:
+        if t < caps[-1] * 0.9:
+            caps.append(t)
+        if len(caps) >= 16:
+            break
+    seen: set[tuple[int, ...]] = set()
+    for c in caps:
+        if best is not None:
+            break
+        ladders = optimal_timed_ladders(shapes, budget, c, graph_ms)
+        top = len(ladders) - 1
+        for r in sorted({top, top * 3 // 4, top // 2}, reverse=True):
+            if r <= 0:
+                continue
+            sol = ladders[r]
+            if not sol.sizes or sol.sizes in seen:
+                continue
+            seen.add(sol.sizes)
+            best = _consider(
+                sol.sizes, inp, traffic, lat, coeffs, graph_budget, mem_budget, max_capture_s, best
+            )
+    if best is None:
+        raise ConfigError(
+            "--max-graph-memory-mib",
+            "no ladder fits the graph, memory and capture-time budgets for this traffic",
+        )
+    return best[1], best[2], best[3], best[0]
+
+
+def _consider(
+    sizes: tuple[int, ...],
+    inp: PlanInput,
+    traffic: Traffic,
+    lat: LatencyCoefficients,
+    coeffs: CostCoefficients,
+    graph_budget: int,
+    mem_budget: float | None,
+    max_capture_s: float | None,
+    best: tuple[float, Plan, float | None, float | None] | None,
+) -> tuple[float, Plan, float | None, float | None] | None:
+    """Re-plan a ladder; keep it if it fits the budgets and beats `best` in expected step time."""
+    for sol_sizes in (sizes,):
+        changed = dataclasses.replace(inp, cudagraph_capture_sizes=sol_sizes, max_cudagraph_capture_size=None)
+        try:
+            candidate = build_plan(changed, with_fixes=False)
+        except ConfigRejected:
+            continue
+        if graph_count(candidate) > graph_budget:
+            continue
+        costed = with_cost(candidate, changed, coeffs)
+        mem = costed.cost.total_mib if costed.cost and costed.cost.graphs else None
+        cap_s = costed.cost.capture_s if costed.cost and costed.cost.graphs else None
+        if mem_budget is not None and mem is not None and mem > mem_budget:
+            continue
+        if max_capture_s is not None and cap_s is not None and cap_s > max_capture_s:
+            continue
+        t = expected(lat, candidate, changed, traffic.uniform_decode, traffic.mixed).step_ms
+        if best is None or t < best[0]:
+            best = (t, candidate, mem, cap_s)
+    return best

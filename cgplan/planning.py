@@ -8,11 +8,15 @@ from pathlib import Path
 
 from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.core.cost import CostCoefficients
+from cgplan.core.latency import LatencyCoefficients
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
+from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
+from cgplan.latency import shipped_latency, with_latency
+from cgplan.traffic import Traffic
 
 
 def plan_file(
@@ -22,6 +26,8 @@ def plan_file(
     with_fixes: bool = True,
     policy: CapturePolicy = UPSTREAM,
     coefficients: CostCoefficients | None = None,
+    latency: LatencyCoefficients | None = None,
+    traffic: Traffic | None = None,
 ) -> tuple[LoadedConfig, Plan]:
     """Load `path` and plan it, with its predicted cost (`coefficients`, default: the shipped H200
     set); vLLM's refusals come back located in that file.
@@ -34,7 +40,8 @@ def plan_file(
         plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
-    return loaded, with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    return loaded, _timed(plan, loaded.input, latency, traffic)
 
 
 def plan_vllm_args(
@@ -46,6 +53,8 @@ def plan_vllm_args(
     with_fixes: bool = True,
     policy: CapturePolicy = UPSTREAM,
     coefficients: CostCoefficients | None = None,
+    latency: LatencyCoefficients | None = None,
+    traffic: Traffic | None = None,
 ) -> tuple[LoadedConfig, Plan]:
     """Read a `vllm serve` command line as vLLM would, then plan it like the equivalent YAML.
 
@@ -68,7 +77,18 @@ def plan_vllm_args(
         plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy)
     except ConfigError as e:
         raise parsed.locate(e) from None
-    return loaded, with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    return loaded, _timed(plan, loaded.input, latency, traffic)
+
+
+def _timed(plan: Plan, inp: PlanInput, latency: LatencyCoefficients | None, traffic: Traffic | None) -> Plan:
+    """The plan with its predicted step times (`latency`, default: the shipped H200 set) at
+    `traffic` (default: every uniform-decode batch size once)."""
+    if traffic is None:
+        return with_latency(plan, inp, latency or shipped_latency())
+    return with_latency(
+        plan, inp, latency or shipped_latency(), traffic.uniform_decode, traffic.mixed, traffic.source
+    )
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,7 +15,13 @@ from cgplan.core.gate import GatePolicy
 from cgplan.errors import ConfigError, preview
 
 _BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
-_NUMBERS = ("max_pool_gib", "max_capture_seconds", "max_decode_padding_ratio", "max_graph_growth_pct")
+_NUMBERS = (
+    "max_pool_gib",
+    "max_capture_seconds",
+    "max_decode_padding_ratio",
+    "max_graph_growth_pct",
+    "max_eager_time_share",
+)
 _INTS = ("max_total_graphs",)
 KEYS = (*_BOOLS, *_NUMBERS, *_INTS, "max_graphs_per_family")
 _FAMILY = re.compile(r"\*|[A-Za-z0-9_.-]{1,64}")
@@ -63,6 +69,8 @@ def parse_policy(doc: Any) -> GatePolicy:
             ):
                 raise ConfigError(key, f"must be a number >= 0, at most 1e15 (got {preview(value)})")
             value = float(value)
+            if key == "max_eager_time_share" and value > 1:
+                raise ConfigError(key, f"must be a share 0..1 (got {preview(value)})")
         elif key in _INTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(key, f"must be an integer >= 0 (got {preview(value)})")

@@ -260,6 +260,8 @@ def _graph(g: Any, at: str, *, signed: bool = False) -> Graph:
         _int(g.get("num_tokens"), f"{at}.num_tokens", minimum=low),
         None if g.get("num_reqs") is None else _int(g.get("num_reqs"), f"{at}.num_reqs", minimum=low),
         None if g.get("query_len") is None else _int(g.get("query_len"), f"{at}.query_len", minimum=low),
+        _opt_int(g.get("num_active_loras"), f"{at}.num_active_loras") or 0,
+        _opt_int(g.get("num_ubatches"), f"{at}.num_ubatches") or 1,
     )
 
 

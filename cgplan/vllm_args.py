@@ -96,6 +96,19 @@ _FLAGS: tuple[_Flag, ...] = (
     _flag("max_cudagraph_capture_size", role=_R),
     _flag("attention_backend", role=_R),
     _flag("attention_config", "-ac", role=_R),
+    # parallelism, LoRA, microbatching (#16)
+    _flag("pipeline_parallel_size", "-pp", role=_R),
+    _flag("data_parallel_size", "-dp", role=_R),
+    _flag("decode_context_parallel_size", "-dcp", role=_R),
+    _flag("enable_expert_parallel", "-ep", arity="bool", role=_R),
+    _flag("enable_lora", arity="bool", role=_R),
+    _flag("max_loras", role=_R),
+    _flag("enable_dbo", arity="bool", role=_R),
+    _flag("ubatch_size", role=_R),
+    _flag("dbo_decode_token_threshold", role=_R),
+    _flag("dbo_prefill_token_threshold", role=_R),
+    _flag("async_scheduling", arity="bool", role=_R),
+    _flag("all2all_backend", role=_R),
     # capture-neutral: the keys cgplan.config ignores in a YAML, plus front-end (HTTP server) flags
     _flag("host", role=_I),
     _flag("port", role=_I),
@@ -133,7 +146,6 @@ _FLAGS: tuple[_Flag, ...] = (
     _flag("reasoning_parser", role=_I),
     _flag("quantization", "-q", role=_I),
     _flag("skip_tokenizer_init", arity="bool", role=_I),
-    _flag("async_scheduling", arity="bool", role=_I),
     _flag("distributed_executor_backend", role=_I),
     _flag("cudagraph_metrics", arity="bool", role=_I),
     _flag("kv_transfer_config", role=_I),
@@ -160,16 +172,13 @@ _FLAGS: tuple[_Flag, ...] = (
     _flag("enable_force_include_usage", arity="bool", role=_I),
     _flag("return_tokens_as_token_ids", arity="bool", role=_I),
     # change what vLLM captures, not modelled by cgplan yet: refused unless left at vLLM's default
-    _flag("pipeline_parallel_size", "-pp", role=_U, default="1"),
-    _flag("data_parallel_size", "-dp", role=_U, default="1"),
-    _flag("decode_context_parallel_size", "-dcp", role=_U, default="1"),
     _flag("prefill_context_parallel_size", "-pcp", role=_U, default="1"),
-    _flag("enable_expert_parallel", "-ep", arity="bool", role=_U),
-    _flag("enable_lora", arity="bool", role=_U),
-    _flag("max_loras", role=_U),
-    _flag("lora_modules", arity="many", role=_U),
-    _flag("enable_dbo", arity="bool", role=_U),
-    _flag("all2all_backend", role=_U),
+    # which adapters and which all-to-all kernels: capture-neutral at config time
+    _flag("lora_modules", arity="many", role=_I),
+    _flag("max_lora_rank", role=_I),
+    _flag("data_parallel_size_local", "-dpl", role=_I),
+    _flag("data_parallel_address", "-dpa", role=_I),
+    _flag("data_parallel_rpc_port", "-dpp", role=_I),
 )
 
 _BY_NAME: dict[str, tuple[_Flag, bool]] = {}
@@ -811,6 +820,22 @@ def _build(
     ):
         if (v := values.get(key)) is not None:
             put(key, _int(v, human=human), v)
+    for key in (
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "decode_context_parallel_size",
+        "max_loras",
+        "ubatch_size",
+        "dbo_decode_token_threshold",
+        "dbo_prefill_token_threshold",
+    ):
+        if (v := values.get(key)) is not None:
+            put(key, _int(v), v)
+    if (v := values.get("all2all_backend")) is not None:
+        put("all2all_backend", v.raw, v)
+    for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling"):
+        if (v := values.get(key)) is not None:
+            put(key, v.positive, v)
     if (v := values.get("enforce_eager")) is not None:
         put("enforce_eager", v.positive, v)
     if (v := values.get("performance_mode")) is not None:

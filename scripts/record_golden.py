@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Record vLLM's own answers for the cgplan golden corpus.
 
-The committed data under tests/data/oracle/ was regenerated, from the repository
-root, with:
+The committed data under tests/data/oracle/ is regenerated, from a clone's root, with:
 
-    python3 scripts/record_golden.py --venv-root /work/cache \\
-        --versions 0.26.0 0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 \\
-        tests/data/corpus/*.yaml
+    make golden            # = make oracle-venvs, then:
+    python3 scripts/record_golden.py --venv-root .cache tests/data/corpus/*.yaml
+    python3 scripts/record_golden.py --venv-root .cache --out-dir tests/data/oracle-deploy \\
+        tests/data/corpus-deploy/*.yaml
 
-(`/work/cache/venv-X` is a CPU-only venv built with
-`shared/oracle/setup-venv.sh X /work/cache/venv-X`; the oracle is
-`shared/oracle/oracle.py`, found next to the repository or via --oracle.)
+`make oracle-venvs` builds one CPU-only venv per supported release,
+`.cache/venv-X` (git-ignored), with `scripts/oracle/setup-venv.sh X .cache/venv-X`;
+`ORACLE_VENVS=DIR make golden` uses venvs built elsewhere. The oracle is the
+project's own `scripts/oracle/oracle.py` (adapted from the shared one; it also
+builds data/pipeline/decode-context/expert parallel, LoRA and DBO configs).
+`--versions` defaults to every release in `cgplan/core/rules.py`; `--only STEM`
+re-records the corpus files whose name contains STEM. The corpus of the parallel,
+LoRA, DBO and validation rules is written by `scripts/oracle/make_corpus.py`.
 
 For every version it:
 
@@ -50,10 +55,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "oracle"
-ORACLE_CANDIDATES = [
-    REPO.parent / "shared" / "oracle" / "oracle.py",
-    Path("/work/shared/oracle/oracle.py"),
-]
+ORACLE = REPO / "scripts" / "oracle" / "oracle.py"
 USAGE_CONTEXT = "OPENAI_API_SERVER"
 
 # Top-level cgplan keys that the oracle reads itself; any other scalar goes
@@ -276,6 +278,7 @@ def record_version(
             data["_recorded"] = {
                 "vllm_version": version,
                 "corpus_file": f"{p.stem}.yaml",
+                "corpus_dir": p.parent.name,
                 "usage_context": USAGE_CONTEXT,
             }
             # gzip (mtime 0, so re-recording the same answers gives the same bytes):
@@ -291,15 +294,26 @@ def record_version(
     return n_ok, failed, time.perf_counter() - t0
 
 
+def _supported_versions() -> tuple[str, ...]:
+    # cgplan.core is stdlib-only: importable from the clone without installing anything
+    sys.path.insert(0, str(REPO))
+    from cgplan.core.rules import SUPPORTED_VERSIONS
+
+    return SUPPORTED_VERSIONS
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--_oracle-child":
         return oracle_child(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", nargs="*", type=Path, help="cgplan config YAMLs")
     ap.add_argument(
-        "--venv-root", type=Path, required=True, help="folder holding venv-<version>/ for every version"
+        "--venv-root",
+        type=Path,
+        default=REPO / ".cache",
+        help="folder holding venv-<version>/ for every version (default: .cache)",
     )
-    ap.add_argument("--versions", nargs="+", required=True)
+    ap.add_argument("--versions", nargs="+", default=list(_supported_versions()))
     ap.add_argument("--only", help="only corpus files whose stem contains this")
     ap.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--oracle", type=Path, help="path to oracle.py")
@@ -313,12 +327,7 @@ def main() -> int:
         ap.error("need --versions and at least one corpus YAML")
 
     args.venv_root = args.venv_root.absolute()
-    oracle_path = args.oracle
-    if oracle_path is None:
-        oracle_path = next((p for p in ORACLE_CANDIDATES if p.exists()), None)
-        if oracle_path is None:
-            raise SystemExit("oracle.py not found; pass --oracle")
-    oracle_path = oracle_path.resolve()
+    oracle_path = (args.oracle or ORACLE).resolve()
 
     corpus = sorted({p.resolve() for p in args.corpus if not args.only or args.only in p.stem})
     if not corpus:

@@ -26,19 +26,51 @@ def _v1_graphs(capture: list[dict[str, Any]], q: int) -> list[dict[str, Any]]:
     out = []
     for block in capture:
         uniform = True in block["uniform"]
-        for t, r in zip(block["num_tokens"], block["num_reqs"], strict=True):
+        loras = block.get("num_active_loras") or [0] * len(block["num_tokens"])
+        for t, r, la in zip(block["num_tokens"], block["num_reqs"], loras, strict=True):
             out.append(
-                {"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": q if uniform else None}
+                {
+                    "mode": block["mode"],
+                    "num_tokens": t,
+                    "num_reqs": r,
+                    "query_len": q if uniform else None,
+                    "num_active_loras": la,
+                    "num_ubatches": 1,
+                }
             )
     return out
 
 
 def _v2_graphs(capture: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {"mode": block["mode"], "num_tokens": t, "num_reqs": r, "query_len": u}
-        for block in capture
-        for t, r, u in block["descs"]
-    ]
+    out = []
+    for block in capture:
+        n = len(block["descs"])
+        loras = block.get("num_active_loras") or [0] * n
+        ubatches = block.get("num_ubatches") or [1] * n
+        for (t, r, u), la, ub in zip(block["descs"], loras, ubatches, strict=True):
+            out.append(
+                {
+                    "mode": block["mode"],
+                    "num_tokens": t,
+                    "num_reqs": r,
+                    "query_len": u,
+                    "num_active_loras": la,
+                    "num_ubatches": ub,
+                }
+            )
+    return out
+
+
+def _contract_shape(graphs: dict[str, list[dict[str, Any]]]) -> None:
+    """The JSON contract lists num_active_loras / num_ubatches only in plans that have such graphs."""
+    every = [g for gs in graphs.values() for g in gs]
+    loras = any(g["num_active_loras"] for g in every)
+    ubatches = any(g["num_ubatches"] != 1 for g in every)
+    for g in every:
+        if not loras:
+            del g["num_active_loras"]
+        if not ubatches:
+            del g["num_ubatches"]
 
 
 def expected(doc: dict[str, Any]) -> dict[str, Any]:
@@ -91,4 +123,11 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
             out["graphs"]["drafter"] = _v1_graphs(side["drafter"]["capture"], 1)
         out["uniform_decode"] = {str(q): _ranges(side["target"]["uniform_decode_dispatch"], "reqs")}
         out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
+        if "uniform_decode_dispatch_lora1" in side["target"]:
+            lora1 = side["target"]["uniform_decode_dispatch_lora1"]
+            out["uniform_decode_lora1"] = {str(q): _ranges(lora1, "reqs")}
+    if v2 and "uniform_decode_dispatch_lora1" in side["target"]:
+        lora1 = side["target"]["uniform_decode_dispatch_lora1"]
+        out["uniform_decode_lora1"] = {k: _ranges(v, "reqs") for k, v in lora1.items()}
+    _contract_shape(out["graphs"])
     return out

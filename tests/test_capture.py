@@ -15,6 +15,7 @@ from cgplan.config import Overrides
 from cgplan.core.measure import GraphMeasurement, MeasuredCapture, compare
 from cgplan.core.types import DispatchRange
 from cgplan.errors import CaptureError, ConfigRejected, ExitCode, GpuUnavailableError
+from cgplan.fleet import iter_reports
 from cgplan.gpu.recorder import GraphRecorder
 from cgplan.gpu.vllm_backend import vllm_figures
 from cgplan.planning import plan_file
@@ -32,6 +33,11 @@ EVIDENCE = sorted(
     if p.stem not in CRASHED
 )
 CONFIGS = ROOT / "configs/gpu"
+# fleet/: multi-config captures (#19); their aggregates list the complete reports.
+FLEET_AGGREGATES = sorted(H200.glob("fleet/*/fleet.json"))
+EVIDENCE += sorted(
+    r for agg in FLEET_AGGREGATES for r in iter_reports(json.loads(agg.read_text()), agg.parent)
+)
 
 
 def _config_of(report: Path) -> Path:
@@ -43,7 +49,22 @@ def test_evidence_exists() -> None:
     assert len(EVIDENCE) >= 24
 
 
-@pytest.mark.parametrize("report", EVIDENCE, ids=[p.stem for p in EVIDENCE])
+def test_fleet_aggregates_agree_with_their_reports() -> None:
+    """The committed multi-config runs: every row's report is there and says what the row says."""
+    assert FLEET_AGGREGATES
+    for agg in FLEET_AGGREGATES:
+        doc = json.loads(agg.read_text())
+        assert doc["kind"] == "fleet" and doc["schema_version"] == 1
+        for row in doc["configs"]:
+            if row["report"] is None:
+                assert row["status"] == "not run" or row["failure_class"] is not None
+                continue
+            report = read_report(agg.parent / row["report"])
+            assert report["status"] == row["status"]
+            assert report["config_fingerprint"] == row["config_fingerprint"]
+
+
+@pytest.mark.parametrize("report", EVIDENCE, ids=[str(p.relative_to(H200).with_suffix("")) for p in EVIDENCE])
 def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
     """What vLLM captured and dispatched on the H200 equals what cgplan plans now."""
     doc = read_report(report)

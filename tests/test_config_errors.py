@@ -78,7 +78,7 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
     "compilation-not-mapping": (ConfigError, r":compilation_config: must be a mapping \(got 7"),
     "unmodelled-key": (
         ConfigError,
-        r":pipeline_parallel_size: changes what vLLM captures, but cgplan does not model it yet",
+        r":prefill_context_parallel_size: changes what vLLM captures, but cgplan does not model it yet",
     ),
     # vLLM normalises top-level and speculative_config keys, not compilation_config's (pydantic)
     "dash-key": (

@@ -235,3 +235,93 @@ def test_calibrate_refuses_a_plan_report(
     plan_report.write_text(out)
     code, _, err = run(monkeypatch, capsys, "calibrate", str(plan_report))
     assert code == 2 and "not a complete capture report" in err
+
+
+def test_calibrate_takes_a_folder_or_an_aggregate_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#19: a multi-config capture's output folder, or its fleet.json, stands for its complete
+    reports; anything else in the folder (a partial or fake-backend report, notes) is left out."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for n in FIT:
+        (folder / f"{n}.json").write_text(_report(n).read_text())
+    fake = json.loads(_report(FIT[0]).read_text())
+    fake["measured"]["backend"] = "fake"
+    (folder / "made-up.json").write_text(json.dumps(fake))
+    (folder / "notes.json").write_text("[1, 2]")
+    code, out, err = run(monkeypatch, capsys, "calibrate", str(folder), "--json")
+    assert code == 0, err
+    assert "2 file(s) that are not complete capture reports left out" in err
+    assert sorted(r["report"] for r in json.loads(out)["fit"]) == sorted(FIT)
+    rows = [{"name": n, "report": f"{n}.json", "status": "complete"} for n in FIT]
+    rows.append({"name": "oom", "report": "made-up.json", "status": "partial"})
+    (folder / "fleet.json").write_text(json.dumps({"schema_version": 1, "kind": "fleet", "configs": rows}))
+    out_file = tmp_path / "c.yaml"
+    for target in (folder, folder / "fleet.json"):
+        code, _, err = run(monkeypatch, capsys, "calibrate", str(target), "-o", str(out_file))
+        assert code == 0 and "1 config(s) without a complete report left out" in err
+        assert load_coefficients(out_file) == SHIPPED
+    # a fake-backend report named directly is refused, not fitted on
+    code, _, err = run(monkeypatch, capsys, "calibrate", str(folder / "made-up.json"))
+    assert code == 2 and "fake backend" in err
+
+
+# ---- the validated domain (#16) -------------------------------------------------------------
+
+
+def _planned(path: Path, **changes: object):  # type: ignore[no-untyped-def]
+    from cgplan.config import load_config
+    from cgplan.core.cost import plan_cost
+    from cgplan.core.plan import build_plan
+
+    inp = dataclasses.replace(load_config(path).input, **changes)  # type: ignore[arg-type]
+    plan = build_plan(inp, with_fixes=False)
+    return plan, plan_cost(plan, inp, SHIPPED)
+
+
+DEPLOY = Path(__file__).parent / "data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
+DENSE = Path(__file__).parent.parent / "configs/gpu/llama8b-mns256.yaml"
+
+
+def test_moe_mla_deployment_is_planned_but_gives_no_figure() -> None:
+    # #16: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120 predicted 478 MiB
+    # with a validated band where a real deployment of that kind reported a 9.64 GiB pool.
+    plan, cost = _planned(DEPLOY)
+    assert plan.graphs["target"]
+    assert not cost.domain.inside and not cost.domain.figure
+    assert any("MOE+MLA" in x for x in cost.domain.outside)
+    assert any("TP 4" in x for x in cost.domain.outside)
+    assert any("rtx-blackwell" in x for x in cost.domain.outside)
+    from cgplan.render.json import cost_to_dict
+
+    doc = cost_to_dict(cost)
+    assert doc is not None and doc["total_mib"] is None and doc["domain"]["figure"] is False
+
+
+def test_inside_the_domain_keeps_the_fitted_band() -> None:
+    _, cost = _planned(DENSE)
+    assert cost.domain.inside and cost.domain.band_factor == 1.0
+    assert cost.low_mib == pytest.approx(cost.total_mib * SHIPPED.band_ratio[0])
+
+
+def test_another_gpu_widens_the_band_by_the_documented_factor() -> None:
+    from cgplan.core.cost import OUTSIDE_BAND_FACTOR
+    from cgplan.core.modes import Platform
+
+    _, inside = _planned(DENSE)
+    _, other = _planned(DENSE, platform=Platform.RTX_BLACKWELL, attention_backend="FLASH_ATTN")
+    assert other.domain.figure and not other.domain.inside
+    assert other.high_mib == pytest.approx(other.total_mib * SHIPPED.band_ratio[1] * OUTSIDE_BAND_FACTOR)
+    assert inside.high_mib == pytest.approx(inside.total_mib * SHIPPED.band_ratio[1])
+
+
+def test_pipeline_stages_hold_their_share_of_the_layers() -> None:
+    _, pp1 = _planned(DENSE)
+    _, pp2 = _planned(DENSE, pipeline_parallel_size=2)
+    by = {(f.family, f.mode): f for f in pp1.by_family_mode}
+    by2 = {(f.family, f.mode): f for f in pp2.by_family_mode}
+    # 32 layers + 1 pieces per PIECEWISE graph on one stage, 16 + 1 per stage with PP 2
+    ratio = by2[("target", "PIECEWISE")].exec_mib / by[("target", "PIECEWISE")].exec_mib
+    assert ratio == pytest.approx(17 / 33)
+    assert any("PP 2" in x for x in pp2.domain.outside)

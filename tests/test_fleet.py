@@ -256,6 +256,7 @@ def test_renderers_show_every_config() -> None:
                 "plan_matches": True,
                 "eager_fallbacks_measured": [{"query_len": 17, "from_reqs": 31, "to_reqs": 32}],
                 "predicted_memory_mib": 169.1,
+                "predicted_memory_domain": "hidden size 512 is outside the fitted 2048..5120",
                 "measured_memory_mib": 96.0,
                 "predicted_capture_s": 2.75,
                 "measured_capture_s": 0.59,
@@ -277,6 +278,9 @@ def test_renderers_show_every_config() -> None:
     table = fleet_table(doc)
     assert "complete (resumed)" in table and "31-32×17" in table and "169 / 96" in table
     assert "crashed: <died>" in table
+    assert (
+        "169 / 96 †" in table and "† a|b: predicted outside the cost model's domain (hidden size 512" in table
+    )
     assert "a\\|b" in fleet_markdown(doc)
     page = fleet_html(doc)
     assert '<a href="a.json">a|b</a>' in page and "&lt;died&gt;" in page
@@ -354,7 +358,8 @@ def test_a_report_from_another_cgplan_version_is_captured_again(tmp_path: Path) 
     assert json.loads(again.stdout)["configs"][0]["resumed"] is False
 
 
-def test_ctrl_c_keeps_every_finished_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_keeps_every_finished_report(tmp_path: Path, sig: signal.Signals) -> None:
     cfg = tmp_path / "cfg"
     for n in ("a", "b", "c"):
         write_config(cfg, n)
@@ -386,10 +391,10 @@ def test_ctrl_c_keeps_every_finished_report(tmp_path: Path) -> None:
         time.sleep(0.2)
     # b's child is now asleep inside its capture
     a_before = (out / "a.json").read_bytes()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
-    assert "interrupted (SIGINT); 1 complete report(s) kept" in err
+    assert f"interrupted ({sig.name}); 1 complete report(s) kept" in err
     assert (out / "a.json").read_bytes() == a_before
     doc = json.loads((out / "fleet.json").read_text())
     rows = {r["name"]: r for r in doc["configs"]}

@@ -73,3 +73,5 @@ def test_plan_matches_vllm(record: Path) -> None:
     for query_len, rows in exp["uniform_decode"].items():
         assert got["uniform_decode"][query_len] == rows, f"uniform decode, query_len {query_len}"
     assert got["mixed"] == exp["mixed"]
+    if "uniform_decode_lora1" in exp:  # a decode batch with one LoRA adapter active
+        assert got.get("uniform_decode_lora1") == exp["uniform_decode_lora1"]

@@ -53,6 +53,47 @@ def test_seed_policy_mtp5_mns32_drafter_prefill_pow2() -> None:
     assert len(full(up, "drafter_prefill")) == len(full(up, "target")) > 6
 
 
+def _mtp(max_num_seqs: int, k: int) -> object:
+    base = load_config(MTP).input
+    assert base.speculative is not None
+    return dataclasses.replace(
+        base,
+        max_num_seqs=max_num_seqs,
+        speculative=dataclasses.replace(base.speculative, num_speculative_tokens=k),
+    )
+
+
+def test_pow2_drafter_prefill_is_bounded_by_the_capture_maximum() -> None:
+    # #16: 128 requests × 6 tokens = 768 is above the 512 maximum; vLLM never pads a batch past
+    # max_cudagraph_capture_size, so such a graph would be captured and never replayed.
+    plan = build_plan(_mtp(128, 5), policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])  # type: ignore[arg-type]
+    assert plan.max_capture_size == 512
+    drafter = sorted(full(plan, "drafter_prefill"))
+    assert max(drafter) <= plan.max_capture_size
+    # powers of two up to 64, then the widest request count that fits: 512 // 6 = 85
+    assert drafter == [n * 6 for n in (1, 2, 4, 8, 16, 32, 64, 85)]
+
+
+def test_pow2_drafter_prefill_keeps_max_num_seqs_when_not_a_power_of_two() -> None:
+    plan = build_plan(_mtp(48, 5), policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])  # type: ignore[arg-type]
+    graphs = [g for g in plan.graphs["drafter_prefill"] if g.mode == "FULL"]
+    assert sorted(g.num_reqs or 0 for g in graphs) == [1, 2, 4, 8, 16, 32, 48]
+    assert {g.num_tokens for g in graphs if g.num_reqs == 48} == {288}
+
+
+def test_predicted_memory_per_policy() -> None:
+    from cgplan.planning import plan_file
+
+    eagle = ROOT / "configs/gpu/llama8b-eagle-k3-mns64.yaml"  # dense, inside the cost model's domain
+    _, up = plan_file(eagle)
+    _, pow2 = plan_file(eagle, policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])
+    assert up.cost is not None and pow2.cost is not None
+    assert up.cost.domain.inside and pow2.cost.domain.inside
+    # fewer drafter FULL graphs: less graph state, never more
+    assert len(full(pow2, "drafter_prefill")) < len(full(up, "drafter_prefill"))
+    assert pow2.cost.total_mib < up.cost.total_mib
+
+
 def test_uncapped_policy_closes_the_hopper_gap_and_costs_graphs() -> None:
     inp = load_config(PR).input
     up = build_plan(inp)

@@ -307,31 +307,37 @@ def test_capture_neutral_flags_are_listed() -> None:
 
 def test_unmodelled_flags_are_refused_by_name() -> None:
     for flag, shown in (
-        ("-pp 2", "-pp"),
-        ("--pipeline-parallel-size 2", "--pipeline-parallel-size"),
-        ("-dp 4", "-dp"),
-        ("--enable-lora", "--enable-lora"),
-        ("--max-loras 2", "--max-loras"),
-        ("--enable-dbo", "--enable-dbo"),
-        ("-ep", "-ep"),
-        ("--decode-context-parallel-size 2", "--decode-context-parallel-size"),
+        ("-pcp 2", "-pcp"),
+        ("--prefill-context-parallel-size 2", "--prefill-context-parallel-size"),
     ):
         message = refused(f"serve {MODEL} {flag}")
         assert message.startswith(
             f"--vllm-args:{shown}: changes what vLLM captures, but cgplan does not model it"
         ), message
-    # left at vLLM's default they change nothing: accepted and listed
-    doc, ignored = parse(
-        f"serve {MODEL} -pp 1 -dp 1 --no-enable-lora --disable-dbo --disable-expert-parallel"
-    )
+    # left at vLLM's default it changes nothing: accepted and listed
+    doc, ignored = parse(f"serve {MODEL} -pcp 1")
     assert doc == {"model": str(ROOT / MODEL)}
-    assert ignored == [
-        "--pipeline-parallel-size",
-        "--data-parallel-size",
-        "--enable-lora",
-        "--enable-dbo",
-        "--enable-expert-parallel",
-    ]
+    assert ignored == ["--prefill-context-parallel-size"]
+
+
+def test_parallel_lora_and_dbo_flags_are_read() -> None:
+    # #16: these were refused by name; they are vLLM's own EngineArgs fields
+    doc, ignored = parse(
+        f"serve {MODEL} -pp 2 -dp 4 -dcp 2 -ep --enable-lora --max-loras 3 --enable-dbo "
+        "--all2all-backend deepep_low_latency --no-async-scheduling --lora-modules a=b"
+    )
+    assert {k: v for k, v in doc.items() if k != "model"} == {
+        "pipeline_parallel_size": 2,
+        "data_parallel_size": 4,
+        "decode_context_parallel_size": 2,
+        "max_loras": 3,
+        "all2all_backend": "deepep_low_latency",
+        "enable_expert_parallel": True,
+        "enable_lora": True,
+        "enable_dbo": True,
+        "async_scheduling": False,
+    }
+    assert ignored == ["--lora-modules"]
 
 
 def test_unknown_flag_did_you_mean() -> None:
@@ -438,12 +444,16 @@ def test_cli_errors_are_one_line_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)
-    code, out, err = run(monkeypatch, capsys, "plan", "--", "serve", MODEL, "-pp", "2")
+    code, out, err = run(monkeypatch, capsys, "plan", "--", "serve", MODEL, "-pcp", "2")
     assert code == 2 and out == ""
     assert err == (
-        "cgplan: error: --vllm-args:-pp: changes what vLLM captures, but cgplan does not model it yet; "
+        "cgplan: error: --vllm-args:-pcp: changes what vLLM captures, but cgplan does not model it yet; "
         "remove it to plan without it (got '2'; expected 1, vLLM's default)\n"
     )
+    # vLLM's own refusal of a parallel config, located at the flag
+    code, out, err = run(monkeypatch, capsys, "plan", "--", "serve", MODEL, "-tp", "2", "-dcp", "4")
+    assert code == 2 and out == ""
+    assert err == "cgplan: error: --vllm-args:-dcp: tp_size=2 must be divisible by dcp_size=4.\n"
     code, _, err = run(monkeypatch, capsys, "plan", "--vllm-args", "serve meta-llama/Llama-3.1-8B")
     assert code == 2 and err.startswith("cgplan: error: --vllm-args:MODEL: not a local folder")
     code, out, err = run(

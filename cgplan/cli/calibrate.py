@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import FormatOpt, JsonOpt, QuietOpt
+from cgplan.calibrating import calibrate as run_calibrate
+from cgplan.calibrating import calibration_json, calibration_table, expand_reports
+from cgplan.cli._options import JsonOpt
+from cgplan.cli._output import write_artifact, write_artifacts
+from cgplan.costs import coefficients_text
 
 
 def calibrate(
     reports: Annotated[
-        list[Path], typer.Argument(help="Complete capture reports (cgplan capture --gpu -o) to fit on.")
+        list[Path],
+        typer.Argument(
+            help="Complete capture reports (cgplan capture --gpu -o) to fit on; an aggregate report "
+            "(fleet.json) or a folder stands for the complete reports in it."
+        ),
     ],
     output: Annotated[
         Path | None,
@@ -22,7 +31,11 @@ def calibrate(
     ] = None,
     test: Annotated[
         list[Path] | None,
-        typer.Option("--test", help="Held-out capture reports to predict with the fit (repeatable)."),
+        typer.Option(
+            "--test",
+            help="Held-out capture reports (or an aggregate, or a folder) to predict with the fit "
+            "(repeatable).",
+        ),
     ] = None,
     gpu: Annotated[str, typer.Option("--gpu", help="GPU the reports were measured on.")] = "H200",
     measured_with: Annotated[
@@ -40,25 +53,82 @@ def calibrate(
             "(default: the working directory).",
         ),
     ] = None,
-    fmt: FormatOpt = None,
+    latency: Annotated[
+        bool,
+        typer.Option(
+            "--latency",
+            help="Fit the step-latency model instead: REPORTS are raw latency runs "
+            "(lat-*.json of scripts/latency/measure_step.py, or folders of them); -o writes JSON.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
-    quiet: QuietOpt = False,
 ) -> None:
-    """Fit predicted graph-pool memory and capture time to measured captures; check held-out ones."""
-    from cgplan.calibrating import calibrate as run_calibrate
-    from cgplan.calibrating import calibration_json, calibration_table
-    from cgplan.cli._console import note, output_format
-    from cgplan.cli._output import write_artifact, write_artifacts
-    from cgplan.costs import coefficients_text
-
-    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
-    cal = run_calibrate(reports, test or [], gpu, measured_with, configs)
-    table = calibration_json(cal) if chosen == "json" else calibration_table(cal)
+    """Fit predicted graph-pool memory and capture time to measured captures (or, with --latency,
+    step times to measured steps); check held-out ones."""
+    if latency:
+        _calibrate_latency(reports, output, test or [], gpu, measured_with, max_error, json_out)
+        return
+    fit_paths, notes = expand_reports(reports)
+    test_paths, test_notes = expand_reports(test or [])
+    for note in (*notes, *test_notes):
+        sys.stderr.write(f"cgplan: {note}\n")
+    cal = run_calibrate(fit_paths, test_paths, gpu, measured_with, configs)
+    table = calibration_json(cal) if json_out else calibration_table(cal)
     if output is None:
         write_artifact(table, None)
     else:
         as_json = output.suffix.lower() == ".json"
         write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])
-        note(f"coefficients written to {output}", quiet)
+        sys.stderr.write(f"cgplan: coefficients written to {output}\n")
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
+        raise typer.Exit(1)
+
+
+def _calibrate_latency(
+    runs: list[Path],
+    output: Path | None,
+    test: list[Path],
+    gpu: str,
+    measured_with: str,
+    max_error: float | None,
+    json_out: bool,
+) -> None:
+    import json
+
+    from cgplan.latency import calibrate_latency, latency_to_dict, save_latency
+
+    cal = calibrate_latency(runs, test, gpu, measured_with)
+    if output is not None:
+        save_latency(cal.coefficients, output)
+        sys.stderr.write(f"cgplan: latency coefficients written to {output}\n")
+    if json_out:
+        doc = {
+            "schema_version": 1,
+            "kind": "latency-calibration",
+            "coefficients": latency_to_dict(cal.coefficients),
+            "fit": {
+                "points": cal.fit_points,
+                "median_error": cal.fit_median_error,
+                "within_10pct": cal.fit_within_10pct,
+            },
+            "held_out": {
+                "points": cal.held_out_points,
+                "median_error": cal.held_out_median_error,
+                "within_10pct": cal.held_out_within_10pct,
+            },
+        }
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    else:
+        text = (
+            f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "
+            f"{cal.fit_within_10pct:.0%} within 10%\n"
+            + (
+                f"held out {cal.held_out_points} points: median error {cal.held_out_median_error:.1%}, "
+                f"{cal.held_out_within_10pct:.0%} within 10%\n"
+                if cal.held_out_points
+                else "no held-out runs (--test RUN)\n"
+            )
+        )
+    write_artifact(text, None)
+    if max_error is not None and cal.held_out_points and cal.held_out_median_error * 100 > max_error:
         raise typer.Exit(1)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 import typer
 from rich.console import Console
@@ -98,6 +101,33 @@ class FleetBar:
             )
 
 
+_TERMINATED: list[bool] = []
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler, `timeout`, `kill`) stops the run as Ctrl-C does: the engines get
+    one SIGINT and write partial reports; none is left running without its parent."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        _TERMINATED.append(True)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _signal_name() -> str:
+    return "SIGTERM" if _TERMINATED else "SIGINT"
+
+
 def _parse_gpus(text: str | None) -> list[int] | None:
     if text is None:
         return None
@@ -135,7 +165,7 @@ def capture_fleet(
     overrides = Overrides(options.vllm_version, options.platform, options.model_runner)
     jobs = make_jobs(paths, out_dir, overrides, options.backend)
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with FleetBar() as progress:
+    with FleetBar() as progress, _sigterm_as_interrupt():
         progress.start(len(jobs))
         if ray_address is not None:
             from cgplan.fleet_ray import run_ray
@@ -174,8 +204,8 @@ def capture_fleet(
     if interrupted:
         done = sum(1 for r in results if r.status == "complete")
         raise CaptureError(
-            f"interrupted (SIGINT); {done} complete report(s) kept in {out_dir} (run the same command "
-            "again to capture the rest)"
+            f"interrupted ({_signal_name()}); {done} complete report(s) kept in {out_dir} "
+            "(run the same command again to capture the rest)"
         )
     code = exit_code(doc)
     if code:

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from cgplan.cli._options import (
-    ConfigArg,
-    FormatOpt,
-    JsonOpt,
-    ModelConfigOpt,
-    ModelRunnerOpt,
-    NoColorOpt,
-    OutputOpt,
-    PlatformOpt,
-    QuietOpt,
-    VllmVersionOpt,
-)
-
-if TYPE_CHECKING:
-    from cgplan.core.traffic_cost import TrafficCost
-    from cgplan.optimizing import Optimized
+from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
+from cgplan.cli._output import write_artifact
+from cgplan.config import Overrides
+from cgplan.core.gaps import graph_count
+from cgplan.core.traffic_cost import TrafficCost
+from cgplan.optimizing import Optimized, optimize_config
+from cgplan.render.json import SCHEMA_VERSION
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:
@@ -37,9 +29,6 @@ def _cost(c: TrafficCost) -> dict[str, Any]:
 
 
 def _doc(o: Optimized) -> dict[str, Any]:
-    from cgplan.core.gaps import graph_count
-    from cgplan.render.json import SCHEMA_VERSION
-
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "optimize",
@@ -54,12 +43,18 @@ def _doc(o: Optimized) -> dict[str, Any]:
             **_cost(o.default_cost),
         },
         "optimized": {"capture_sizes": len(o.sizes), "graphs": graph_count(o.plan), **_cost(o.cost)},
+        "objective": o.objective,
+        "expected_step_ms": {"default": round(o.default_step_ms, 4), "optimized": round(o.step_ms, 4)},
+        "predicted_memory_mib": {
+            "default": None if o.default_memory_mib is None else round(o.default_memory_mib, 1),
+            "optimized": None if o.memory_mib is None else round(o.memory_mib, 1),
+            "budget": None if o.memory_budget_mib is None else round(o.memory_budget_mib, 1),
+        },
+        "predicted_capture_s": {"default": o.default_capture_s, "optimized": o.capture_s},
     }
 
 
 def _text(o: Optimized) -> str:
-    from cgplan.core.gaps import graph_count
-
     d, c = o.default_cost, o.cost
 
     def pct(x: float, total: float) -> str:
@@ -75,12 +70,27 @@ def _text(o: Optimized) -> str:
         pct(c.padded_tokens, c.real_tokens),
         pct(c.eager_steps, c.steps),
     )
+
+    def mib(x: float | None) -> str:
+        return "-" if x is None else f"{x:,.0f}"
+
     lines = [
-        f"traffic: {o.traffic.source} · {d.steps:,.0f} steps · vLLM {o.plan.vllm_version}",
-        f"{'':10} {'sizes':>6} {'graphs':>7} {'padded tokens':>14} {'padding':>8} {'eager steps':>12}",
+        f"traffic: {o.traffic.source} · {d.steps:,.0f} steps · vLLM {o.plan.vllm_version} · objective: "
+        + ("expected step time" if o.objective == "time" else "padded tokens + eager steps"),
+        f"{'':10} {'sizes':>6} {'graphs':>7} {'padded tokens':>14} {'padding':>8} {'eager steps':>12} "
+        f"{'step ms':>8} {'graph MiB':>9}",
         f"{'default':10} {len(o.default_plan.capture_sizes):>6} {graph_count(o.default_plan):>7} "
-        f"{dp} {dr:>8} {de:>12}",
-        f"{'optimized':10} {len(o.sizes):>6} {graph_count(o.plan):>7} {cp} {cr:>8} {ce:>12}",
+        f"{dp} {dr:>8} {de:>12} {o.default_step_ms:>8.3f} {mib(o.default_memory_mib):>9}",
+        f"{'optimized':10} {len(o.sizes):>6} {graph_count(o.plan):>7} {cp} {cr:>8} {ce:>12} "
+        f"{o.step_ms:>8.3f} {mib(o.memory_mib):>9}",
+        f"expected step time {o.default_step_ms:.3f} → {o.step_ms:.3f} ms "
+        f"({(o.step_ms - o.default_step_ms) / o.default_step_ms:+.1%}) at "
+        + (
+            f"a graph-memory budget of {o.memory_budget_mib:,.0f} MiB (the default ladder's, predicted)"
+            if o.memory_budget_mib is not None
+            else "no memory budget"
+        )
+        + f" · {o.latency_gpu} latency model, H200 cost model",
         "flags (checked: the ladder was planned again with these sizes):",
         "  " + " ".join(o.flags),
     ]
@@ -108,38 +118,54 @@ def optimize(
     eager_step_cost: Annotated[
         float, typer.Option("--eager-step-cost", help="Cost of one eager step, in padded-token equivalents.")
     ] = 1000.0,
+    objective: Annotated[
+        str,
+        typer.Option(
+            "--objective",
+            help="time: expected step time (latency model); padding: padded tokens + eager steps.",
+        ),
+    ] = "time",
+    max_graph_memory_mib: Annotated[
+        float | None,
+        typer.Option(
+            "--max-graph-memory-mib",
+            help="Most predicted graph memory (objective time; default: the default ladder's).",
+        ),
+    ] = None,
+    max_capture_s: Annotated[
+        float | None,
+        typer.Option("--max-capture-s", help="Longest predicted capture phase (objective time)."),
+    ] = None,
+    latency_coefficients: Annotated[
+        Path | None,
+        typer.Option(
+            "--latency-coefficients", help="Latency-model coefficients (default: the shipped H200 set)."
+        ),
+    ] = None,
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
-    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
-    model_config: ModelConfigOpt = None,
-    quiet: QuietOpt = False,
-    no_color: NoColorOpt = False,
 ) -> None:
-    """Choose capture sizes minimising expected padding plus eager steps for the traffic, under a budget."""
-    from cgplan.cli._console import colorize, note, output_format, use_color
-    from cgplan.cli._output import write_artifact
-    from cgplan.config import Overrides
-    from cgplan.optimizing import optimize_config
-
-    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
+    """Choose capture sizes minimising the expected step time (or padding plus eager steps) for the
+    traffic, under size, graph, memory and capture-time budgets."""
+    from cgplan.latency import load_latency
 
     o = optimize_config(
         config,
         traffic,
-        Overrides(vllm_version, platform, model_runner, model_config),
+        Overrides(vllm_version, platform, model_runner),
         max_sizes=max_sizes,
         max_graphs=max_graphs,
         eager_step_cost=eager_step_cost,
         max_capture_size=max_capture_size,
+        objective=objective,
+        latency=load_latency(latency_coefficients) if latency_coefficients is not None else None,
+        max_memory_mib=max_graph_memory_mib,
+        max_capture_s=max_capture_s,
     )
-    text = (
-        json.dumps(_doc(o), indent=2, sort_keys=True) + "\n"
-        if chosen == "json"
-        else colorize(_text(o), use_color(no_color, output))
-    )
+    text = json.dumps(_doc(o), indent=2, sort_keys=True) + "\n" if json_out else _text(o)
     write_artifact(text, output)
     if output is not None:
-        note(f"written to {output}", quiet)
+        sys.stderr.write(f"cgplan: written to {output}\n")

@@ -65,6 +65,20 @@ def plan(
             help="Cost-model coefficients (cgplan calibrate -o; default: the shipped H200 set).",
         ),
     ] = None,
+    latency_coefficients: Annotated[
+        Path | None,
+        typer.Option(
+            "--latency-coefficients",
+            help="Step-latency coefficients (cgplan calibrate --latency -o; default: the shipped H200 set).",
+        ),
+    ] = None,
+    traffic: Annotated[
+        Path | None,
+        typer.Option(
+            "--traffic",
+            help="Traffic histogram for the expected step time (default: every decode batch size once).",
+        ),
+    ] = None,
     no_color: NoColorOpt = False,
     quiet: QuietOpt = False,
     fail_on_gap: Annotated[
@@ -92,14 +106,32 @@ def plan(
     overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
     pol = load_capture_policy(policy)
     coeffs = load_coefficients(coefficients) if coefficients is not None else None
+    lat, hist = None, None
+    if latency_coefficients is not None:
+        from cgplan.latency import load_latency
+
+        lat = load_latency(latency_coefficients)
+    if traffic is not None:
+        from cgplan.traffic import load_traffic
+
+        hist = load_traffic(traffic)
     if argv is not None:
         loaded, result = plan_vllm_args(
-            argv, overrides, model_config=model_config, base_dir=Path.cwd(), policy=pol, coefficients=coeffs
+            argv,
+            overrides,
+            model_config=model_config,
+            base_dir=Path.cwd(),
+            policy=pol,
+            coefficients=coeffs,
+            latency=lat,
+            traffic=hist,
         )
         source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
     else:
         assert config is not None
-        loaded, result = plan_file(config, overrides, policy=pol, coefficients=coeffs)
+        loaded, result = plan_file(
+            config, overrides, policy=pol, coefficients=coeffs, latency=lat, traffic=hist
+        )
         source = loaded.source
     color = use_color(no_color, output)
     if chosen == "html":

@@ -47,6 +47,10 @@ class Side:
     """Why a partial or failed capture stopped (the report's own words)."""
     planned_graphs: dict[str, tuple[Graph, ...]] | None = None
     """A capture's plan: the graphs it should have captured (None for plans)."""
+    expected_step_ms: float | None = None
+    """Predicted expected step time (plan with a latency model); None for a capture."""
+    eager_time_share: float | None = None
+    """Predicted share of the expected step time spent in eager steps."""
 
     def tier_batches(self, query_len: int) -> list[tuple[int, int]]:
         """Request-count runs that decode at `query_len` (sorted, not overlapping)."""
@@ -154,7 +158,7 @@ def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
     """A plan as a comparison side (its predicted cost, when it has one, as the pool and time)."""
-    if pool_bytes is None and plan.cost is not None and plan.cost.graphs:
+    if pool_bytes is None and plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure:
         pool_bytes = round(plan.cost.total_mib * (1 << 20))
     return Side(
         label=label,
@@ -169,6 +173,8 @@ def side_from_plan(
         pool_bytes=pool_bytes,
         pool_source="predicted" if pool_bytes is not None else None,
         capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
+        expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
+        eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,
     )
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING
 
+from cgplan.core.modes import GPU_NAME_TO_PLATFORM
 from cgplan.core.spec import ModelShape, PlanInput
 
 if TYPE_CHECKING:
@@ -72,6 +73,90 @@ class CostCoefficients:
     """Target widths the fit saw; outside them the prediction is flagged as an extrapolation."""
     fitted_on: tuple[str, ...] = ()
     """Names of the capture reports the coefficients were fitted on."""
+    fitted_dtypes: tuple[str, ...] = ("bfloat16",)
+    """Checkpoint dtypes of the fitted targets (no quantised model was measured)."""
+    fitted_model_kinds: tuple[str, ...] = ("dense",)
+    """Layer kinds of the fitted targets: "dense", "moe", "mla"."""
+    validated_tensor_parallel_max: int = 2
+    """Largest TP whose per-rank figures were checked against captures (held-out TP=2 runs,
+    benchmarks/results/h200/tp2); above it the attention-only TP scaling is an extrapolation."""
+
+
+OUTSIDE_BAND_FACTOR = 2.0
+"""How much wider the band gets outside the fitted domain, each way: [P x low / 2, P x high x 2]
+(docs/cost-model.md). Used where the model's terms still apply but were not measured: another
+GPU, dtype, TP above the validated maximum, a width outside the fitted range, PP/DP/DCP/EP/LoRA/
+DBO (per-rank shards are modelled, their allocator behaviour was not measured)."""
+NO_FIGURE_KINDS = ("moe", "mla")
+"""Model kinds the model has no term for: the figure is withheld. An MoE+MLA deployment reported a
+9.64 GiB pool where the dense terms give 478 MiB (#16): no band would be honest."""
+
+
+@dataclass(frozen=True)
+class CostDomain:
+    """Where a prediction's figure was validated, and how far this config is from it."""
+
+    fitted: str
+    """The fitted domain in words: GPU, dtype, attention backends, TP, model kinds, widths."""
+    outside: tuple[str, ...] = ()
+    """Each way this config leaves the domain (empty: inside)."""
+    band_factor: float = 1.0
+    """Extra widening applied to the band each way (1.0 inside the domain)."""
+    figure: bool = True
+    """False: no figure is given (the model has no term for this config)."""
+
+    @property
+    def inside(self) -> bool:
+        """The config is inside the validated domain."""
+        return not self.outside
+
+
+def model_kinds(shape: ModelShape) -> tuple[str, ...]:
+    """The layer kinds of a model: dense, or its MoE / MLA parts."""
+    kinds = tuple(k for k, on in (("moe", shape.is_moe), ("mla", shape.use_mla)) if on)
+    return kinds or ("dense",)
+
+
+def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
+    """The domain check of one prediction (every dimension the fit fixed)."""
+    lo, hi = c.hidden_size_range
+    fitted = (
+        f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
+        f"TP <= {c.validated_tensor_parallel_max}, {'/'.join(c.fitted_model_kinds)} models, "
+        f"hidden size {lo}..{hi}, PP/DP/DCP 1, no EP/LoRA/DBO"
+    )
+    widen: list[str] = []
+    withhold: list[str] = []
+    fitted_platform = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
+    if inp.gpu is not None and (fitted_platform is None or inp.gpu != fitted_platform.value):
+        # a platform family: H100 and H200 both read "hopper" and count as the fitted GPU's family
+        widen.append(f"GPU platform {inp.gpu} (fitted on {c.gpu})")
+    if inp.target.dtype not in c.fitted_dtypes:
+        widen.append(f"dtype {inp.target.dtype}")
+    if inp.tensor_parallel_size > c.validated_tensor_parallel_max:
+        widen.append(f"TP {inp.tensor_parallel_size} > {c.validated_tensor_parallel_max}")
+    if not lo <= inp.target.hidden_size <= hi:
+        widen.append(f"hidden size {inp.target.hidden_size} outside {lo}..{hi}")
+    for name, size in (("PP", inp.pipeline_parallel_size), ("DP", inp.data_parallel_size)):
+        if size > 1:
+            widen.append(f"{name} {size}")
+    if inp.decode_context_parallel_size > 1:
+        widen.append(f"DCP {inp.decode_context_parallel_size}")
+    widen += [name for name, on in inp.features if on]
+    kinds = [k for k in model_kinds(inp.target) if k not in c.fitted_model_kinds]
+    if kinds:
+        withhold.append(f"{'+'.join(kinds).upper()} layers (fitted: {'/'.join(c.fitted_model_kinds)} only)")
+    if inp.attention_backend not in c.split_kv_backends:
+        withhold.append(
+            f"attention backend {inp.attention_backend} (measured: {'/'.join(c.split_kv_backends)})"
+        )
+    outside = tuple(withhold + widen)
+    return CostDomain(
+        fitted=fitted,
+        outside=outside,
+        band_factor=OUTSIDE_BAND_FACTOR if outside else 1.0,
+        figure=not withhold,
+    )
 
 
 @dataclass(frozen=True)
@@ -122,6 +207,13 @@ class CostPrediction:
     gpu: str
     caveats: tuple[str, ...] = ()
     """Why this prediction may be less trustworthy than the band says."""
+    domain: CostDomain = field(default_factory=lambda: CostDomain(fitted=""))
+    """The validated domain and this config's place in it (outside: wider band, or no figure)."""
+
+    @property
+    def has_figure(self) -> bool:
+        """A figure is given (the config is inside the domain or near enough to widen the band)."""
+        return self.domain.figure
 
     @property
     def graphs_mib(self) -> float:
@@ -171,6 +263,14 @@ class CostInput:
     model_runner: str
     tensor_parallel_size: int = 1
     attention_backend: str = "FLASH_ATTN"
+    gpu: str | None = None
+    """The GPU platform family the config is planned for ("hopper", ...; None: the coefficients')."""
+    pipeline_parallel_size: int = 1
+    """Each stage holds layers / PP of the target: per-rank graphs have that many pieces."""
+    data_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    features: tuple[tuple[str, bool], ...] = ()
+    """Other features the fit did not see (name, on): EP, LoRA, DBO."""
 
 
 def predict_cost(
@@ -193,6 +293,10 @@ def predict_cost(
     full_pool_tokens = 0
     for family, items in graphs.items():
         shape = inp.target if family == "target" else inp.drafter
+        if family == "target" and inp.pipeline_parallel_size > 1:
+            # each PP stage compiles and captures only its own layers (per-rank shard)
+            layers = -(-shape.num_hidden_layers // inp.pipeline_parallel_size)
+            shape = replace(shape, num_hidden_layers=layers)
         pieces = shape.num_hidden_layers + 1
         seen: set[str] = set()
         for mode, tokens in items:
@@ -234,16 +338,18 @@ def predict_cost(
             warmup += c.warmup_mib_drafter
     total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
     capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
+    domain = cost_domain(inp, c) if costs else CostDomain(fitted="")
     return CostPrediction(
         graphs=tuple(costs),
         by_family_mode=by_fm,
         warmup_mib=warmup,
         total_mib=total,
-        low_mib=total * c.band_ratio[0],
-        high_mib=total * c.band_ratio[1],
+        low_mib=total * c.band_ratio[0] / domain.band_factor,
+        high_mib=total * c.band_ratio[1] * domain.band_factor,
         capture_s=capture_s,
         gpu=c.gpu,
         caveats=_caveats(inp, c, bool(costs)),
+        domain=domain,
     )
 
 
@@ -478,6 +584,7 @@ def fit_coefficients(
     if not fb_known:
         raise FitError("no report with target FULL graphs")
     widths = [o.inp.target.hidden_size for o in observations]
+    kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
     coeffs = replace(
         draft,
         piecewise_pool_base_mib=pw_base,
@@ -492,6 +599,8 @@ def fit_coefficients(
         capture_overhead_s=_med(overhead_s, "a capture-phase time") if overhead_s else 0.0,
         hidden_size_range=(min(widths), max(widths)),
         fitted_on=tuple(o.name for o in observations),
+        fitted_dtypes=tuple(sorted({o.inp.target.dtype for o in observations})),
+        fitted_model_kinds=tuple(kinds),
     )
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]
@@ -531,7 +640,9 @@ class CostDelta:
         return self.b_mib - self.a_mib
 
 
-def cost_input_for(inp: PlanInput, model_runner: str, attention_backend: str) -> CostInput:
+def cost_input_for(
+    inp: PlanInput, model_runner: str, attention_backend: str, gpu: str | None = None
+) -> CostInput:
     """The cost model's view of a planned config."""
     spec = inp.speculative
     return CostInput(
@@ -540,10 +651,21 @@ def cost_input_for(inp: PlanInput, model_runner: str, attention_backend: str) ->
         model_runner=model_runner,
         tensor_parallel_size=inp.tensor_parallel_size,
         attention_backend=attention_backend,
+        gpu=gpu,
+        pipeline_parallel_size=inp.pipeline_parallel_size,
+        data_parallel_size=inp.data_parallel_size,
+        decode_context_parallel_size=inp.decode_context_parallel_size,
+        features=(
+            ("EP", inp.enable_expert_parallel),
+            ("LoRA", inp.enable_lora),
+            ("DBO/microbatching", inp.use_ubatching),
+        ),
     )
 
 
 def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction:
     """Predict the capture cost of `plan` (made from `inp`) on each rank."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
-    return predict_cost(graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend), c)
+    return predict_cost(
+        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+    )

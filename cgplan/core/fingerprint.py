@@ -21,7 +21,8 @@ def _plain(value: Any) -> Any:
         return {
             f.name: _plain(getattr(value, f.name))
             for f in dataclasses.fields(value)
-            if f.metadata.get("fingerprint", True)
+            if f.metadata.get("fingerprint", True) is True
+            or (f.metadata.get("fingerprint") == "if_set" and getattr(value, f.name) != f.default)
         }
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]

@@ -30,6 +30,8 @@ class GatePolicy:
     """Longest capture phase (capture reports)."""
     max_decode_padding_ratio: float | None = None
     """Most padded/real tokens over any tier's graph-replayed decode batches."""
+    max_eager_time_share: float | None = None
+    """Most share of the expected step time (latency model, default traffic) spent in eager steps."""
     no_regression: bool = True
     """With a baseline: no request count loses coverage (FULL → PIECEWISE/eager, PIECEWISE → eager)."""
     max_graph_growth_pct: float | None = 10.0
@@ -224,6 +226,25 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 ", ".join(worst) or no_dispatch or f"every tier at most {policy.max_decode_padding_ratio}",
             )
         )
+    if policy.max_eager_time_share is not None:
+        if side.eager_time_share is None:
+            checks.append(
+                Check(
+                    "max_eager_time_share",
+                    True,
+                    "no expected step time (not a plan with a latency model)",
+                    True,
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    "max_eager_time_share",
+                    side.eager_time_share <= policy.max_eager_time_share,
+                    f"{side.eager_time_share:.1%} of the expected {side.expected_step_ms:.2f} ms step "
+                    f"is eager (limit {policy.max_eager_time_share:.1%})",
+                )
+            )
     if baseline is not None and not baseline.rejected:
         checks += _baseline_checks(policy, side, baseline, no_dispatch, no_graphs)
     return GateResult(side.label, tuple(checks))

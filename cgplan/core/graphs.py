@@ -42,19 +42,68 @@ class Outcome:
 
 EAGER = Outcome(Mode.NONE, None, None)
 
+NO_LORA: tuple[int, ...] = (0,)
+"""LoRA capture cases without LoRA: one set of graphs, no adapter."""
+
+
+def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> list[int]:
+    """vllm.lora.utils.get_captured_lora_counts: adapter counts captured with LoRA active.
+
+    >>> captured_lora_counts(3), captured_lora_counts(3, True)
+    ([4], [1, 2, 4])
+    """
+    if not specialize_active:
+        return [max_loras + 1]
+    return [n for n in range(1, max_loras + 2) if (n & (n - 1)) == 0 or n == max_loras + 1]
+
+
+def lora_cases(runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool) -> tuple[int, ...]:
+    """The `num_active_loras` values each capture size is captured for.
+
+    V1: `CudagraphDispatcher._get_lora_cases`; V2: `gpu/lora_utils.get_lora_capture_cases`.
+    With `cudagraph_specialize_lora` both capture a no-LoRA set and a LoRA set; without it V1
+    captures the LoRA set only and V2 both (`[0, max_loras + 1]`). `specialize_active_lora`
+    (per-count graphs) is off in every release's LoRAConfig default.
+    """
+    if not enable_lora:
+        return NO_LORA
+    if specialize_lora:
+        return (0, *captured_lora_counts(max_loras))
+    if runner == "v1":
+        return (max_loras + 1,)
+    return (0, max_loras + 1)
+
+
+def effective_loras(cases: tuple[int, ...], num_active_loras: int) -> int:
+    """The captured adapter count a batch with `num_active_loras` adapters dispatches to."""
+    if num_active_loras <= 0:
+        return 0
+    with_lora = sorted(c for c in cases if c > 0)
+    if not with_lora:
+        return num_active_loras
+    i = bisect.bisect_left(with_lora, num_active_loras)
+    return with_lora[i] if i < len(with_lora) else with_lora[-1]
+
 
 class V1Dispatcher:
     """vLLM's V1 `CudagraphDispatcher`, keys and dispatch only."""
 
     def __init__(
-        self, sizes: tuple[int, ...], max_size: int, mode: Mode, query_len: int, max_num_seqs: int
+        self,
+        sizes: tuple[int, ...],
+        max_size: int,
+        mode: Mode,
+        query_len: int,
+        max_num_seqs: int,
+        loras: tuple[int, ...] = NO_LORA,
     ) -> None:
         self.sizes = sizes
         self.max_size = max_size
         self.mode = mode
         self.q = query_len
         self.s = max_num_seqs
-        self.keys: dict[Mode, set[tuple[int, int | None, bool]]] = {
+        self.loras = loras
+        self.keys: dict[Mode, set[tuple[int, int | None, bool, int]]] = {
             Mode.PIECEWISE: set(),
             Mode.FULL: set(),
         }
@@ -63,25 +112,27 @@ class V1Dispatcher:
         mixed = mode.mixed_mode()
         if mixed is not Mode.NONE:
             for size in sizes:
-                key = self._descriptor(size, uniform=False)
-                if mixed is Mode.PIECEWISE:
-                    key = (key[0], None, False)
-                self.keys[mixed].add(key)
+                for lora in loras:
+                    key = self._descriptor(size, uniform=False, lora=lora)
+                    if mixed is Mode.PIECEWISE:
+                        key = (key[0], None, False, lora)
+                    self.keys[mixed].add(key)
         if mode.decode_mode() is Mode.FULL and mode.separate_routine():
             widest = query_len * max_num_seqs
             for size in sizes:
                 if query_len <= size <= widest:
-                    self.keys[Mode.FULL].add(self._descriptor(size, uniform=True))
+                    for lora in loras:
+                        self.keys[Mode.FULL].add(self._descriptor(size, uniform=True, lora=lora))
 
     def _padded(self, num_tokens: int) -> int:
         i = bisect.bisect_left(self.sizes, num_tokens)
         return self.sizes[i] if i < len(self.sizes) else self.max_size + 1
 
-    def _descriptor(self, num_tokens: int, uniform: bool) -> tuple[int, int | None, bool]:
+    def _descriptor(self, num_tokens: int, uniform: bool, lora: int = 0) -> tuple[int, int | None, bool, int]:
         padded = self._padded(num_tokens)
         if uniform and self.mode.has_full():
-            return (padded, min(padded // self.q, self.s), True)
-        return (padded, min(padded, self.s), False)
+            return (padded, min(padded // self.q, self.s), True, lora)
+        return (padded, min(padded, self.s), False, lora)
 
     def boundaries(self) -> list[int]:
         """Token counts where a dispatch outcome can change: the capture sizes."""
@@ -91,34 +142,63 @@ class V1Dispatcher:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""
         out: list[Graph] = []
         for mode in (Mode.PIECEWISE, Mode.FULL):
-            for tokens, reqs, uniform in sorted(self.keys[mode], key=lambda k: -k[0]):
-                out.append(Graph(mode.value, tokens, reqs, self.q if uniform else None))
+            # get_capture_descs: sorted by (num_tokens, num_active_loras), largest first
+            for tokens, reqs, uniform, lora in sorted(self.keys[mode], key=lambda k: (-k[0], -k[3])):
+                out.append(Graph(mode.value, tokens, reqs, self.q if uniform else None, lora))
         return tuple(out)
 
-    def dispatch(self, num_tokens: int, uniform_decode: bool) -> Outcome:
-        """`CudagraphDispatcher.dispatch` with no LoRA and every mode allowed."""
+    def dispatch(self, num_tokens: int, uniform_decode: bool, num_active_loras: int = 0) -> Outcome:
+        """`CudagraphDispatcher.dispatch` with every mode allowed (`num_active_loras` > 0: a LoRA batch)."""
         if self.mode is Mode.NONE or num_tokens > self.max_size:
             return EAGER
-        desc = self._descriptor(num_tokens, uniform_decode and self.mode.separate_routine())
+        lora = 0
+        if num_active_loras > 0:
+            # not specialising per count: graphs exist for max_loras + 1 only
+            lora = effective_loras(self.loras, num_active_loras)
+        desc = self._descriptor(num_tokens, uniform_decode and self.mode.separate_routine(), lora)
         if desc in self.keys[Mode.FULL]:
             return Outcome(Mode.FULL, desc[0], desc[1])
-        if (desc[0], None, False) in self.keys[Mode.PIECEWISE]:
+        if (desc[0], None, False, lora) in self.keys[Mode.PIECEWISE]:
             return Outcome(Mode.PIECEWISE, desc[0], None)
         return EAGER
 
 
 @dataclass(frozen=True)
 class _Desc:
-    """V2 `BatchExecutionDescriptor` (no LoRA, one microbatch, no varlen decode)."""
+    """V2 `BatchExecutionDescriptor` (no varlen decode)."""
 
     mode: Mode
     num_tokens: int
     num_reqs: int | None
     query_len: int | None
+    num_active_loras: int = 0
+    num_ubatches: int = 1
 
     @property
     def outcome(self) -> Outcome:
         return Outcome(self.mode, self.num_tokens, self.num_reqs)
+
+
+@dataclass(frozen=True)
+class Microbatching:
+    """What `CudaGraphManager._maybe_ubatch_twin` reads: DBO is on and a UBatchRunner exists."""
+
+    num_ubatches: int
+    """Microbatches per twin graph."""
+    min_tokens: int
+    """`dbo_decode_token_threshold`: twins are made for FULL graphs at least this large (vLLM
+    checks the decode threshold for mixed FULL graphs too)."""
+
+    def twin(self, d: _Desc) -> _Desc | None:
+        """The microbatched twin of a FULL descriptor, when one is captured."""
+        if d.mode is not Mode.FULL or d.num_reqs is None:
+            return None
+        per_req, rem = divmod(d.num_tokens, d.num_reqs)
+        if rem or d.query_len not in (None, per_req):
+            return None
+        if d.num_tokens < self.num_ubatches or d.num_tokens < self.min_tokens:
+            return None
+        return _Desc(d.mode, d.num_tokens, d.num_reqs, per_req, d.num_active_loras, self.num_ubatches)
 
 
 class V2Manager:
@@ -133,59 +213,77 @@ class V2Manager:
         decode_query_lens: list[int],
         max_num_seqs: int,
         candidates: V2Candidates,
+        loras: tuple[int, ...] = NO_LORA,
+        ubatch: Microbatching | None = None,
     ) -> None:
         self.mode = mode
         self.s = max_num_seqs
+        self.loras = loras
         self.by_mode: dict[Mode, list[_Desc]] = {}
         self._outcomes: dict[_Desc, Outcome] = {}
-        self._groups: list[tuple[list[int], list[list[_Desc]]]] = []
+        # per LoRA case: (ascending token counts, their candidate groups), one entry per mode
+        self._groups: dict[int, list[tuple[list[int], list[list[_Desc]]]]] = {}
         if mode is Mode.NONE or not sizes:
             return
         max_decode_tokens = max_num_seqs * decode_query_len
         decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
         by_mode: dict[Mode, list[_Desc]] = {}
-        by_token: dict[int, list[_Desc]] = {}
+        by_token: dict[tuple[int, int], list[_Desc]] = {}
         seen: set[_Desc] = set()
         with_decode = mode.separate_routine() and decode_mode is not Mode.NONE
+
+        def add(m: Mode, d: _Desc) -> None:
+            by_mode.setdefault(m, []).append(d)
+            by_token.setdefault((d.num_tokens, d.num_active_loras), []).append(d)
+
         for size in sorted(sizes):
-            if with_decode:
-                for ql in decode_query_lens:
-                    tokens = round_up(size, ql)
-                    reqs = tokens // ql
-                    if tokens > max_decode_tokens or tokens > max_size or reqs > max_num_seqs:
-                        continue
-                    desc = _Desc(decode_mode, tokens, reqs, ql)
-                    if desc not in seen:
-                        seen.add(desc)
-                        by_mode.setdefault(decode_mode, []).append(desc)
-                        by_token.setdefault(tokens, []).append(desc)
-            if mixed_mode is not Mode.NONE:
-                reqs_or_none = min(size, max_num_seqs) if mixed_mode is Mode.FULL else None
-                desc = _Desc(mixed_mode, size, reqs_or_none, None)
-                by_mode.setdefault(mixed_mode, []).append(desc)
-                by_token.setdefault(size, []).append(desc)
+            for lora in loras:
+                if with_decode:
+                    for ql in decode_query_lens:
+                        tokens = round_up(size, ql)
+                        reqs = tokens // ql
+                        if tokens > max_decode_tokens or tokens > max_size or reqs > max_num_seqs:
+                            continue
+                        desc = _Desc(decode_mode, tokens, reqs, ql, lora)
+                        if desc not in seen:
+                            seen.add(desc)
+                            add(decode_mode, desc)
+                        twin = ubatch.twin(desc) if ubatch else None
+                        if twin is not None and twin not in seen:
+                            seen.add(twin)
+                            add(decode_mode, twin)
+                if mixed_mode is not Mode.NONE:
+                    reqs_or_none = min(size, max_num_seqs) if mixed_mode is Mode.FULL else None
+                    desc = _Desc(mixed_mode, size, reqs_or_none, None, lora)
+                    add(mixed_mode, desc)
+                    twin = ubatch.twin(desc) if ubatch else None
+                    if twin is not None:
+                        add(mixed_mode, twin)
         for descs in by_mode.values():
             descs.sort(key=lambda d: d.num_tokens, reverse=True)
         self.by_mode = by_mode
         self._outcomes = {
             d: Outcome(d.mode, d.num_tokens, d.num_reqs) for descs in by_mode.values() for d in descs
         }
-        if candidates is V2Candidates.SMALLEST_ANY_MODE:
-            counts = sorted(by_token)
-            self._groups = [(counts, [by_token[c] for c in counts])]
-        else:
-            for m in (Mode.FULL, Mode.PIECEWISE):
-                ascending = list(reversed(by_mode.get(m, [])))
-                counts_m: list[int] = []
-                groups_m: list[list[_Desc]] = []
-                for d in ascending:
-                    if counts_m and counts_m[-1] == d.num_tokens:
-                        groups_m[-1].append(d)
-                    else:
-                        counts_m.append(d.num_tokens)
-                        groups_m.append([d])
-                if counts_m:
-                    self._groups.append((counts_m, groups_m))
+        for lora in loras:
+            groups: list[tuple[list[int], list[list[_Desc]]]] = []
+            if candidates is V2Candidates.SMALLEST_ANY_MODE:
+                counts = sorted(t for t, la in by_token if la == lora)
+                groups.append((counts, [by_token[(c, lora)] for c in counts]))
+            else:
+                for m in (Mode.FULL, Mode.PIECEWISE):
+                    ascending = [d for d in reversed(by_mode.get(m, [])) if d.num_active_loras == lora]
+                    counts_m: list[int] = []
+                    groups_m: list[list[_Desc]] = []
+                    for d in ascending:
+                        if counts_m and counts_m[-1] == d.num_tokens:
+                            groups_m[-1].append(d)
+                        else:
+                            counts_m.append(d.num_tokens)
+                            groups_m.append([d])
+                    if counts_m:
+                        groups.append((counts_m, groups_m))
+            self._groups[lora] = groups
 
     def boundaries(self) -> list[int]:
         """Token counts where a dispatch outcome can change: every descriptor's."""
@@ -194,16 +292,19 @@ class V2Manager:
     def graphs(self) -> tuple[Graph, ...]:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""
         return tuple(
-            Graph(m.value, d.num_tokens, d.num_reqs, d.query_len)
+            Graph(m.value, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches)
             for m in (Mode.PIECEWISE, Mode.FULL)
             for d in self.by_mode.get(m, [])
         )
 
-    def dispatch(self, num_reqs: int, num_tokens: int, uniform_query_len: int | None) -> Outcome:
-        """`CudaGraphManager.dispatch` with no LoRA and one microbatch."""
+    def dispatch(
+        self, num_reqs: int, num_tokens: int, uniform_query_len: int | None, num_active_loras: int = 0
+    ) -> Outcome:
+        """`CudaGraphManager.dispatch` for one microbatch (a batch DBO does not split)."""
         if num_tokens <= 0:
             return EAGER
-        for counts, groups in self._groups:
+        lora = effective_loras(self.loras, num_active_loras)
+        for counts, groups in self._groups.get(lora, []):
             i = bisect.bisect_left(counts, num_tokens)
             if i == len(counts):
                 continue
@@ -212,6 +313,7 @@ class V2Manager:
                     (d.query_len is None or d.query_len == uniform_query_len)
                     and (d.num_reqs is None or d.num_reqs >= num_reqs)
                     and d.num_tokens >= num_tokens
+                    and d.num_ubatches == 1
                 ):
                     return self._outcomes[d]
         return EAGER

@@ -91,3 +91,19 @@ _CAPABILITY: dict[Platform, tuple[int, int]] = {
     Platform.AMPERE: (8, 0),
     Platform.RTX_BLACKWELL: (12, 0),
 }
+
+
+# The families by the names of the GPUs their shipped data was measured on (the cost model's
+# coefficients say "H200"); the full GPU table, with SM versions and refusals, is core/gpus.py.
+GPU_NAME_TO_PLATFORM: dict[str, Platform] = {
+    "h100": Platform.HOPPER,
+    "h200": Platform.HOPPER,
+    "h800": Platform.HOPPER,
+    "h20": Platform.HOPPER,
+    "gh200": Platform.HOPPER,
+    "b200": Platform.BLACKWELL,
+    "b300": Platform.BLACKWELL,
+    "gb200": Platform.BLACKWELL,
+    "gb300": Platform.BLACKWELL,
+    "a100": Platform.AMPERE,
+}

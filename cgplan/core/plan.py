@@ -8,7 +8,7 @@ from functools import partial
 
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import find_gaps, propose_fixes
-from cgplan.core.graphs import Outcome, V1Dispatcher, V2Manager
+from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases
 from cgplan.core.ladder import capture_ladder
 from cgplan.core.modes import Mode
 from cgplan.core.policies import UPSTREAM, CapturePolicy
@@ -20,6 +20,8 @@ from cgplan.core.resolve import (
     sequence_parallel_on,
     uses_dynamic_sd,
     v1_round_sizes,
+    validate_parallel,
+    validate_ubatching_backend,
 )
 from cgplan.core.rules import V2Tiers, VllmRules, rules_for
 from cgplan.core.spec import PlanInput
@@ -43,7 +45,17 @@ def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
 
 
 def validate_limits(inp: PlanInput) -> None:
-    """SchedulerConfig's own checks (vllm/config/scheduler.py `_verify_args`)."""
+    """ModelConfig's max_model_len check (`_get_and_verify_max_len`) and SchedulerConfig's own
+    checks (vllm/config/scheduler.py `_verify_args`)."""
+    derived = inp.model.derived_max_model_len
+    if derived is not None and inp.max_model_len > derived:
+        raise Rejected(
+            "max_model_len",
+            f"User-specified max_model_len ({inp.max_model_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={float(derived)} or model_max_length=None in "
+            "model's config.json). To allow overriding this maximum, set the env var "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+        )
     if inp.max_num_batched_tokens < inp.max_num_seqs:
         raise Rejected(
             "max_num_batched_tokens",
@@ -66,6 +78,23 @@ def _v2_query_lens(
     if rules.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K and decode_query_len <= k:
         return [decode_query_len]
     return sorted({kb + sampled_per_step for _, _, kb in runs})
+
+
+def _without_dynamic_sd_under_dp(inp: PlanInput, notes: list[Note]) -> PlanInput:
+    """`_maybe_disable_dynamic_sd_for_data_parallel` (every release): DP ranks could pick different
+    K per step and deadlock, so the schedule is dropped for the static K."""
+    if inp.data_parallel_size <= 1 or not uses_dynamic_sd(inp) or inp.speculative is None:
+        return inp
+    notes.append(
+        Note(
+            "dynamic_sd_dp",
+            "Dynamic speculative decoding is not supported with data parallelism because "
+            "data-parallel ranks can select different speculative-token counts, causing DP "
+            "divergence and deadlocks. Disabling num_speculative_tokens_per_batch_size and falling "
+            f"back to static num_speculative_tokens={inp.speculative.num_speculative_tokens}.",
+        )
+    )
+    return replace(inp, speculative=replace(inp.speculative, num_speculative_tokens_per_batch_size=None))
 
 
 def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
@@ -140,19 +169,28 @@ def naive_dispatch_table(
 
 
 def _drafter_prefill(
-    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_tokens: int
+    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_size_tokens: int
 ) -> tuple[Graph, ...]:
-    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none."""
+    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none.
+
+    "pow2": request counts 1, 2, 4, ... × (1+K) tokens, bounded by the capture maximum (a graph
+    above it is never dispatched to: vLLM pads nothing past max_cudagraph_capture_size), plus the
+    widest request count that fits (max_num_seqs itself when it is not a power of two), so the
+    widest uniform prefill keeps a FULL graph.
+    """
     if full == "target" or not any(g.mode == "FULL" for g in graphs):
         return graphs
     piecewise = tuple(g for g in graphs if g.mode == "PIECEWISE")
     if full == "none":
         return piecewise
     q = k + 1
+    widest = min(max_num_seqs, max_size_tokens // q)
     counts, n = [], 1
-    while n <= max_num_seqs and n * q <= max_tokens:
+    while n <= widest:
         counts.append(n)
         n *= 2
+    if widest >= 1 and counts[-1] != widest:
+        counts.append(widest)
     return piecewise + tuple(Graph("FULL", n * q, n, q) for n in reversed(counts))
 
 
@@ -183,13 +221,15 @@ def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -
         )
 
 
-def _v1_decode(dispatcher: V1Dispatcher, uniform: bool, num_reqs: int, num_tokens: int) -> Outcome:
+def _v1_decode(
+    dispatcher: V1Dispatcher, uniform: bool, num_reqs: int, num_tokens: int, loras: int = 0
+) -> Outcome:
     # V1's runner flags a batch uniform only at the configured query length 1 + K.
-    return dispatcher.dispatch(num_tokens, uniform)
+    return dispatcher.dispatch(num_tokens, uniform, loras)
 
 
-def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: int) -> Outcome:
-    return manager.dispatch(num_reqs, num_tokens, query_len)
+def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: int, loras: int = 0) -> Outcome:
+    return manager.dispatch(num_reqs, num_tokens, query_len, loras)
 
 
 def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
@@ -214,13 +254,42 @@ def build_plan(
     """
     rules = policy.apply(rules_for(inp.vllm_version))
     notes: list[Note] = []
+    validate_parallel(inp, rules)
     validate_limits(inp)
+    inp = _without_dynamic_sd_under_dp(inp, notes)
     runs = _lookup_runs(inp)
     sp_on = sequence_parallel_on(inp, rules, notes)
     runner = model_runner(inp, rules, sp_on, notes)
     sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
     runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
     decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
+    validate_ubatching_backend(inp)
+    loras = lora_cases(runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora)
+    ubatch = None
+    if rules.v2_ubatch_twins and inp.use_ubatching and inp.data_parallel_size > 1:
+        # maybe_build_ubatch_runner: microbatching needs the DP handshake (more than one DP rank)
+        ubatch = Microbatching(inp.num_ubatches, inp.dbo_decode_token_threshold)
+    if inp.enable_lora:
+        notes.append(
+            Note(
+                "lora_cases",
+                f"LoRA: every capture size is captured for num_active_loras in {list(loras)} "
+                f"(model runner {runner.upper()}, cudagraph_specialize_lora="
+                f"{inp.cudagraph_specialize_lora}); a batch with adapters replays the "
+                f"{loras[-1]}-adapter graphs",
+            )
+        )
+    q_slots = inp.max_num_seqs * inp.uniform_decode_query_len
+    if inp.speculative is not None and not runs and inp.max_num_batched_tokens < q_slots:
+        # vLLM accepts it (no release checks it at config time); the scheduler's budget caps decode
+        notes.append(
+            Note(
+                "decode_budget",
+                f"max_num_batched_tokens {inp.max_num_batched_tokens} < max_num_seqs x (1+K) = "
+                f"{q_slots}: at most {inp.max_num_batched_tokens // inp.uniform_decode_query_len} "
+                "requests decode in one step",
+            )
+        )
     q = inp.uniform_decode_query_len
     ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
     notes.extend(ladder.notes)
@@ -234,13 +303,17 @@ def build_plan(
     mixed_hi = min(b, max_size + 1) if with_mixed else 0
     graphs: dict[str, tuple[Graph, ...]] = {}
     uniform: dict[int, tuple[DispatchRange, ...]] = {}
+    uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
     spec = inp.speculative
     if runner == "v1":
-        target = V1Dispatcher(sizes, max_size, mode, q, s)
+        target = V1Dispatcher(sizes, max_size, mode, q, s, loras)
         graphs["target"] = target.graphs()
         tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
+            if inp.enable_lora:
+                pick = partial(_v1_decode, target, ql == q, loras=1)
+                uniform_lora[ql] = dispatch_table(ql, s, b, pick, target.boundaries())
         mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
         if spec is not None and spec.method != "ngram":
             drafter_mode = (
@@ -248,15 +321,36 @@ def build_plan(
                 if not spec.enforce_eager and mode.mixed_mode() in (Mode.PIECEWISE, Mode.FULL)
                 else Mode.NONE
             )
-            graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s).graphs()
+            # the proposer's own CudagraphDispatcher reads the same LoRA config
+            graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s, loras).graphs()
     else:
         manager = V2Manager(
-            sizes, max_size, mode, q, _v2_query_lens(inp, rules, q, runs), s, rules.v2_candidates
+            sizes,
+            max_size,
+            mode,
+            q,
+            _v2_query_lens(inp, rules, q, runs),
+            s,
+            rules.v2_candidates,
+            loras,
+            ubatch,
         )
         graphs["target"] = manager.graphs()
+        twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
+        if twins:
+            notes.append(
+                Note(
+                    "ubatch_twins",
+                    f"DBO: {twins} FULL graphs of at least {inp.dbo_decode_token_threshold} tokens are "
+                    f"also captured split into {inp.num_ubatches} microbatches (DP {inp.data_parallel_size})",
+                )
+            )
         tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())
+            if inp.enable_lora:
+                pick = partial(_v2_decode, manager, ql, loras=1)
+                uniform_lora[ql] = dispatch_table(ql, s, b, pick, manager.boundaries())
         mixed = dispatch_table(1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries())
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
@@ -270,7 +364,7 @@ def build_plan(
                 rules.v2_candidates,
             )
             graphs["drafter_prefill"] = _drafter_prefill(
-                prefill.graphs(), rules.drafter_prefill_full, k, s, b
+                prefill.graphs(), rules.drafter_prefill_full, k, s, max_size
             )
             decode_graphs: tuple[Graph, ...] = ()
             decode_lens = _v2_query_lens(inp, rules, 1, runs)
@@ -313,6 +407,7 @@ def build_plan(
         mixed=mixed,
         notes=tuple(notes),
         piecewise_pieces_per_graph=inp.model.num_hidden_layers + 1,
+        uniform_decode_lora=uniform_lora,
     )
     gaps = find_gaps(plan, ladder)
     plan = replace(plan, gaps=gaps)

@@ -40,9 +40,9 @@ BUILTIN_POLICIES: dict[str, CapturePolicy] = {
         CapturePolicy("upstream", "the chosen vLLM release as shipped"),
         CapturePolicy(
             "sparse-pow2-drafter-prefill",
-            "a fork's policy: FULL drafter-prefill graphs only at power-of-two request counts up to "
-            "max_num_seqs (× 1+K tokens); PIECEWISE kept for non-uniform prefill; FULL candidates "
-            "restricted to what was captured",
+            "a fork's policy: FULL drafter-prefill graphs only at power-of-two request counts (× 1+K "
+            "tokens) up to max_num_seqs and the capture maximum, plus the widest count that fits; "
+            "PIECEWISE kept for non-uniform prefill; FULL candidates restricted to what was captured",
             {"drafter_prefill_full": "pow2"},
         ),
         CapturePolicy(

@@ -52,6 +52,102 @@ def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) ->
     return True
 
 
+# vllm/config/vllm.py: the all-to-all backends microbatching runs with on CUDA.
+UBATCH_ALL2ALL_BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "nixl_ep")
+DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
+"""ParallelConfig.all2all_backend's default."""
+
+
+def _dbo_unsupported(inp: PlanInput, rules: VllmRules) -> list[str]:
+    """What V2 lacks for DBO/microbatching (`_get_dbo_unsupported_features`, 0.30+)."""
+    if rules.v2_dbo_check == "enable_dbo":
+        return ["dual batch overlap"] if inp.enable_dbo else []
+    if not inp.use_ubatching:
+        return []
+    if inp.model_runner != "v2":
+        # "under development": V2 takes DBO only when VLLM_USE_V2_MODEL_RUNNER is set
+        return ["dual batch overlap"]
+    out = []
+    if inp.enable_lora:
+        out.append("dual batch overlap with LoRA")
+    if inp.speculative is not None:
+        out.append("dual batch overlap with speculative decoding")
+    if inp.pipeline_parallel_size > 1:
+        out.append("dual batch overlap with pipeline parallelism")
+    if inp.decode_context_parallel_size > 1:
+        out.append("dual batch overlap with context parallelism")
+    mode = (
+        Mode.NONE if inp.enforce_eager else inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
+    )
+    if mode is Mode.PIECEWISE:
+        out.append("dual batch overlap with PIECEWISE CUDA graphs")
+    return out
+
+
+def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
+    """ParallelConfig's and ModelConfig's checks of DCP, EP and microbatching, in vLLM's order."""
+    tp, dcp = inp.tensor_parallel_size, inp.decode_context_parallel_size
+    if (
+        rules.ubatch_threshold_check
+        and inp.use_ubatching
+        and min(inp.dbo_decode_token_threshold, inp.dbo_prefill_token_threshold) < inp.num_ubatches
+    ):
+        raise Rejected(
+            "dbo_decode_token_threshold",
+            "dbo_decode_token_threshold and dbo_prefill_token_threshold must be at least the "
+            f"number of microbatches ({inp.num_ubatches}).",
+        )
+    if tp % dcp:
+        raise Rejected("decode_context_parallel_size", f"tp_size={tp} must be divisible by dcp_size={dcp}.")
+    if inp.enable_expert_parallel and not inp.model.is_moe:
+        raise Rejected(
+            "enable_expert_parallel",
+            "Number of experts in the model must be greater than 0 when expert parallelism is enabled.",
+        )
+    if dcp > 1 and not inp.model.use_mla:
+        kv_heads = inp.model.num_key_value_heads
+        if rules.dcp_gqa_check == "assert":
+            if tp <= kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    f"tensor parallel size {tp} must be greater than total num kv heads {kv_heads} "
+                    "when enable decode context parallel for GQA/MQA",
+                )
+            if dcp > tp // kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    "decode context parallel size must less than or equal to (tensor parallel size "
+                    f"{tp} // total num kv heads {kv_heads}) = {tp // kv_heads}, but got {dcp}",
+                )
+            return
+        if tp <= kv_heads:
+            raise Rejected(
+                "decode_context_parallel_size",
+                "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` "
+                f"({tp}) to be greater than the model's total number of KV heads ({kv_heads}). "
+                "Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`.",
+            )
+        if dcp > tp // kv_heads:
+            raise Rejected(
+                "decode_context_parallel_size",
+                f"`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value "
+                f"({tp // kv_heads}) for `--tensor-parallel-size` ({tp}) and {kv_heads} model KV heads.",
+            )
+
+
+def validate_ubatching_backend(inp: PlanInput) -> None:
+    """VllmConfig's microbatching assertion: only DeepEP/NIXL-EP all-to-all kernels split a batch."""
+    backend = inp.all2all_backend or DEFAULT_ALL2ALL_BACKEND
+    if inp.use_ubatching and backend not in UBATCH_ALL2ALL_BACKENDS:
+        raise Rejected(
+            "all2all_backend",
+            f"Microbatching currently only supports the {', '.join(UBATCH_ALL2ALL_BACKENDS)} all2all "
+            f"backends on this platform. {backend} is not supported. To fix use one of "
+            + ", ".join("--all2all-backend=" + b for b in UBATCH_ALL2ALL_BACKENDS)
+            + " and install the matching kernels.",
+        )
+
+
 def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
     """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
     unsupported: list[str] = []
@@ -60,6 +156,9 @@ def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note
         unsupported.append(rules.v2_runner_unsupported_methods[method])
     if sp_on:
         unsupported.append("sequence parallelism")
+    if rules.v2_eagle3_pp_unsupported and method == "eagle3" and inp.pipeline_parallel_size > 1:
+        unsupported.append("EAGLE3 with pipeline parallelism")
+    unsupported += _dbo_unsupported(inp, rules)
     if inp.model_runner == "v2" and unsupported:
         # _validate_v2_model_runner: forcing V2 with a feature it lacks is an error.
         raise Rejected(
@@ -67,6 +166,8 @@ def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note
             f"Model Runner V2 does not yet support: {', '.join(unsupported)}",
         )
     if inp.model_runner in ("v1", "v2"):
+        if inp.model_runner == "v1":
+            _check_v1(inp, rules)
         return inp.model_runner
     default_moe = rules.v2_default_moe_architectures
     if default_moe is not None and inp.model.is_moe and inp.model.architecture not in default_moe:
@@ -80,8 +181,20 @@ def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note
                 "using the V1 model runner instead.",
             )
         )
+        _check_v1(inp, rules)
         return "v1"
     return "v2"
+
+
+def _check_v1(inp: PlanInput, rules: VllmRules) -> None:
+    """What V1 refuses (0.31+): an explicit async_scheduling with pipeline parallelism."""
+    if rules.v1_pp_async_unsupported and inp.pipeline_parallel_size > 1 and inp.async_scheduling:
+        raise Rejected(
+            "async_scheduling",
+            "Async scheduling is not supported by the V1 model runner with pipeline parallelism."
+            if rules.v1_pp_async_message == "async"
+            else "Model Runner V1 does not support: pipeline parallelism with async scheduling",
+        )
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,24 @@ class VllmRules:
     (`_normalize_piecewise_cudagraph_mode`, 0.30+)."""
     serve_b200_batched_tokens: int = 8192
     """`vllm serve`'s default max_num_batched_tokens on a B200-class (≥160 GiB) GPU."""
+    # Parallelism, LoRA, microbatching (#16): vllm/config/vllm.py, parallel.py, model.py.
+    v2_dbo_check: str = "enable_dbo"
+    """How V2 refuses microbatching: "enable_dbo" (`enable_dbo` alone, "dual batch overlap",
+    0.26–0.29) or "ubatching" (`_get_dbo_unsupported_features` on `use_ubatching`, 0.30+)."""
+    v2_eagle3_pp_unsupported: bool = True
+    """V2 lacks "EAGLE3 with pipeline parallelism" (0.26–0.29)."""
+    v1_pp_async_unsupported: bool = False
+    """V1 refuses "pipeline parallelism with async scheduling" (`_validate_v1_model_runner`, 0.31+)."""
+    ubatch_threshold_check: bool = False
+    """ParallelConfig refuses DBO thresholds below the microbatch count (0.30+)."""
+    dcp_gqa_check: str = "assert"
+    """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads: as an assertion
+    (0.26.0) or a ValueError with flag advice (0.27.1+)."""
+    v1_pp_async_message: str = "unsupported"
+    """V1 + PP + async scheduling: "unsupported" (`_validate_v1_model_runner`, 0.31–0.32) or
+    "async" (the async-scheduling check fails first, 0.33)."""
+    v2_ubatch_twins: bool = False
+    """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
     # What-if knobs (cgplan.core.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
@@ -133,6 +151,7 @@ _r = _release(
             *(_r.v2_default_moe_architectures or ()),
             "KimiK3ForConditionalGeneration",
         ),
+        dcp_gqa_check="error",
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
@@ -160,7 +179,19 @@ _r = _release(
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
-_r = _release(replace(_r, version="0.30.0", non_compile_keeps_full_decode=True, flashinfer_xqa_sm90=True))
+# DBO on V2: `_get_dbo_unsupported_features` and microbatched twins; the threshold check.
+_r = _release(
+    replace(
+        _r,
+        version="0.30.0",
+        non_compile_keeps_full_decode=True,
+        flashinfer_xqa_sm90=True,
+        v2_dbo_check="ubatching",
+        v2_eagle3_pp_unsupported=False,
+        ubatch_threshold_check=True,
+        v2_ubatch_twins=True,
+    )
+)
 # #57355: a non-speculative max_num_seqs gets its own exact size. draft_model runs on V2
 # (its speculator captures nothing); MLA builders report higher support.
 _r = _release(
@@ -170,6 +201,7 @@ _r = _release(
         decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS,
         v2_runner_unsupported_methods={"ngram": "ngram/ngram_gpu speculative decoding"},
         mla_uniform_levels_raised=True,
+        v1_pp_async_unsupported=True,
     )
 )
 # The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
@@ -184,7 +216,15 @@ _r = _release(
     )
 )
 # FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2.
-_r = _release(replace(_r, version="0.33.0", fa4_always=True, flashinfer_fa2_native_below_sm90=True))
+_r = _release(
+    replace(
+        _r,
+        version="0.33.0",
+        fa4_always=True,
+        flashinfer_fa2_native_below_sm90=True,
+        v1_pp_async_message="async",
+    )
+)
 
 SUPPORTED_VERSIONS: tuple[str, ...] = tuple(RELEASES)
 """Every release cgplan knows, oldest first."""

@@ -20,6 +20,9 @@ MODEL_RUNNERS = ("auto", "v1", "v2")
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
 """vLLM's `performance_mode` values."""
 
+_IF_SET = {"fingerprint": "if_set"}
+"""Field metadata: fingerprinted only when it differs from its default."""
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -51,6 +54,9 @@ class ModelShape:
     """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
     max_position_embeddings: int = 2048
     """Context length the checkpoint declares: vLLM's default max_model_len."""
+    derived_max_model_len: int | None = field(default=None, metadata={"fingerprint": False})
+    """vLLM's derived maximum when config.json states it plainly (max_position_embeddings, no rope
+    scaling): a larger max_model_len is refused. None: not known here, not checked."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,44 @@ class PlanInput:
     """Force an attention backend by vLLM's `AttentionBackendEnum` name."""
     attention_cudagraph_support: CGSupport | None = None
     """Force the attention CUDA-graph support level."""
+    # Parallelism, LoRA and microbatching (#16). Left out of the fingerprint at their defaults, so
+    # that reports of configs without them keep the fingerprint they were made with.
+    pipeline_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """PP degree: every stage captures the same descriptors (its own layers)."""
+    data_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """DP degree: each rank plans alike; ranks pad to a common batch at run time."""
+    decode_context_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """DCP degree (splits the KV cache of decode across the TP group)."""
+    enable_expert_parallel: bool = field(default=False, metadata=_IF_SET)
+    """Experts sharded across TP x DP ranks instead of tensor-parallel."""
+    enable_lora: bool = field(default=False, metadata=_IF_SET)
+    """LoRA adapters served: graphs per active-adapter count."""
+    max_loras: int = field(default=1, metadata=_IF_SET)
+    """Adapters active in one batch (vLLM's default 1)."""
+    cudagraph_specialize_lora: bool = field(default=True, metadata=_IF_SET)
+    """`compilation_config.cudagraph_specialize_lora`: separate graphs with and without LoRA."""
+    enable_dbo: bool = field(default=False, metadata=_IF_SET)
+    """Dual-batch overlap (two microbatches)."""
+    ubatch_size: int = field(default=0, metadata=_IF_SET)
+    """Microbatches per step without DBO (0 or 1 = off)."""
+    dbo_decode_token_threshold: int = field(default=32, metadata=_IF_SET)
+    """Smallest uniform-decode batch (tokens) that is microbatched."""
+    dbo_prefill_token_threshold: int = field(default=512, metadata=_IF_SET)
+    """Smallest mixed batch (tokens) that is microbatched."""
+    all2all_backend: str | None = field(default=None, metadata=_IF_SET)
+    """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
+    async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
+    """`async_scheduling` as given (None = the release's default)."""
+
+    @property
+    def use_ubatching(self) -> bool:
+        """vLLM's `ParallelConfig.use_ubatching`."""
+        return self.enable_dbo or self.ubatch_size > 1
+
+    @property
+    def num_ubatches(self) -> int:
+        """vLLM's `ParallelConfig.num_ubatches` (2 under DBO)."""
+        return 2 if self.enable_dbo else self.ubatch_size
 
     @property
     def num_speculative_tokens(self) -> int:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cgplan.errors import ConfigRejected
 
 if TYPE_CHECKING:
     from cgplan.core.cost import CostPrediction
+    from cgplan.core.latency import LatencyPrediction
 
 
 class Rejected(ConfigRejected):
@@ -40,6 +41,10 @@ class Graph:
     """Request count the graph is specialised for (None: any)."""
     query_len: int | None
     """Uniform tokens per request the graph requires (None: any)."""
+    num_active_loras: int = 0
+    """LoRA adapters the graph is captured for (0: none; max_loras + 1: any number)."""
+    num_ubatches: int = 1
+    """Microbatches the graph runs (2 under DBO)."""
 
 
 @dataclass(frozen=True)
@@ -137,3 +142,7 @@ class Plan:
     """CUDA graphs per PIECEWISE descriptor (compiled pieces: layers + 1 for a dense model)."""
     cost: CostPrediction | None = None
     """Predicted memory and capture time (None: no cost coefficients were given)."""
+    latency: LatencyPrediction | None = None
+    """Predicted step times, gap costs and fix gains (None: no latency coefficients were given)."""
+    uniform_decode_lora: dict[int, tuple[DispatchRange, ...]] = field(default_factory=dict)
+    """With LoRA: query_len → dispatch of uniform decode batches carrying one active adapter."""

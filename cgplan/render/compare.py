@@ -85,6 +85,12 @@ def diff_to_dict(d: Diff) -> dict[str, Any]:
             "source_b": d.b.pool_source,
         },
         "capture_time_s": {"a": d.a.capture_time_s, "b": d.b.capture_time_s},
+        "expected_step_ms": {
+            "a": _round(d.a.expected_step_ms),
+            "b": _round(d.b.expected_step_ms),
+            "change": _round(_change(d.a.expected_step_ms, d.b.expected_step_ms)),
+        },
+        "eager_time_share": {"a": _round(d.a.eager_time_share), "b": _round(d.b.eager_time_share)},
     }
 
 
@@ -100,6 +106,29 @@ def _partial_line(side: Side, name: str) -> str:
         f"{name} is a {side.status} capture{why}: what it did not capture or dispatch shows as "
         '"-", not as a change of the config'
     )
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _change(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def step_time_line(d: Diff) -> str | None:
+    """The change in expected step time (latency model), when a side has one."""
+    a, b = d.a.expected_step_ms, d.b.expected_step_ms
+    if a is None and b is None:
+        return None
+
+    def ms(x: float | None, share: float | None) -> str:
+        return "-" if x is None else f"{x:.2f} ms ({share or 0:.0%} eager)"
+
+    line = f"expected step time: A {ms(a, d.a.eager_time_share)} → B {ms(b, d.b.eager_time_share)}"
+    if a is not None and b is not None and a > 0:
+        line += f" · {b - a:+.3f} ms per step ({(b - a) / a:+.1%})"
+    return line + " (latency model, every uniform-decode batch once)"
 
 
 def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
@@ -164,6 +193,9 @@ def render_diff(d: Diff, *, width: int = 100, color: bool = False) -> str:
         )
     if d.a.capture_time_s is not None or d.b.capture_time_s is not None:
         c.print(f"capture time: A {d.a.capture_time_s} s → B {d.b.capture_time_s} s")
+    timed = step_time_line(d)
+    if timed:
+        c.print(timed, soft_wrap=True)
     return buf.getvalue()
 
 
@@ -192,6 +224,9 @@ def render_diff_markdown(d: Diff) -> str:
         ]
     else:
         out.append("No coverage change for uniform decode.")
+    timed = step_time_line(d)
+    if timed:
+        out += ["", timed]
     out.append("")
     return "\n".join(out) + "\n"
 

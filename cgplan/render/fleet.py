@@ -49,16 +49,34 @@ def _failure(row: dict[str, Any]) -> str:
     return f"{row['failure_class']}: {msg[:120]}" if msg else str(row["failure_class"])
 
 
+INSIDE = "inside the fitted domain"
+
+
+def _outside(row: dict[str, Any]) -> bool:
+    domain = row.get("predicted_memory_domain")
+    return domain is not None and domain != INSIDE
+
+
 def _cells(row: dict[str, Any]) -> list[str]:
+    mark = " †" if _outside(row) else ""
     return [
         str(row["name"]),
         _status(row),
         _verdict(row),
         _eager(row),
-        _pair(row.get("predicted_memory_mib"), row.get("measured_memory_mib"), 0),
+        _pair(row.get("predicted_memory_mib"), row.get("measured_memory_mib"), 0) + mark,
         _pair(row.get("predicted_capture_s"), row.get("measured_capture_s"), 2),
         ",".join(row.get("gpus") or []) or "-",
         _failure(row),
+    ]
+
+
+def _domain_notes(doc: dict[str, Any]) -> list[str]:
+    """† rows: the prediction is outside the cost model's fitted domain, and why."""
+    return [
+        f"† {r['name']}: predicted outside the cost model's domain ({r['predicted_memory_domain']})"
+        for r in doc["configs"]
+        if _outside(r)
     ]
 
 
@@ -87,7 +105,7 @@ def fleet_table(doc: dict[str, Any]) -> str:
         "memory: cgplan's predicted graph memory vs the NVML growth over vLLM's capture phase; "
         "capture: predicted vs measured capture_model seconds"
     )
-    return "\n".join([head, "", *lines, "", _totals(doc), note]) + "\n"
+    return "\n".join([head, "", *lines, "", _totals(doc), note, *_domain_notes(doc)]) + "\n"
 
 
 def fleet_markdown(doc: dict[str, Any]) -> str:
@@ -104,6 +122,9 @@ def fleet_markdown(doc: dict[str, Any]) -> str:
     ]
     out += ["| " + " | ".join(cell(c) for c in _cells(r)) + " |" for r in doc["configs"]]
     out += ["", _totals(doc), ""]
+    notes = _domain_notes(doc)
+    if notes:
+        out += [*(f"{n}  " for n in notes), ""]
     if doc.get("command"):
         out += ["Command: `" + " ".join(doc["command"]) + "`", ""]
     return "\n".join(out)
@@ -126,4 +147,5 @@ def fleet_html(doc: dict[str, Any]) -> str:
             f"<tr{cls}><td>{name}</td>" + "".join(f"<td>{escape(c)}</td>" for c in cells[1:]) + "</tr>"
         )
     body.append("</table>")
+    body += [f"<p>{escape(n)}</p>" for n in _domain_notes(doc)]
     return _page(f"cgplan capture · {len(doc['configs'])} configs", body)

@@ -8,7 +8,8 @@ from typing import Any
 from cgplan import __version__
 from cgplan.core.cost import CostPrediction
 from cgplan.core.gaps import graph_count, padding_tokens
-from cgplan.core.types import DispatchRange, Plan
+from cgplan.core.latency import LatencyPrediction
+from cgplan.core.types import DispatchRange, Graph, Plan
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of the JSON below; fields may be added freely."""
@@ -28,11 +29,20 @@ def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
     """The cost model's prediction as JSON (None when no coefficients were used)."""
     if c is None:
         return None
+    figure = c.domain.figure
     return {
         "gpu": c.gpu,
-        "total_mib": round(c.total_mib, 1),
-        "low_mib": round(c.low_mib, 1),
-        "high_mib": round(c.high_mib, 1),
+        # outside the domain where the model has no term (MoE/MLA, unmeasured attention): no figure
+        "total_mib": round(c.total_mib, 1) if figure else None,
+        "low_mib": round(c.low_mib, 1) if figure else None,
+        "high_mib": round(c.high_mib, 1) if figure else None,
+        "domain": {
+            "fitted": c.domain.fitted,
+            "inside": c.domain.inside,
+            "outside": list(c.domain.outside),
+            "band_factor": c.domain.band_factor,
+            "figure": figure,
+        },
         "warmup_mib": round(c.warmup_mib, 1),
         "capture_s": round(c.capture_s, 2),
         "by_family_mode": [
@@ -49,6 +59,60 @@ def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
     }
 
 
+def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
+    """The latency model's prediction as JSON (None when no coefficients were used)."""
+    if lat is None:
+        return None
+    return {
+        "gpu": lat.gpu,
+        "traffic": lat.traffic,
+        "expected_step_ms": round(lat.expected_step_ms, 4),
+        "expected_eager_share": round(lat.expected_eager_share, 4),
+        "expected_tokens_per_s": round(lat.expected_tokens_per_s, 1),
+        "widest_step_ms": round(lat.widest_step_ms, 4),
+        "widest_graph_step_ms": round(lat.widest_graph_step_ms, 4),
+        "widest_eager_step_ms": round(lat.widest_eager_step_ms, 4),
+        "eager_graph_ratio": round(lat.eager_graph_ratio, 4),
+        "gaps": [
+            {
+                "gap": g.gap,
+                "widest_batch": g.widest_batch,
+                "step_ms": round(g.step_ms, 4),
+                "graph_step_ms": round(g.graph_step_ms, 4),
+                "cost_ms_per_step": round(g.cost_ms_per_step, 4),
+                "tokens_per_s": round(g.tokens_per_s, 1),
+                "graph_tokens_per_s": round(g.graph_tokens_per_s, 1),
+                "expected_cost_ms_per_step": round(g.expected_cost_ms_per_step, 5),
+            }
+            for g in lat.gaps
+        ],
+        "fixes": [
+            {
+                "fix": f.fix,
+                "expected_step_ms_after": round(f.expected_step_ms_after, 4),
+                "gain_ms_per_step": round(f.gain_ms_per_step, 5),
+                "widest_gap_gain_ms": round(f.widest_gap_gain_ms, 4),
+            }
+            for f in lat.fixes
+        ],
+        "caveats": list(lat.caveats),
+    }
+
+
+def _graph(g: Graph, loras: bool, ubatches: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "mode": g.mode,
+        "num_tokens": g.num_tokens,
+        "num_reqs": g.num_reqs,
+        "query_len": g.query_len,
+    }
+    if loras:
+        out["num_active_loras"] = g.num_active_loras
+    if ubatches:
+        out["num_ubatches"] = g.num_ubatches
+    return out
+
+
 def plan_to_dict(
     plan: Plan,
     *,
@@ -57,6 +121,10 @@ def plan_to_dict(
     fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
+    # LoRA and microbatch keys only in plans that have such graphs (other plans keep their shape)
+    every = [g for gs in plan.graphs.values() for g in gs]
+    loras = any(g.num_active_loras for g in every)
+    ubatches = any(g.num_ubatches != 1 for g in every)
     counts = {
         family: {
             "PIECEWISE": sum(1 for g in graphs if g.mode == "PIECEWISE"),
@@ -86,21 +154,30 @@ def plan_to_dict(
         if plan.dynamic_sd_lookup is None
         else {"lookup": [list(r) for r in plan.dynamic_sd_lookup]},
         "graphs": {
-            family: [
-                {"mode": g.mode, "num_tokens": g.num_tokens, "num_reqs": g.num_reqs, "query_len": g.query_len}
-                for g in graphs
-            ]
-            for family, graphs in plan.graphs.items()
+            family: [_graph(g, loras, ubatches) for g in graphs] for family, graphs in plan.graphs.items()
         },
         "graph_counts": counts,
         "total_graphs": graph_count(plan),
         "piecewise_pieces_per_graph": plan.piecewise_pieces_per_graph,
         "predicted_cost": cost_to_dict(plan.cost),
-        "predicted_pool_bytes": round(plan.cost.total_mib * (1 << 20)) if plan.cost else None,
+        "predicted_pool_bytes": round(plan.cost.total_mib * (1 << 20))
+        if plan.cost and plan.cost.domain.figure
+        else None,
+        "predicted_latency": latency_to_dict(plan.latency),
         "uniform_decode": {
             str(ql): [_range(r, "reqs") for r in ranges] for ql, ranges in sorted(plan.uniform_decode.items())
         },
         "mixed": [_range(r, "tokens") for r in plan.mixed],
+        **(
+            {
+                "uniform_decode_lora1": {
+                    str(ql): [_range(r, "reqs") for r in ranges]
+                    for ql, ranges in sorted(plan.uniform_decode_lora.items())
+                }
+            }
+            if plan.uniform_decode_lora
+            else {}
+        ),
         "decode_padding_tokens": padding_tokens(plan),
         "gaps": [
             {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cgplan.core.types import Plan
-from cgplan.render.summary import cost_lines, family_rows, headline, tier_rows
+from cgplan.render.summary import cost_lines, family_rows, headline, latency_lines, tier_rows
 
 
 def render_markdown(plan: Plan, *, source: str | None = None) -> str:
@@ -16,6 +16,9 @@ def render_markdown(plan: Plan, *, source: str | None = None) -> str:
     cost = cost_lines(plan)
     if cost:
         out += ["", f"{cost[0]}  "] + [f"- {line.strip()}" for line in cost[1:]]
+    timed = latency_lines(plan)
+    if timed:
+        out += ["", f"{timed[0]}  "] + [f"- {line.strip()}" for line in timed[1:]]
     for ql in sorted(plan.uniform_decode):
         rows = tier_rows(plan, ql, full=False)
         if not rows:

@@ -110,10 +110,23 @@ def cost_lines(plan: Plan) -> list[str]:
     if c is None or not c.graphs:
         return []
     per_gpu = " per GPU" if plan.cost and any("tensor parallel" in x for x in c.caveats) else ""
+    d = c.domain
+    if not d.figure:
+        return [
+            f"predicted graph memory{per_gpu}: no figure · outside the validated domain: "
+            + "; ".join(d.outside),
+            f"  validated domain ({c.gpu} cost model): {d.fitted}",
+        ]
+    band = "" if d.inside else f", band x{d.band_factor:g} wider: outside the validated domain"
     lines = [
-        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB ({c.low_mib:,.0f}..{c.high_mib:,.0f}) "
+        f"predicted graph memory{per_gpu}: {c.total_mib:,.0f} MiB "
+        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) "
         f"taken from the KV cache · capture ~{c.capture_s:.1f} s · {c.gpu} cost model"
     ]
+    if d.inside:
+        lines.append(f"  inside the validated domain: {d.fitted}")
+    else:
+        lines.append(f"  outside the validated domain ({d.fitted}): " + "; ".join(d.outside))
     lines.extend(
         f"  {fm.family} {fm.mode}: {fm.graphs} graphs, pool {fm.pool_mib:,.0f} MiB + graph state "
         f"{fm.exec_mib:,.0f} MiB"
@@ -121,4 +134,52 @@ def cost_lines(plan: Plan) -> list[str]:
     )
     lines.append(f"  warmup runs during capture: {c.warmup_mib:,.0f} MiB")
     lines.extend(f"  caveat: {x}" for x in c.caveats)
+    return lines
+
+
+def latency_lines(plan: Plan) -> list[str]:
+    """The predicted step times, each gap's cost and each fix's gain (nothing without a prediction)."""
+    lat = plan.latency
+    if lat is None or lat.expected_step_ms <= 0:
+        return []
+    widest, q = lat.widest_reqs, lat.widest_query_len
+    traffic = (
+        f"every uniform-decode batch 1..{widest} once"
+        if lat.traffic == "uniform"
+        else f"traffic {lat.traffic}"
+    )
+    lines = [
+        f"predicted step time: {lat.expected_step_ms:.2f} ms expected ({traffic}) · eager "
+        f"{lat.expected_eager_share:.0%} of it · {lat.expected_tokens_per_s:,.0f} tokens/s scheduled · "
+        f"{lat.gpu} latency model",
+        f"  widest batch {widest} × {q} tokens: {lat.widest_step_ms:.2f} ms as planned, "
+        f"{lat.widest_graph_step_ms:.2f} ms on a FULL graph, {lat.widest_eager_step_ms:.2f} ms eager "
+        f"(eager/graph {lat.eager_graph_ratio:.2f})",
+    ]
+    # The costliest gaps at the traffic first; a long tail of one-batch gaps is summed up.
+    shown = sorted(lat.gaps, key=lambda x: (-x.expected_cost_ms_per_step, -x.cost_ms_per_step))[:3]
+    for gl in sorted(shown, key=lambda x: x.gap):
+        g = plan.gaps[gl.gap]
+        unit = "requests" if g.family == "uniform_decode" else "tokens"
+        lines.append(
+            f"  gap {gl.gap + 1} ({unit} {g.first}-{g.last}): costs {gl.cost_ms_per_step:+.2f} ms per "
+            f"step at {gl.widest_batch} {unit} ({gl.step_ms:.2f} vs {gl.graph_step_ms:.2f} ms; "
+            f"{gl.tokens_per_s:,.0f} vs {gl.graph_tokens_per_s:,.0f} tokens/s scheduled), "
+            f"{gl.expected_cost_ms_per_step:+.3f} ms on the expected step"
+        )
+    if len(lat.gaps) > len(shown):
+        rest = [x for x in lat.gaps if x not in shown]
+        lines.append(
+            f"  {len(rest)} more gap(s): {sum(x.expected_cost_ms_per_step for x in rest):+.3f} ms on the "
+            "expected step together"
+        )
+    for fl in lat.fixes:
+        f = plan.fixes[fl.fix]
+        flag = f.flags[0] if len(f.flags[0]) <= 48 else f.flags[0][:45] + "..."
+        lines.append(
+            f"  fix {fl.fix + 1} ({flag}): gains {fl.widest_gap_gain_ms:.2f} ms per step at the widest gap "
+            f"batch; expected step {lat.expected_step_ms:.2f} → {fl.expected_step_ms_after:.2f} ms "
+            f"({-fl.gain_ms_per_step:+.3f} ms)"
+        )
+    lines.extend(f"  caveat: {x}" for x in lat.caveats)
     return lines

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from cgplan.core.types import Plan
 from cgplan.render._console import buffer_console
-from cgplan.render.summary import cost_lines, family_rows, headline, tier_rows
+from cgplan.render.summary import cost_lines, family_rows, headline, latency_lines, tier_rows
 
 
 def render_table(
@@ -42,6 +42,11 @@ def render_table(
     if cost:
         console.print()
         for line in cost:
+            console.print(line, soft_wrap=True)
+    timed = latency_lines(plan)
+    if timed:
+        console.print()
+        for line in timed:
             console.print(line, soft_wrap=True)
     if plan.dynamic_sd_lookup:
         console.print()

@@ -16,6 +16,9 @@ T0=$(date +%s); LIMIT=${LIMIT:-575}; PAIRS=${PAIRS:-5}; BACKEND=${BACKEND:-vllm}
 PAIR_CONFIG=${PAIR_CONFIG:-configs/gpu/med-llama-mns256.yaml}
 FLEET=${FLEET:-"configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/tiny-ngram-k16.yaml configs/gpu/tiny-ngram-dyn.yaml configs/gpu/med-llama-mns256.yaml"}
 DEVX=${DEVX:-$(pwd)/.devx}
+# Relative paths are the caller's: resolve them before the cd below (a relative PREV_FLEET was
+# lost that way on 2026-12-01).
+if [ -n "${PREV_FLEET:-}" ]; then PREV_FLEET=$(cd "$PREV_FLEET" && pwd) || exit 2; fi
 if [ ! -f /tmp/site/.ok ] && [ -f "$DEVX/payload.tar.xz" ]; then
   bash "$DEVX/scripts/dev.sh" setup >/dev/null 2>&1
 fi

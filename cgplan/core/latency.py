@@ -1,0 +1,680 @@
+"""Predicted step latency: what a batch costs in milliseconds when it replays a FULL graph, a
+PIECEWISE graph, or runs eager, and what a plan's gaps and fixes are worth in time (pure).
+
+The model, fitted on an H200 from real vLLM 0.26.0 engines (docs/latency-model.md has the evidence):
+
+- the GPU's time for one forward pass over T tokens is the weights read once (bytes / bandwidth),
+  a fixed time per layer, a per-token cost proportional to the FLOPs per token (with a steeper
+  slope once T passes the compute-bound knee) and to the layers' width, and the logits rows;
+- the host's time to launch it depends on the mode: a FULL graph is one replay; a PIECEWISE graph
+  launches one graph per compiled piece and the attention between them (per layer); eager
+  launches every kernel (per layer, with a factor per architecture: more kernels per layer);
+- host and GPU overlap: a forward takes max(host, GPU), plus a fitted share of the smaller one
+  (what the overlap loses);
+- a step is the target forward plus, with EAGLE, the drafter's prefill (same tokens, same mode) and
+  its K-1 decode steps (FULL graphs of their own, per request count), plus a fixed step overhead.
+
+Padding is priced by running the model at the padded token count; a gap by the difference between
+its outcome and a FULL graph of the exact size. Coefficients are data (LatencyCoefficients),
+shipped for the H200 and replaceable by a user's own fit (`fit_latency`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from statistics import median
+from typing import TYPE_CHECKING
+
+from cgplan.core.spec import ModelShape, PlanInput
+
+if TYPE_CHECKING:
+    from cgplan.core.types import DispatchRange, Plan
+
+MODES = ("FULL", "PIECEWISE", "NONE")
+DRAFTER_METHODS = ("eagle", "eagle3")
+"""Speculative methods whose drafter is a 1-layer head of the target's width (what was measured)."""
+MIXED_LOGIT_ROWS = 3
+"""Requests in a mixed batch whose logits are computed (the measured mixed batches had 3)."""
+
+
+@dataclass(frozen=True)
+class LatencyCoefficients:
+    """The fitted constants of the step-latency model for one GPU kind (times in ms)."""
+
+    gpu: str
+    measured_with: str
+    gpu_ms_per_layer: float
+    """Fixed GPU time per decoder layer and forward (small kernels)."""
+    gpu_ms_per_weight_gb: float
+    """GPU time per GB of weights read once per forward (1 / effective bandwidth)."""
+    gpu_ms_per_gflop: float
+    """GPU time per GFLOP of per-token matmul work (below the knee)."""
+    gpu_ms_per_token_width: float
+    """GPU time per token × layer × 1000 of hidden width (elementwise and attention work)."""
+    gpu_ms_per_gflop_compute_bound: float
+    """Extra GPU time per GFLOP for the tokens past `compute_bound_from_tokens`."""
+    compute_bound_from_tokens: float
+    host_ms_full: float
+    """Host time of one FULL graph replay (one launch)."""
+    host_ms_piecewise: float
+    host_ms_piecewise_per_layer: float
+    host_ms_eager: float
+    host_ms_eager_per_layer: float
+    """Per-layer launch time of the reference architecture (LlamaForCausalLM)."""
+    eager_overlap_loss: float
+    """Share of the smaller of host and GPU time that eager does not hide."""
+    piecewise_overlap_loss: float
+    step_ms: float
+    """Fixed time of a step outside the forward passes (input preparation)."""
+    draft_step_ms: float
+    """Host time of each drafter decode step beyond its forward (metadata, sampling)."""
+    eager_layer_factor: tuple[tuple[str, float], ...]
+    """Per-architecture factor on the eager per-layer time (measured architectures)."""
+    step_ms_per_request: float = 0.0
+    """Host time per request of a step's input preparation (before the forward is launched)."""
+    hidden_size_range: tuple[int, int] = (512, 5120)
+    layers_range: tuple[int, int] = (4, 64)
+    max_tokens: int = 2048
+    """Largest batch measured (tokens per forward)."""
+    max_speculative_tokens: int = 16
+    fitted_on: tuple[str, ...] = ()
+    held_out: tuple[str, ...] = ()
+    held_out_median_error: float = 0.0
+    """Median |predicted / measured - 1| over the held-out runs and batch sizes."""
+    held_out_within_10pct: float = 0.0
+    """Share of held-out points predicted within 10%."""
+
+
+@dataclass(frozen=True)
+class ForwardShape:
+    """What a forward pass's time depends on."""
+
+    architecture: str
+    layers: int
+    hidden_size: int
+    body_params: int
+    """Matmul parameters of the decoder layers (attention and MLP)."""
+    head_params: int
+    """LM-head parameters (vocab × hidden)."""
+
+
+def forward_shape(m: ModelShape) -> ForwardShape:
+    """The target model's forward shape from its config.json figures."""
+    h, nh, kv, hd = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
+    per_layer = h * (nh + 2 * kv) * hd + nh * hd * h + 3 * h * m.intermediate_size
+    return ForwardShape(
+        m.architecture, m.num_hidden_layers, h, per_layer * m.num_hidden_layers, m.vocab_size * h
+    )
+
+
+def drafter_shape(target: ForwardShape) -> ForwardShape:
+    """An EAGLE drafter: one decoder layer of the target's width, with the target's vocabulary."""
+    return ForwardShape(
+        "drafter", 1, target.hidden_size, target.body_params // max(target.layers, 1), target.head_params
+    )
+
+
+def _arch_factor(c: LatencyCoefficients, arch: str) -> float:
+    for name, f in c.eager_layer_factor:
+        if name == arch:
+            return f
+    return 1.0
+
+
+def gpu_ms(c: LatencyCoefficients, s: ForwardShape, tokens: int, logit_rows: int) -> float:
+    """Modelled GPU time of one forward over `tokens` (padded) tokens."""
+    gflop_tok = 2.0 * s.body_params / 1e9
+    weights_gb = 2.0 * (s.body_params + s.head_params) / 1e9
+    return (
+        s.layers * c.gpu_ms_per_layer
+        + weights_gb * c.gpu_ms_per_weight_gb
+        + tokens
+        * (gflop_tok * c.gpu_ms_per_gflop + s.layers * s.hidden_size / 1e3 * c.gpu_ms_per_token_width)
+        + logit_rows * 2.0 * s.head_params / 1e9 * c.gpu_ms_per_gflop
+        + max(0.0, tokens - c.compute_bound_from_tokens) * gflop_tok * c.gpu_ms_per_gflop_compute_bound
+    )
+
+
+def host_ms(c: LatencyCoefficients, s: ForwardShape, mode: str) -> float:
+    """Modelled host time to launch one forward in `mode`."""
+    if mode == "FULL":
+        return c.host_ms_full
+    if mode == "PIECEWISE":
+        return c.host_ms_piecewise + s.layers * c.host_ms_piecewise_per_layer
+    return c.host_ms_eager + s.layers * c.host_ms_eager_per_layer * _arch_factor(c, s.architecture)
+
+
+def forward_ms(c: LatencyCoefficients, s: ForwardShape, mode: str, tokens: int, logit_rows: int) -> float:
+    """One forward pass: host and GPU overlap, less what the overlap loses."""
+    g = gpu_ms(c, s, tokens, logit_rows)
+    h = host_ms(c, s, mode)
+    loss = (
+        c.eager_overlap_loss if mode == "NONE" else c.piecewise_overlap_loss if mode == "PIECEWISE" else 0.0
+    )
+    return max(h, g) + loss * min(h, g)
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """One step as dispatched: the forwards it runs, in which mode, at how many (padded) tokens."""
+
+    target_mode: str
+    target_tokens: int
+    logit_rows: int
+    drafter_prefill_mode: str | None = None
+    drafter_prefill_tokens: int = 0
+    drafter_reqs: int = 0
+    drafter_decode_mode: str = "FULL"
+    drafter_decode_tokens: int = 0
+    draft_steps: int = 0
+    """K - 1 drafter decode steps (0 without EAGLE)."""
+    reqs: int = 0
+    """Requests in the step (input preparation is per request)."""
+
+
+def step_ms(c: LatencyCoefficients, target: ForwardShape, step: StepShape) -> float:
+    """Modelled time of one step."""
+    t = c.step_ms + step.reqs * c.step_ms_per_request
+    t += forward_ms(c, target, step.target_mode, step.target_tokens, step.logit_rows)
+    if step.drafter_prefill_mode is not None:
+        d = drafter_shape(target)
+        t += forward_ms(c, d, step.drafter_prefill_mode, step.drafter_prefill_tokens, step.drafter_reqs)
+        if step.draft_steps:
+            dec = forward_ms(c, d, step.drafter_decode_mode, step.drafter_decode_tokens, step.drafter_reqs)
+            t += step.draft_steps * (dec + c.draft_step_ms)
+    return t
+
+
+# ---------------------------------------------------------------- plans in time
+@dataclass(frozen=True)
+class GapLatency:
+    """What one gap costs in time."""
+
+    gap: int
+    """Index into the plan's `gaps`."""
+    widest_batch: int
+    """The gap's last (widest) batch: requests (uniform decode) or tokens (mixed)."""
+    step_ms: float
+    """Predicted step time of that batch as planned (its gap outcome)."""
+    graph_step_ms: float
+    """The same batch replaying a FULL graph of its exact size (PIECEWISE for mixed)."""
+    cost_ms_per_step: float
+    """step_ms - graph_step_ms: what each such step loses."""
+    tokens_per_s: float
+    """Scheduled tokens per second of that batch as planned."""
+    graph_tokens_per_s: float
+    expected_cost_ms_per_step: float
+    """The gap's contribution to the expected step time at the traffic (0 if no traffic hits it)."""
+
+
+@dataclass(frozen=True)
+class FixLatency:
+    """A fix in time: the plan re-planned with it, then predicted again."""
+
+    fix: int
+    """Index into the plan's `fixes`."""
+    expected_step_ms_after: float
+    gain_ms_per_step: float
+    """Expected step time before minus after, at the traffic."""
+    widest_gap_gain_ms: float
+    """Per-step gain at the widest batch of the first gap it closes."""
+
+
+@dataclass(frozen=True)
+class LatencyPrediction:
+    """A plan's predicted step times at a traffic shape."""
+
+    gpu: str
+    traffic: str
+    """"uniform" (every uniform-decode batch size once) or the traffic file."""
+    expected_step_ms: float
+    expected_eager_share: float
+    """Share of the expected step time spent in steps that run eager."""
+    expected_tokens_per_s: float
+    """Scheduled tokens per second at the traffic (accepted tokens depend on the acceptance rate)."""
+    widest_reqs: int
+    """The widest uniform-decode batch that fits max_num_batched_tokens: its requests..."""
+    widest_query_len: int
+    """...and its tokens per request (its dynamic-SD tier)."""
+    widest_step_ms: float
+    """That batch as planned."""
+    widest_graph_step_ms: float
+    """The same batch on a FULL graph of its exact size."""
+    widest_eager_step_ms: float
+    """The same batch eager."""
+    gaps: tuple[GapLatency, ...] = ()
+    fixes: tuple[FixLatency, ...] = ()
+    caveats: tuple[str, ...] = ()
+    """Where the config is outside the measured domain (figures are extrapolations there)."""
+
+    @property
+    def eager_graph_ratio(self) -> float:
+        """Widest batch: eager / FULL graph step time."""
+        return self.widest_eager_step_ms / self.widest_graph_step_ms
+
+
+_MEMO: dict[tuple[str, int], tuple[object, list[int]]] = {}
+"""Per-table sorted keys (first batch of each range, a drafter ladder), keyed by the table's identity
+and holding the table itself so a reused id can never match: a cache, not state."""
+
+
+def _memo(kind: str, table: object, make: Callable[[], list[int]]) -> list[int]:
+    hit = _MEMO.get((kind, id(table)))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    if len(_MEMO) > 256:
+        _MEMO.clear()
+    keys = make()
+    _MEMO[(kind, id(table))] = (table, keys)
+    return keys
+
+
+def _lookup(ranges: tuple[DispatchRange, ...], n: int) -> DispatchRange | None:
+    firsts = _memo("firsts", ranges, lambda: [r.first for r in ranges])
+    i = bisect.bisect_right(firsts, n) - 1
+    if i >= 0 and ranges[i].first <= n <= ranges[i].last:
+        return ranges[i]
+    return None
+
+
+def _decode_ladder(plan: Plan) -> list[int]:
+    fam = plan.graphs.get("drafter_decode") or ()
+    return _memo("ladder", fam, lambda: sorted({g.num_tokens for g in fam if g.mode == "FULL"}))
+
+
+def _has_drafter(inp: PlanInput) -> bool:
+    return inp.speculative is not None and inp.speculative.method in DRAFTER_METHODS
+
+
+def decode_step(
+    plan: Plan, inp: PlanInput, n: int, q: int, mode: str | None = None, tokens: int | None = None
+) -> StepShape:
+    """A uniform-decode step of n requests × q tokens: as planned, or forced to `mode` at `tokens`."""
+    if mode is None:
+        r = _lookup(plan.uniform_decode.get(q, ()), n)
+        mode = "NONE" if r is None or r.mode == "NONE" or r.padded_tokens is None else r.mode
+        tokens = n * q if mode == "NONE" or r is None or r.padded_tokens is None else r.padded_tokens
+    t = tokens if tokens is not None else n * q
+    if not _has_drafter(inp):
+        return StepShape(mode, t, n * q, reqs=n)
+    ladder = _decode_ladder(plan)
+    i = bisect.bisect_left(ladder, n)
+    dec_mode, dec_tokens = ("FULL", ladder[i]) if i < len(ladder) else ("NONE", n)
+    return StepShape(mode, t, n * q, mode, t, n, dec_mode, dec_tokens, max(q - 2, 0), n)
+
+
+def mixed_step(plan: Plan, inp: PlanInput, tokens: int, mode: str | None = None) -> StepShape:
+    """A mixed batch of `tokens` tokens: as planned, or forced to `mode` at its exact size."""
+    if mode is None:
+        r = _lookup(plan.mixed, tokens)
+        mode = "NONE" if r is None or r.mode == "NONE" or r.padded_tokens is None else r.mode
+        t = tokens if mode == "NONE" or r is None or r.padded_tokens is None else r.padded_tokens
+    else:
+        t = tokens
+    rows = min(tokens, MIXED_LOGIT_ROWS)
+    if not _has_drafter(inp):
+        return StepShape(mode, t, rows, reqs=rows)
+    q = plan.uniform_decode_query_len
+    ladder = _decode_ladder(plan)
+    i = bisect.bisect_left(ladder, rows)
+    dec_mode, dec_tokens = ("FULL", ladder[i]) if i < len(ladder) else ("NONE", rows)
+    return StepShape(mode, t, rows, mode, t, rows, dec_mode, dec_tokens, max(q - 2, 0), rows)
+
+
+def _query_len_for(plan: Plan, n: int) -> int:
+    if plan.dynamic_sd_lookup is None:
+        return plan.uniform_decode_query_len
+    for a, b, k in plan.dynamic_sd_lookup:
+        if a <= n <= b:
+            return k + 1
+    return plan.uniform_decode_query_len
+
+
+def domain_caveats(c: LatencyCoefficients, inp: PlanInput) -> tuple[str, ...]:
+    """Where `inp` lies outside what the coefficients were measured on."""
+    m = inp.model
+    out: list[str] = []
+    archs = {a for a, _ in c.eager_layer_factor}
+    if m.architecture not in archs:
+        out.append(f"architecture {m.architecture} was not measured (eager launch time assumed as for Llama)")
+    lo, hi = c.hidden_size_range
+    if not lo <= m.hidden_size <= hi:
+        out.append(f"hidden size {m.hidden_size} is outside the measured {lo}..{hi}")
+    lo, hi = c.layers_range
+    if not lo <= m.num_hidden_layers <= hi:
+        out.append(f"{m.num_hidden_layers} layers is outside the measured {lo}..{hi}")
+    if m.is_moe or m.use_mla:
+        out.append("MoE / MLA models were not measured (the model is for dense attention)")
+    if inp.tensor_parallel_size > 1:
+        out.append("tensor parallel was not measured (the model is for one GPU)")
+    spec = inp.speculative
+    if spec is not None and spec.method not in DRAFTER_METHODS:
+        out.append(f"speculative method {spec.method} was not measured (its proposer is not modelled)")
+    if spec is not None and spec.num_speculative_tokens > c.max_speculative_tokens:
+        out.append(f"K={spec.num_speculative_tokens} is above the measured {c.max_speculative_tokens}")
+    widest = inp.max_num_seqs * inp.uniform_decode_query_len
+    if widest > c.max_tokens:
+        out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest})")
+    if f"vLLM {inp.vllm_version}" not in c.measured_with:
+        out.append(
+            f"measured with {c.measured_with.split(',')[0]}; vLLM {inp.vllm_version}'s step may differ"
+        )
+    out.append("attention over short contexts (KV reads of long contexts are not in the model)")
+    return tuple(out)
+
+
+def uniform_traffic(plan: Plan) -> tuple[tuple[int, float], ...]:
+    """Every uniform-decode batch size 1..max_num_seqs that fits the token budget, once (the
+    default traffic shape)."""
+    return tuple(
+        (n, 1.0)
+        for n in range(1, plan.max_num_seqs + 1)
+        if n * _query_len_for(plan, n) <= plan.max_num_batched_tokens
+    )
+
+
+def widest_batch(plan: Plan) -> tuple[int, int]:
+    """(requests, tokens per request) of the widest uniform-decode batch that fits the token budget."""
+    n = plan.max_num_seqs
+    while n > 1 and n * _query_len_for(plan, n) > plan.max_num_batched_tokens:
+        n -= 1
+    return n, _query_len_for(plan, n)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    step_ms: float
+    eager_share: float
+    tokens_per_s: float
+
+
+def expected(
+    c: LatencyCoefficients,
+    plan: Plan,
+    inp: PlanInput,
+    uniform: Sequence[tuple[int, float]],
+    mixed: Sequence[tuple[int, float]] = (),
+) -> _Expected:
+    """Expected step time, eager share and scheduled tokens per second at a histogram."""
+    target = forward_shape(inp.model)
+    total_w = total_ms = eager_ms = tokens = 0.0
+    for n, w in uniform:
+        if w <= 0 or n > plan.max_num_seqs:
+            continue
+        q = _query_len_for(plan, n)
+        s = decode_step(plan, inp, n, q)
+        ms = step_ms(c, target, s)
+        total_w += w
+        total_ms += w * ms
+        tokens += w * n * q
+        if s.target_mode == "NONE":
+            eager_ms += w * ms
+    for t, w in mixed:
+        if w <= 0 or t > plan.max_num_batched_tokens:
+            continue
+        s = mixed_step(plan, inp, t)
+        ms = step_ms(c, target, s)
+        total_w += w
+        total_ms += w * ms
+        tokens += w * t
+        if s.target_mode == "NONE":
+            eager_ms += w * ms
+    if total_w == 0 or total_ms == 0:
+        return _Expected(0.0, 0.0, 0.0)
+    return _Expected(total_ms / total_w, eager_ms / total_ms, tokens / (total_ms / 1e3))
+
+
+def predict_latency(
+    c: LatencyCoefficients,
+    plan: Plan,
+    inp: PlanInput,
+    uniform: Sequence[tuple[int, float]] | None = None,
+    mixed: Sequence[tuple[int, float]] = (),
+    traffic: str = "uniform",
+    replan: Callable[[int], tuple[Plan, PlanInput] | None] | None = None,
+) -> LatencyPrediction:
+    """`plan`'s step times at a traffic shape (default: every uniform-decode batch size once),
+    each gap's cost and, with `replan` (fix index → the re-planned config), each fix's gain."""
+    hist = tuple(uniform) if uniform is not None else uniform_traffic(plan)
+    target = forward_shape(inp.model)
+    base = expected(c, plan, inp, hist, mixed)
+    memo: dict[tuple[int, int, str | None], float] = {}
+
+    def dec(n: int, q: int, mode: str | None = None) -> float:
+        key = (n, q, mode)
+        v = memo.get(key)
+        if v is None:
+            v = memo[key] = step_ms(c, target, decode_step(plan, inp, n, q, mode, n * q if mode else None))
+        return v
+
+    weights: dict[int, float] = {}
+    for n, w in hist:
+        weights[n] = weights.get(n, 0.0) + w
+    mixed_w: dict[int, float] = {}
+    for t, w in mixed:
+        mixed_w[t] = mixed_w.get(t, 0.0) + w
+    total_w = sum(w for n, w in hist if n <= plan.max_num_seqs) + sum(mixed_w.values()) or 1.0
+    gaps: list[GapLatency] = []
+    for i, g in enumerate(plan.gaps):
+        if g.family == "uniform_decode":
+            q = g.query_len or plan.uniform_decode_query_len
+            last = g.last
+            while last > g.first and last * q > plan.max_num_batched_tokens:
+                last -= 1
+            as_planned = step_ms(c, target, decode_step(plan, inp, last, q))
+            graph = step_ms(c, target, decode_step(plan, inp, last, q, "FULL", last * q))
+            exp_cost = sum(
+                w * (dec(n, q) - dec(n, q, "FULL"))
+                for n, w in weights.items()
+                if g.first <= n <= g.last and w
+            )
+            tokens = last * q
+        else:
+            last = g.last
+            as_planned = step_ms(c, target, mixed_step(plan, inp, g.last))
+            graph = step_ms(c, target, mixed_step(plan, inp, g.last, "PIECEWISE"))
+            exp_cost = sum(
+                w
+                * (
+                    step_ms(c, target, mixed_step(plan, inp, t))
+                    - step_ms(c, target, mixed_step(plan, inp, t, "PIECEWISE"))
+                )
+                for t, w in mixed_w.items()
+                if g.first <= t <= g.last
+            )
+            tokens = g.last
+        gaps.append(
+            GapLatency(
+                i,
+                last,
+                as_planned,
+                graph,
+                as_planned - graph,
+                tokens / (as_planned / 1e3),
+                tokens / (graph / 1e3),
+                exp_cost / total_w,
+            )
+        )
+    fixes: list[FixLatency] = []
+    if replan is not None:
+        for j, f in enumerate(plan.fixes):
+            got = replan(j)
+            if got is None:
+                continue
+            p2, inp2 = got
+            after = expected(c, p2, inp2, hist, mixed)
+            first = f.closes[0] if f.closes else None
+            widest_gain = 0.0
+            if first is not None and first < len(plan.gaps):
+                g = plan.gaps[first]
+                if g.family == "uniform_decode":
+                    q = g.query_len or plan.uniform_decode_query_len
+                    widest_gain = step_ms(c, target, decode_step(plan, inp, g.last, q)) - step_ms(
+                        c, forward_shape(inp2.model), decode_step(p2, inp2, g.last, q)
+                    )
+                else:
+                    widest_gain = step_ms(c, target, mixed_step(plan, inp, g.last)) - step_ms(
+                        c, forward_shape(inp2.model), mixed_step(p2, inp2, g.last)
+                    )
+            fixes.append(FixLatency(j, after.step_ms, base.step_ms - after.step_ms, widest_gain))
+    s0, q0 = widest_batch(plan)
+    widest = step_ms(c, target, decode_step(plan, inp, s0, q0))
+    widest_graph = step_ms(c, target, decode_step(plan, inp, s0, q0, "FULL", s0 * q0))
+    widest_eager = step_ms(c, target, decode_step(plan, inp, s0, q0, "NONE", s0 * q0))
+    return LatencyPrediction(
+        gpu=c.gpu,
+        traffic=traffic,
+        expected_step_ms=base.step_ms,
+        expected_eager_share=base.eager_share,
+        expected_tokens_per_s=base.tokens_per_s,
+        widest_reqs=s0,
+        widest_query_len=q0,
+        widest_step_ms=widest,
+        widest_graph_step_ms=widest_graph,
+        widest_eager_step_ms=widest_eager,
+        gaps=tuple(gaps),
+        fixes=tuple(fixes),
+        caveats=domain_caveats(c, inp),
+    )
+
+
+# ---------------------------------------------------------------- fitting
+@dataclass(frozen=True)
+class LatencyObservation:
+    """One measured point: a step as dispatched and its median time."""
+
+    run: str
+    target: ForwardShape
+    step: StepShape
+    measured_ms: float
+    batch: str = ""
+    """"uniform:N" or "mixed:T", for held-out selection."""
+
+
+_FREE = (
+    "gpu_ms_per_layer",
+    "gpu_ms_per_weight_gb",
+    "gpu_ms_per_gflop",
+    "gpu_ms_per_token_width",
+    "gpu_ms_per_gflop_compute_bound",
+    "compute_bound_from_tokens",
+    "host_ms_full",
+    "host_ms_piecewise",
+    "host_ms_piecewise_per_layer",
+    "host_ms_eager",
+    "host_ms_eager_per_layer",
+    "eager_overlap_loss",
+    "piecewise_overlap_loss",
+    "step_ms",
+    "draft_step_ms",
+    "step_ms_per_request",
+)
+_BOUNDS = {
+    "compute_bound_from_tokens": (16.0, 1024.0),
+    "eager_overlap_loss": (0.0, 1.0),
+    "piecewise_overlap_loss": (0.0, 1.0),
+}
+REFERENCE_ARCH = "LlamaForCausalLM"
+
+
+def _pack(c: LatencyCoefficients, archs: Sequence[str]) -> list[float]:
+    return [getattr(c, n) for n in _FREE] + [_arch_factor(c, a) for a in archs]
+
+
+def _unpack(c: LatencyCoefficients, x: Sequence[float], archs: Sequence[str]) -> LatencyCoefficients:
+    vals: dict[str, float] = {}
+    for n, v in zip(_FREE, x, strict=False):
+        lo, hi = _BOUNDS.get(n, (0.0, 1e6))
+        vals[n] = min(max(v, lo), hi)
+    factors = tuple((a, min(max(x[len(_FREE) + i], 0.2), 5.0)) for i, a in enumerate(archs))
+    factors = ((REFERENCE_ARCH, 1.0), *factors)
+    return replace(c, eager_layer_factor=factors, **vals)  # type: ignore[arg-type]
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting (small dense systems)."""
+    n = len(b)
+    m = [[*row, b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[piv][col]) < 1e-300:
+            continue
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            if f:
+                for k in range(col, n + 1):
+                    m[r][k] -= f * m[col][k]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        if abs(m[r][r]) < 1e-300:
+            continue
+        x[r] = (m[r][n] - sum(m[r][k] * x[k] for k in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def residuals(c: LatencyCoefficients, obs: Sequence[LatencyObservation]) -> list[float]:
+    """log(predicted / measured) per observation."""
+    return [math.log(max(step_ms(c, o.target, o.step), 1e-9) / o.measured_ms) for o in obs]
+
+
+def fit_latency(
+    obs: Sequence[LatencyObservation], start: LatencyCoefficients, iterations: int = 60, scale: float = 0.05
+) -> LatencyCoefficients:
+    """Levenberg-Marquardt on log(predicted / measured) with a soft-L1 loss (robust to the odd
+    noisy point), numeric Jacobian; the eager factor of every non-reference architecture is fitted
+    with the rest. Pure Python: a few seconds for a thousand points."""
+    archs = sorted({o.target.architecture for o in obs} - {REFERENCE_ARCH})
+    x = _pack(start, archs)
+    lam = 1e-2
+
+    def loss(xv: list[float]) -> tuple[float, list[float], LatencyCoefficients]:
+        c = _unpack(start, xv, archs)
+        r = residuals(c, obs)
+        return sum(2 * scale**2 * (math.sqrt(1 + (ri / scale) ** 2) - 1) for ri in r), r, c
+
+    cur, r, _ = loss(x)
+    for _ in range(iterations):
+        # IRLS weights of the soft-L1 loss.
+        w = [1.0 / math.sqrt(1 + (ri / scale) ** 2) for ri in r]
+        jac: list[list[float]] = []
+        for k in range(len(x)):
+            h = max(abs(x[k]) * 1e-4, 1e-7)
+            xk = x[:]
+            xk[k] += h
+            rk = residuals(_unpack(start, xk, archs), obs)
+            jac.append([(a - b) / h for a, b in zip(rk, r, strict=True)])
+        p = len(x)
+        jtj = [[sum(w[i] * jac[a][i] * jac[b][i] for i in range(len(r))) for b in range(p)] for a in range(p)]
+        jtr = [sum(w[i] * jac[a][i] * r[i] for i in range(len(r))) for a in range(p)]
+        improved = False
+        for _try in range(8):
+            a = [[jtj[i][j] + (lam * jtj[i][i] if i == j else 0.0) for j in range(p)] for i in range(p)]
+            step = _solve(a, [-v for v in jtr])
+            xn = [xi + si for xi, si in zip(x, step, strict=True)]
+            new, rn, _ = loss(xn)
+            if new < cur:
+                x, cur, r = xn, new, rn
+                lam = max(lam / 3, 1e-7)
+                improved = True
+                break
+            lam *= 4
+        if not improved:
+            break
+    return _unpack(start, x, archs)
+
+
+def errors(c: LatencyCoefficients, obs: Sequence[LatencyObservation]) -> tuple[float, float]:
+    """(median |predicted/measured - 1|, share within 10%) over `obs`."""
+    if not obs:
+        return 0.0, 0.0
+    e = [abs(math.exp(r) - 1) for r in residuals(c, obs)]
+    return median(e), sum(1 for x in e if x <= 0.10) / len(e)
+
+
+def field_names() -> tuple[str, ...]:
+    """Every field of LatencyCoefficients (for the data file)."""
+    return tuple(f.name for f in fields(LatencyCoefficients))

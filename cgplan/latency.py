@@ -1,0 +1,304 @@
+"""Latency coefficients as JSON files, raw latency runs as fit observations, and plans in time."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cgplan.core.latency import (
+    LatencyCoefficients,
+    LatencyObservation,
+    LatencyPrediction,
+    StepShape,
+    forward_shape,
+    predict_latency,
+)
+from cgplan.core.spec import ModelShape, PlanInput
+from cgplan.core.types import Plan
+from cgplan.errors import ConfigError, ReportError
+from cgplan.files import write_atomically
+
+DEFAULT_LATENCY = Path(__file__).parent / "data" / "latency-h200.json"
+"""Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
+
+LATENCY_KIND = "cgplan-latency-coefficients"
+_FIELDS = {f.name: f for f in dataclasses.fields(LatencyCoefficients)}
+
+
+def latency_to_dict(c: LatencyCoefficients) -> dict[str, Any]:
+    """The JSON document of a coefficient set."""
+    doc: dict[str, Any] = {"kind": LATENCY_KIND, "schema_version": 1}
+    for name in _FIELDS:
+        v = getattr(c, name)
+        if name == "eager_layer_factor":
+            doc[name] = {a: round(f, 6) for a, f in v}
+        elif isinstance(v, tuple):
+            doc[name] = list(v)
+        elif isinstance(v, float):
+            doc[name] = float(f"{v:.6g}")
+        else:
+            doc[name] = v
+    return doc
+
+
+def save_latency(c: LatencyCoefficients, path: Path) -> None:
+    """Write a coefficient set (atomically) as JSON."""
+    write_atomically(path, json.dumps(latency_to_dict(c), indent=1) + "\n")
+
+
+def load_latency(path: str | Path) -> LatencyCoefficients:
+    """Read a coefficient set (written by scripts/latency/fit.py or by hand).
+
+    Raises:
+        ConfigError: located at the file and key that is wrong.
+    """
+    source = str(path)
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(
+            "", f"cannot read the latency coefficients: {e.strerror or e}", source=source
+        ) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError("", f"not JSON: {e.msg} (line {e.lineno})", source=source) from None
+    if not isinstance(doc, dict) or doc.get("kind") != LATENCY_KIND:
+        raise ConfigError(
+            "kind", f"not a latency-coefficient file (expected kind: {LATENCY_KIND})", source=source
+        )
+    values: dict[str, Any] = {}
+    for name, f in _FIELDS.items():
+        if name not in doc:
+            if f.default is dataclasses.MISSING:
+                raise ConfigError(name, "missing", source=source)
+            continue
+        v = doc[name]
+        kind = str(f.type)
+        if name == "eager_layer_factor":
+            if not isinstance(v, dict) or not all(
+                isinstance(k, str) and isinstance(x, int | float) and not isinstance(x, bool) and 0 < x < 100
+                for k, x in v.items()
+            ):
+                raise ConfigError(name, f"expected {{architecture: factor > 0}}, got {v!r}", source=source)
+            values[name] = tuple((k, float(x)) for k, x in v.items())
+        elif kind == "float":
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or abs(v) > 1e9:
+                raise ConfigError(name, f"expected a number, got {v!r}", source=source)
+            if v < 0:
+                raise ConfigError(name, f"must be >= 0 (got {v!r})", source=source)
+            values[name] = float(v)
+        elif kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 10_000_000:
+                raise ConfigError(name, f"expected an integer >= 0, got {v!r}", source=source)
+            values[name] = v
+        elif kind == "str":
+            if not isinstance(v, str):
+                raise ConfigError(name, f"expected text, got {v!r}", source=source)
+            values[name] = v
+        else:  # tuples
+            if not isinstance(v, list):
+                raise ConfigError(name, f"expected a list, got {v!r}", source=source)
+            values[name] = tuple(v)
+    unknown = sorted(set(doc) - set(_FIELDS) - {"kind", "schema_version"})
+    if unknown:
+        raise ConfigError(unknown[0], "unknown key", source=source)
+    for rng in ("hidden_size_range", "layers_range"):
+        r = values.get(rng, (0, 1))
+        if len(r) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in r) or r[0] > r[1]:
+            raise ConfigError(rng, f"expected [lowest, highest] integers (got {list(r)!r})", source=source)
+    return LatencyCoefficients(**values)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_latency() -> LatencyCoefficients:
+    """The H200 set shipped with cgplan (read once)."""
+    return load_latency(DEFAULT_LATENCY)
+
+
+def _shape_from_hf(hf: dict[str, Any]) -> ModelShape:
+    nh = int(hf["num_attention_heads"])
+    h = int(hf["hidden_size"])
+    return ModelShape(
+        architecture=str((hf.get("architectures") or ["LlamaForCausalLM"])[0]),
+        hidden_size=h,
+        num_hidden_layers=int(hf["num_hidden_layers"]),
+        num_attention_heads=nh,
+        num_key_value_heads=int(hf.get("num_key_value_heads") or nh),
+        head_dim=int(hf.get("head_dim") or h // nh),
+        intermediate_size=int(hf["intermediate_size"]),
+        vocab_size=int(hf["vocab_size"]),
+    )
+
+
+def observations_from_run(doc: dict[str, Any], source: str) -> list[LatencyObservation]:
+    """A raw run of scripts/latency/measure_step.py → one observation per timed point.
+
+    Raises:
+        ReportError: not a latency run, or one that failed.
+    """
+    if doc.get("schema") != "cgplan-latency-raw/1":
+        raise ReportError(f"{source}: not a latency run (schema {doc.get('schema')!r})")
+    if doc.get("error") or "hf_config" not in doc:
+        raise ReportError(f"{source}: the run failed ({str(doc.get('error') or 'no engine')[-200:]})")
+    target = forward_shape(_shape_from_hf(doc["hf_config"]))
+    k = int(doc.get("num_speculative_tokens") or 0)
+    out = []
+    for p in doc.get("points") or []:
+        if "median_ms" not in p:
+            continue
+        d = {x[0]: x for x in p.get("dispatch") or []}
+        if "target" not in d:
+            continue
+        _, mode, tokens, _ = d["target"]
+        if p["kind"] == "uniform":
+            n = int(p["size"])
+            rows = n * int(p.get("q") or 1)
+        else:
+            n = min(int(p["size"]), 3)
+            rows = n
+        step = StepShape(mode, int(tokens), rows, reqs=n)
+        if "drafter_prefill" in d:
+            _, dm, dt, _ = d["drafter_prefill"]
+            dec = d.get("drafter_decode")
+            step = StepShape(
+                mode,
+                int(tokens),
+                rows,
+                dm,
+                int(dt),
+                n,
+                dec[1] if dec else "FULL",
+                int(dec[2]) if dec else 0,
+                max(k - 1, 0) if dec else 0,
+                n,
+            )
+        out.append(
+            LatencyObservation(
+                str(doc.get("name") or source),
+                target,
+                step,
+                float(p["median_ms"]),
+                f"{p['kind']}:{p['size']}",
+            )
+        )
+    return out
+
+
+def load_runs(paths: Sequence[Path]) -> list[LatencyObservation]:
+    """Every observation of the given raw runs (files, or folders holding lat-*.json)."""
+    files: list[Path] = []
+    for p in paths:
+        files.extend(sorted(p.glob("**/lat-*.json")) if p.is_dir() else [p])
+    obs: list[LatencyObservation] = []
+    for f in files:
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ReportError(f"{f}: cannot read the run ({e})") from None
+        obs.extend(observations_from_run(doc, str(f)))
+    return least_contended(obs)
+
+
+def least_contended(obs: Sequence[LatencyObservation]) -> list[LatencyObservation]:
+    """One observation per (run, batch, outcome): the lowest of its repeated medians.
+
+    The same point measured more than once (a run repeated in a later device call, the widest
+    batch timed again at the end of a run) can differ by 20-40% where the host was contended for
+    a few seconds (the raw runs show it: a step's repetitions jump between two levels). Contention
+    only ever adds time, so the lowest median is the measurement of the uncontended step."""
+    best: dict[tuple[str, str, str, int], LatencyObservation] = {}
+    for o in obs:
+        key = (o.run, o.batch, o.step.target_mode, o.step.target_tokens)
+        if key not in best or o.measured_ms < best[key].measured_ms:
+            best[key] = o
+    return list(best.values())
+
+
+def with_latency(
+    plan: Plan,
+    inp: PlanInput,
+    coefficients: LatencyCoefficients | None,
+    uniform: Sequence[tuple[int, float]] | None = None,
+    mixed: Sequence[tuple[int, float]] = (),
+    traffic: str = "uniform",
+) -> Plan:
+    """`plan` with its predicted step times (unchanged without coefficients); each fix is re-planned
+    to price its gain."""
+    if coefficients is None:
+        return plan
+    from cgplan.core.plan import build_plan
+
+    def replan(j: int) -> tuple[Plan, PlanInput] | None:
+        changed = apply_change(inp, plan.fixes[j].config_change)
+        if changed is None:
+            return None
+        try:
+            return build_plan(changed, with_fixes=False), changed
+        except ConfigError:
+            return None
+
+    pred: LatencyPrediction = predict_latency(coefficients, plan, inp, uniform, mixed, traffic, replan)
+    return dataclasses.replace(plan, latency=pred)
+
+
+def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanInput | None:
+    """`inp` with a fix's (dotted key, value) pairs applied (None if a key is not a PlanInput field)."""
+    names = {f.name for f in dataclasses.fields(PlanInput)}
+    kw: dict[str, Any] = {}
+    for key, value in change:
+        leaf = key.rsplit(".", 1)[-1]
+        if leaf not in names:
+            return None
+        kw[leaf] = tuple(value) if isinstance(value, list) else value
+    return dataclasses.replace(inp, **kw)
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyCalibration:
+    """A user's fit of the latency model and how well it predicts."""
+
+    coefficients: LatencyCoefficients
+    fit_points: int
+    fit_median_error: float
+    fit_within_10pct: float
+    held_out_points: int
+    held_out_median_error: float
+    held_out_within_10pct: float
+
+
+def calibrate_latency(
+    runs: Sequence[Path], test: Sequence[Path], gpu: str, measured_with: str
+) -> LatencyCalibration:
+    """Fit the latency model to raw runs (scripts/latency/measure_step.py), starting from the shipped
+    set; predict the held-out runs `test`.
+
+    Raises:
+        ReportError: a run cannot be read or failed, or there is nothing to fit.
+    """
+    from cgplan.core.latency import errors, fit_latency
+
+    obs = load_runs(runs)
+    if not obs:
+        raise ReportError("no timed points in the given runs (expected lat-*.json from measure_step.py)")
+    held = load_runs(test) if test else []
+    start = dataclasses.replace(shipped_latency(), gpu=gpu, measured_with=measured_with)
+    c = fit_latency(obs, start)
+    hidden = [o.target.hidden_size for o in obs]
+    layers = [o.target.layers for o in obs]
+    fmed, fw = errors(c, obs)
+    hmed, hw = errors(c, held)
+    c = dataclasses.replace(
+        c,
+        hidden_size_range=(min(hidden), max(hidden)),
+        layers_range=(min(layers), max(layers)),
+        max_tokens=max(o.step.target_tokens for o in obs),
+        fitted_on=tuple(sorted({o.run for o in obs})),
+        held_out=tuple(sorted({o.run for o in held})),
+        held_out_median_error=round(hmed, 4),
+        held_out_within_10pct=round(hw, 4),
+    )
+    return LatencyCalibration(c, len(obs), fmed, fw, len(held), hmed, hw)

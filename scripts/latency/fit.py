@@ -1,0 +1,170 @@
+"""Fit the step-latency model on the H200 runs, keep held-out runs apart, write the shipped data.
+
+    .venv/bin/python scripts/latency/fit.py benchmarks/results/h200/latency \
+        -o cgplan/data/latency-h200.json --report benchmarks/results/h200/latency/fit-report.json
+
+Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the PR #50488
+case on an 8B), and a set of batch sizes in every other run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from cgplan.core.latency import (
+    REFERENCE_ARCH,
+    LatencyCoefficients,
+    LatencyObservation,
+    errors,
+    fit_latency,
+    step_ms,
+)
+from cgplan.latency import load_runs, save_latency
+
+HELD_OUT_RUNS = ("llama-3.1-8b-mns256", "qwen2.5-14b-mns256", "llama-3.1-8b-eagle-k16-mns32-max544")
+HELD_OUT_BATCHES = (
+    "uniform:3",
+    "uniform:12",
+    "uniform:31",
+    "uniform:96",
+    "uniform:200",
+    "mixed:100",
+    "mixed:1000",
+)
+
+START = LatencyCoefficients(
+    gpu="H200",
+    measured_with="vLLM 0.26.0, torch 2.11.0+cu130, FLASH_ATTN (FA3), model runner V2, bf16, dummy weights",
+    gpu_ms_per_layer=0.06,
+    gpu_ms_per_weight_gb=0.21,
+    gpu_ms_per_gflop=0.0006,
+    gpu_ms_per_token_width=0.00003,
+    gpu_ms_per_gflop_compute_bound=0.0006,
+    compute_bound_from_tokens=288.0,
+    host_ms_full=0.06,
+    host_ms_piecewise=0.65,
+    host_ms_piecewise_per_layer=0.11,
+    host_ms_eager=0.57,
+    host_ms_eager_per_layer=0.38,
+    eager_overlap_loss=0.03,
+    piecewise_overlap_loss=0.19,
+    step_ms=0.09,
+    draft_step_ms=0.10,
+    step_ms_per_request=0.005,
+    eager_layer_factor=((REFERENCE_ARCH, 1.0),),
+)
+
+
+def held(o: LatencyObservation) -> bool:
+    return o.run in HELD_OUT_RUNS or o.batch in HELD_OUT_BATCHES
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("-o", "--output", type=Path, required=True)
+    ap.add_argument("--report", type=Path)
+    a = ap.parse_args()
+    obs = load_runs(a.runs)
+    fit = [o for o in obs if not held(o)]
+    out = [o for o in obs if held(o)]
+    c = fit_latency(fit, START)
+    med, w10 = errors(c, out)
+    fmed, fw10 = errors(c, fit)
+    runs = sorted({o.run for o in obs})
+    hidden = [o.target.hidden_size for o in obs]
+    layers = [o.target.layers for o in obs]
+    c = LatencyCoefficients(
+        **{
+            **c.__dict__,
+            "hidden_size_range": (min(hidden), max(hidden)),
+            "layers_range": (min(layers), max(layers)),
+            "max_tokens": max(o.step.target_tokens for o in obs),
+            "fitted_on": tuple(r for r in runs if r not in HELD_OUT_RUNS),
+            "held_out": HELD_OUT_RUNS + tuple(f"batch {b} of every run" for b in HELD_OUT_BATCHES),
+            "held_out_median_error": round(med, 4),
+            "held_out_within_10pct": round(w10, 4),
+        }
+    )
+    save_latency(c, a.output)
+    print(f"fit: {len(fit)} points, median |err| {fmed:.3f}, within 10% {fw10:.2f}")
+    print(f"held out: {len(out)} points, median |err| {med:.3f}, within 10% {w10:.2f}")
+    if a.report:
+        report = {
+            "fit_points": len(fit),
+            "held_out_points": len(out),
+            "fit_median_error": fmed,
+            "fit_within_10pct": fw10,
+            "held_out_median_error": med,
+            "held_out_within_10pct": w10,
+            "runs": {},
+        }
+        for r in runs:
+            pts = [o for o in obs if o.run == r]
+            rows = []
+            for o in pts:
+                p = step_ms(c, o.target, o.step)
+                rows.append(
+                    {
+                        "batch": o.batch,
+                        "mode": o.step.target_mode,
+                        "tokens": o.step.target_tokens,
+                        "measured_ms": o.measured_ms,
+                        "predicted_ms": round(p, 4),
+                        "error": round(p / o.measured_ms - 1, 4),
+                        "held_out": held(o),
+                    }
+                )
+            h = [x for x in pts if held(x)]
+            f = [x for x in pts if not held(x)]
+            report["runs"][r] = {
+                "held_out_run": r in HELD_OUT_RUNS,
+                "fit": dict(zip(("median_error", "within_10pct"), errors(c, f), strict=True)),
+                "held_out": dict(zip(("median_error", "within_10pct"), errors(c, h), strict=True)),
+                "widest": widest(c, pts),
+                "points": rows,
+            }
+        a.report.write_text(json.dumps(report, indent=1) + "\n")
+        for r, v in report["runs"].items():
+            w = v["widest"]
+            print(
+                f"  {r:40s} held-out {v['held_out']['median_error']:.3f}/{v['held_out']['within_10pct']:.2f}"
+                f"  widest {w.get('batch')}: eager/graph measured {w.get('measured_ratio')} "
+                f"predicted {w.get('predicted_ratio')} ({w.get('ratio_error')})"
+            )
+    return 0
+
+
+def widest(c: LatencyCoefficients, pts: list[LatencyObservation]) -> dict[str, object]:
+    """The widest uniform batch: eager / graph step time, measured and predicted."""
+    uni = [o for o in pts if o.batch.startswith("uniform:")]
+    if not uni:
+        return {}
+    n = max(int(o.batch.split(":")[1]) for o in uni)
+    at = [o for o in uni if o.batch == f"uniform:{n}"]
+    eager = [o for o in at if o.step.target_mode == "NONE"]
+    graph = [o for o in at if o.step.target_mode == "FULL"]
+    if not eager or not graph:
+        return {"batch": n}
+    m = eager[0].measured_ms / graph[0].measured_ms
+    p = step_ms(c, eager[0].target, eager[0].step) / step_ms(c, graph[0].target, graph[0].step)
+    return {
+        "batch": n,
+        "graph_tokens": graph[0].step.target_tokens,
+        "measured_ratio": round(m, 3),
+        "predicted_ratio": round(p, 3),
+        "ratio_error": round(p / m - 1, 3),
+        "measured_eager_ms": eager[0].measured_ms,
+        "measured_graph_ms": graph[0].measured_ms,
+        "predicted_eager_ms": round(step_ms(c, eager[0].target, eager[0].step), 3),
+        "predicted_graph_ms": round(step_ms(c, graph[0].target, graph[0].step), 3),
+        "log_error": round(math.log(p / m), 3),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Write the corpus of configs around the parallel, LoRA, DBO and validation rules (#16).
+
+    python3 scripts/oracle/make_corpus.py            # writes tests/data/corpus-deploy/<name>.yaml
+
+Each config sits on one side of one of vLLM's rules (the comment in the file names it); the
+answers come from vLLM's own code through `make golden` (scripts/record_golden.py). The
+configs are generated, not the answers: nothing here says what vLLM does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent.parent
+OUT = REPO / "tests" / "data" / "corpus-deploy"
+LLAMA = "../../../configs/models/tiny-llama"
+DSV3 = "../../../configs/models/tiny-deepseek-v3"
+
+
+def cfg(model: str = LLAMA, mns: int = 32, mbt: int = 8192, **kw: object) -> dict:
+    doc: dict = {"model": model, "max_model_len": 4096, "max_num_seqs": mns, "max_num_batched_tokens": mbt}
+    cg = kw.pop("cgplan", {})
+    doc.update(kw)
+    doc["cgplan"] = {"vllm_version": "0.33.0", "platform": "hopper", "model_runner": "auto", **cg}
+    return doc
+
+
+EAGLE3 = {"method": "eagle", "num_speculative_tokens": 3}
+DYN = {
+    "method": "eagle",
+    "num_speculative_tokens": 3,
+    "num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 32, 1]],
+}
+MTP5 = {"method": "mtp", "num_speculative_tokens": 5}
+# vLLM refuses microbatching with the default all-to-all backend (allgather_reducescatter)
+A2A = "deepep_low_latency"
+
+CORPUS: dict[str, tuple[str, dict]] = {
+    # LoRA: CudagraphDispatcher._get_lora_cases / V2 get_lora_capture_cases
+    "lora-m1": ("LoRA, max_loras 1 (cudagraph_specialize_lora default)", cfg(enable_lora=True, max_loras=1)),
+    "lora-m3": ("LoRA, max_loras 3", cfg(enable_lora=True, max_loras=3)),
+    "lora-m4-v1": (
+        "LoRA, max_loras 4, runner V1",
+        cfg(enable_lora=True, max_loras=4, cgplan={"model_runner": "v1"}),
+    ),
+    "lora-m3-nospec-v1": (
+        "LoRA, cudagraph_specialize_lora false, runner V1",
+        cfg(
+            enable_lora=True,
+            max_loras=3,
+            compilation_config={"cudagraph_specialize_lora": False},
+            cgplan={"model_runner": "v1"},
+        ),
+    ),
+    "lora-m3-nospec-v2": (
+        "LoRA, cudagraph_specialize_lora false, runner V2",
+        cfg(
+            enable_lora=True,
+            max_loras=3,
+            compilation_config={"cudagraph_specialize_lora": False},
+            cgplan={"model_runner": "v2"},
+        ),
+    ),
+    "lora-m2-eagle-k3": (
+        "LoRA with EAGLE K=3",
+        cfg(enable_lora=True, max_loras=2, speculative_config=EAGLE3),
+    ),
+    "lora-m2-eagle-k3-v1": (
+        "LoRA with EAGLE K=3, runner V1",
+        cfg(enable_lora=True, max_loras=2, speculative_config=EAGLE3, cgplan={"model_runner": "v1"}),
+    ),
+    # DBO / microbatching: ParallelConfig.use_ubatching, V2 _maybe_ubatch_twin, runner choice
+    "dbo-auto": ("enable_dbo, runner auto, default all2all backend", cfg(enable_dbo=True)),
+    "dbo-a2a-auto": ("enable_dbo, runner auto", cfg(enable_dbo=True, all2all_backend=A2A)),
+    "dbo-dp2-auto": (
+        "enable_dbo, DP 2, runner auto",
+        cfg(enable_dbo=True, all2all_backend=A2A, data_parallel_size=2),
+    ),
+    "dbo-dp2-v2": (
+        "enable_dbo, DP 2, V2 forced",
+        cfg(enable_dbo=True, all2all_backend=A2A, data_parallel_size=2, cgplan={"model_runner": "v2"}),
+    ),
+    "dbo-dp2-v2-thr8": (
+        "enable_dbo, DP 2, V2, dbo_decode_token_threshold 8",
+        cfg(
+            enable_dbo=True,
+            all2all_backend=A2A,
+            data_parallel_size=2,
+            dbo_decode_token_threshold=8,
+            cgplan={"model_runner": "v2"},
+        ),
+    ),
+    "dbo-dp1-v2": (
+        "enable_dbo, DP 1, V2 forced",
+        cfg(enable_dbo=True, all2all_backend=A2A, cgplan={"model_runner": "v2"}),
+    ),
+    "dbo-dp2-v1": (
+        "enable_dbo, DP 2, V1",
+        cfg(enable_dbo=True, all2all_backend=A2A, data_parallel_size=2, cgplan={"model_runner": "v1"}),
+    ),
+    "dbo-thr1": (
+        "enable_dbo with dbo_decode_token_threshold 1 (below 2 microbatches)",
+        cfg(enable_dbo=True, all2all_backend=A2A, dbo_decode_token_threshold=1),
+    ),
+    "dbo-dp2-v2-eagle": (
+        "enable_dbo, DP 2, V2, EAGLE K=3",
+        cfg(
+            enable_dbo=True,
+            all2all_backend=A2A,
+            data_parallel_size=2,
+            speculative_config=EAGLE3,
+            cgplan={"model_runner": "v2"},
+        ),
+    ),
+    "dbo-dp2-v2-lora": (
+        "enable_dbo, DP 2, V2, LoRA",
+        cfg(
+            enable_dbo=True,
+            all2all_backend=A2A,
+            data_parallel_size=2,
+            enable_lora=True,
+            max_loras=2,
+            cgplan={"model_runner": "v2"},
+        ),
+    ),
+    "dbo-dp2-v2-piecewise": (
+        "enable_dbo, DP 2, V2, PIECEWISE",
+        cfg(
+            enable_dbo=True,
+            all2all_backend=A2A,
+            data_parallel_size=2,
+            compilation_config={"cudagraph_mode": "PIECEWISE"},
+            cgplan={"model_runner": "v2"},
+        ),
+    ),
+    "ubatch3-dp2-v2": (
+        "ubatch_size 3, DP 2, V2",
+        cfg(ubatch_size=3, all2all_backend=A2A, data_parallel_size=2, cgplan={"model_runner": "v2"}),
+    ),
+    # DP: _maybe_disable_dynamic_sd_for_data_parallel; ladders per rank
+    "dp2-nospec": ("DP 2", cfg(data_parallel_size=2)),
+    "dp4-eagle-k3": ("DP 4, EAGLE K=3", cfg(data_parallel_size=4, speculative_config=EAGLE3)),
+    "dp2-dyn": (
+        "DP 2 with a dynamic-SD schedule (disabled by DP)",
+        cfg(data_parallel_size=2, speculative_config=DYN),
+    ),
+    # PP: runner choice (V1 + async scheduling), per-stage managers
+    "pp2": ("PP 2", cfg(pipeline_parallel_size=2)),
+    "pp2-async": ("PP 2, async scheduling", cfg(pipeline_parallel_size=2, async_scheduling=True)),
+    "pp2-async-v1": (
+        "PP 2, async scheduling, V1 forced",
+        cfg(pipeline_parallel_size=2, async_scheduling=True, cgplan={"model_runner": "v1"}),
+    ),
+    "pp2-eagle-k3": ("PP 2, EAGLE K=3", cfg(pipeline_parallel_size=2, speculative_config=EAGLE3)),
+    # DCP: decode_context_parallel_size against TP and the attention backend
+    "dcp2-tp2-mla": (
+        "DCP 2, TP 2, MLA model",
+        cfg(model=DSV3, tensor_parallel_size=2, decode_context_parallel_size=2),
+    ),
+    "dcp4-tp4-mla-mtp": (
+        "DCP 4, TP 4, MLA, MTP K=1",
+        cfg(
+            model=DSV3,
+            tensor_parallel_size=4,
+            decode_context_parallel_size=4,
+            speculative_config={"method": "mtp", "num_speculative_tokens": 1},
+        ),
+    ),
+    "dcp2-tp2-llama": (
+        "DCP 2, TP 2, dense model",
+        cfg(tensor_parallel_size=2, decode_context_parallel_size=2),
+    ),
+    "dcp4-tp2": ("DCP 4 above TP 2", cfg(model=DSV3, tensor_parallel_size=2, decode_context_parallel_size=4)),
+    # EP: enable_expert_parallel on an MoE model
+    "ep-tp2-moe": ("EP, TP 2, MoE", cfg(model=DSV3, tensor_parallel_size=2, enable_expert_parallel=True)),
+    "ep-dp2-moe-mtp": (
+        "EP, DP 2, MoE, MTP K=1",
+        cfg(
+            model=DSV3,
+            data_parallel_size=2,
+            enable_expert_parallel=True,
+            speculative_config={"method": "mtp", "num_speculative_tokens": 1},
+        ),
+    ),
+    "ep-dense": ("EP on a dense model", cfg(enable_expert_parallel=True, tensor_parallel_size=2)),
+    # The MoE+MLA deployment shape of #16 (MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120)
+    "deploy-mla-mtp5-tp4-dcp4-sm120": (
+        "#16's deployment: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP 4, DCP 4, SM120",
+        cfg(
+            model=DSV3,
+            mns=32,
+            mbt=4096,
+            tensor_parallel_size=4,
+            decode_context_parallel_size=4,
+            speculative_config=MTP5,
+            cgplan={"platform": "rtx-blackwell"},
+        ),
+    ),
+    # Validation: what vLLM accepts and refuses
+    "valid-eager-with-sizes": (
+        "enforce_eager with capture sizes set (graph-only values, graphs off)",
+        cfg(
+            enforce_eager=True,
+            compilation_config={"cudagraph_capture_sizes": [1, 2, 4], "max_cudagraph_capture_size": 4},
+        ),
+    ),
+    "valid-eager-inconsistent-max": (
+        "enforce_eager with a list and a max that disagree (vLLM checks them only with graphs on)",
+        cfg(
+            enforce_eager=True,
+            compilation_config={"cudagraph_capture_sizes": [1, 2, 4], "max_cudagraph_capture_size": 64},
+        ),
+    ),
+    "valid-none-inconsistent-max": (
+        "cudagraph_mode NONE with a list and a max that disagree",
+        cfg(
+            compilation_config={
+                "cudagraph_mode": "NONE",
+                "cudagraph_capture_sizes": [1, 2, 4],
+                "max_cudagraph_capture_size": 64,
+            }
+        ),
+    ),
+    "valid-o0-inconsistent-max": (
+        "-O0 with a list and a max that disagree",
+        cfg(
+            optimization_level=0,
+            compilation_config={"cudagraph_capture_sizes": [1, 2, 4], "max_cudagraph_capture_size": 64},
+        ),
+    ),
+    "valid-none-with-max": (
+        "cudagraph_mode NONE with max_cudagraph_capture_size",
+        cfg(compilation_config={"cudagraph_mode": "NONE", "max_cudagraph_capture_size": 64}),
+    ),
+    "valid-mbt-below-spec-slots": (
+        "max_num_batched_tokens 128 < 64 requests x (1+3) speculative slots",
+        cfg(mns=64, mbt=128, speculative_config=EAGLE3),
+    ),
+    "valid-mbt-equal-spec-slots": (
+        "max_num_batched_tokens = 64 x (1+3)",
+        cfg(mns=64, mbt=256, speculative_config=EAGLE3),
+    ),
+    "valid-mbt-one-below-spec-slots": (
+        "max_num_batched_tokens = 64 x (1+3) - 1",
+        cfg(mns=64, mbt=255, speculative_config=EAGLE3),
+    ),
+    "valid-mbt-below-mtp5": (
+        "max_num_batched_tokens 100 < 32 x 6, MTP",
+        cfg(model=DSV3, mns=32, mbt=100, speculative_config=MTP5),
+    ),
+    "valid-mml-above-model": (
+        "max_model_len 8192 above max_position_embeddings 4096",
+        {**cfg(), "max_model_len": 8192},
+    ),
+    "valid-mbt-below-mml": ("max_num_batched_tokens 2048 below max_model_len 4096", cfg(mbt=2048)),
+    "valid-mns-above-mbt": ("max_num_seqs 64 above max_num_batched_tokens 32", cfg(mns=64, mbt=32)),
+}
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, (comment, doc) in CORPUS.items():
+        text = f"# {comment} (generated by scripts/oracle/make_corpus.py)\n" + yaml.safe_dump(
+            doc, sort_keys=False
+        )
+        (OUT / f"{name}.yaml").write_text(text)
+    print(f"wrote {len(CORPUS)} configs to {OUT.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""The step-latency model: its shipped data, its accuracy on the held-out H200 runs, and plans,
+diffs, the gate and the optimiser in time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from cgplan.config import Overrides, load_config
+from cgplan.core.gate import GatePolicy, evaluate_gate
+from cgplan.core.latency import (
+    LatencyObservation,
+    StepShape,
+    errors,
+    fit_latency,
+    forward_ms,
+    forward_shape,
+    step_ms,
+)
+from cgplan.core.optimize_time import TimedShape, brute_force_time, optimal_timed_ladders
+from cgplan.core.spec import ModelShape
+from cgplan.errors import ConfigError
+from cgplan.latency import latency_to_dict, load_latency, load_runs, save_latency, shipped_latency
+from cgplan.optimizing import optimize_config
+from cgplan.planning import plan_file
+from cgplan.policy import parse_policy
+from cgplan.sides import load_side
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "benchmarks/results/h200/latency"
+PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
+TRAFFIC = ROOT / "configs/traffic"
+
+
+def test_shipped_coefficients_round_trip(tmp_path: Path) -> None:
+    c = shipped_latency()
+    assert c.gpu == "H200" and c.fitted_on and c.held_out
+    out = tmp_path / "lat.json"
+    save_latency(c, out)
+    assert latency_to_dict(load_latency(out)) == latency_to_dict(c)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"kind": "other"}, r"lat\.json:kind: not a latency-coefficient file"),
+        ({"step_ms": -1}, r"lat\.json:step_ms: must be >= 0"),
+        ({"step_ms": "fast"}, r"lat\.json:step_ms: expected a number"),
+        ({"bogus": 1}, r"lat\.json:bogus: unknown key"),
+        ({"eager_layer_factor": {"LlamaForCausalLM": 0}}, r"lat\.json:eager_layer_factor: expected"),
+        ({"layers_range": [64, 4]}, r"lat\.json:layers_range: expected \[lowest, highest\]"),
+    ],
+)
+def test_bad_coefficient_file_is_located(tmp_path: Path, edit: dict[str, object], message: str) -> None:
+    doc = {**latency_to_dict(shipped_latency()), **edit}
+    path = tmp_path / "lat.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match=message):
+        load_latency(path)
+
+
+def _held(run: str, batch: str) -> bool:
+    c = shipped_latency()
+    return run in c.held_out or f"batch {batch} of every run" in c.held_out
+
+
+def test_held_out_runs_are_predicted_within_the_stated_error() -> None:
+    """The shipped figures come from the committed H200 runs: the held-out points (runs and batch
+    sizes the fit never saw) are predicted as the data file says, and well."""
+    c = shipped_latency()
+    obs = load_runs([RUNS])
+    held = [o for o in obs if _held(o.run, o.batch)]
+    assert len(held) > 200
+    med, within = errors(c, held)
+    assert med == pytest.approx(c.held_out_median_error, abs=1e-3)
+    assert within == pytest.approx(c.held_out_within_10pct, abs=1e-3)
+    assert med < 0.06
+    assert within > 0.8
+
+
+def test_pr50488_widest_batch_eager_over_graph_ratio() -> None:
+    """32 requests × 17 tokens (EAGLE K=16) on the 8B run held out of the fit: predicted
+    eager / FULL ratio within 10% of the measured one."""
+    c = shipped_latency()
+    obs = [
+        o for o in load_runs([RUNS]) if o.run.startswith("llama-3.1-8b-eagle-k16") and o.batch == "uniform:32"
+    ]
+    eager = next(o for o in obs if o.step.target_mode == "NONE")
+    graph = next(o for o in obs if o.step.target_mode == "FULL")
+    measured = eager.measured_ms / graph.measured_ms
+    predicted = step_ms(c, eager.target, eager.step) / step_ms(c, graph.target, graph.step)
+    assert predicted == pytest.approx(measured, rel=0.10)
+
+
+def test_fit_recovers_known_coefficients() -> None:
+    """Synthetic points from a known set: the fit finds it again (pure, no GPU data)."""
+    truth = shipped_latency()
+    rng = random.Random(3)
+    obs = []
+    for arch, h, layers in (
+        ("LlamaForCausalLM", 2048, 16),
+        ("LlamaForCausalLM", 4096, 32),
+        ("Qwen2ForCausalLM", 5120, 48),
+    ):
+        shape = forward_shape(ModelShape(arch, h, layers, h // 128, 8, 128, h * 3, 32000))
+        for mode in ("FULL", "PIECEWISE", "NONE"):
+            for t in (1, 8, 64, 256, 512, 1024, 2048):
+                s = StepShape(mode, t, t)
+                obs.append(
+                    LatencyObservation(
+                        "synthetic", shape, s, step_ms(truth, shape, s) * rng.uniform(0.99, 1.01)
+                    )
+                )
+    start = dataclasses.replace(
+        truth, host_ms_eager_per_layer=truth.host_ms_eager_per_layer * 1.5, step_ms=1.0
+    )
+    got = fit_latency(obs, start)
+    assert errors(got, obs)[0] < 0.02
+    assert errors(start, obs)[0] > 0.1
+
+
+def test_larger_graph_never_faster() -> None:
+    """Padding costs time: the modelled forward does not decrease with tokens (what the time
+    optimiser's exactness needs)."""
+    c = shipped_latency()
+    shape = forward_shape(load_config(ROOT / "configs/gpu/llama8b-mns256.yaml").input.model)
+    for mode in ("FULL", "PIECEWISE", "NONE"):
+        times = [forward_ms(c, shape, mode, t, t) for t in range(1, 2049, 7)]
+        assert times == sorted(times)
+
+
+def test_pr50488_plan_prices_the_gap_and_the_fix() -> None:
+    _, plan = plan_file(PR)
+    lat = plan.latency
+    assert lat is not None and len(lat.gaps) == len(plan.gaps) == 1
+    gap = lat.gaps[0]
+    assert gap.widest_batch == 32 and gap.cost_ms_per_step > 0.5
+    assert gap.step_ms == pytest.approx(lat.widest_eager_step_ms)
+    assert lat.fixes and all(f.gain_ms_per_step > 0 for f in lat.fixes)
+    assert lat.fixes[0].widest_gap_gain_ms == pytest.approx(gap.cost_ms_per_step)
+    assert 0 < lat.expected_eager_share < 1
+    assert any("outside the measured" in x for x in lat.caveats)  # tiny-llama: 2 layers
+
+
+def test_plan_cli_prints_gap_cost_and_fix_gain(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    code, out, _ = run(monkeypatch, capsys, "plan", str(PR))
+    assert code == 0
+    assert "gap 1 (requests 31-32): costs +" in out and "ms per step at 32 requests" in out
+    assert "fix 1 (--max-cudagraph-capture-size 544): gains" in out
+
+
+def test_gate_bounds_the_eager_time_share() -> None:
+    side = load_side(PR, Overrides())
+    assert side.eager_time_share is not None and side.eager_time_share > 0
+    fail = evaluate_gate(GatePolicy(max_eager_time_share=0.01), side)
+    ok = evaluate_gate(GatePolicy(max_eager_time_share=0.99), side)
+    assert not next(c for c in fail.checks if c.name == "max_eager_time_share").passed
+    assert next(c for c in ok.checks if c.name == "max_eager_time_share").passed
+    with pytest.raises(ConfigError, match=r"max_eager_time_share: must be a share 0\.\.1"):
+        parse_policy({"max_eager_time_share": 1.5})
+
+
+def test_diff_shows_the_change_in_expected_step_time() -> None:
+    from cgplan.core.diff import diff_sides
+    from cgplan.render.compare import diff_to_dict, step_time_line
+
+    a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml", Overrides())
+    b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml", Overrides())
+    d = diff_sides(a, b)
+    line = step_time_line(d)
+    assert line is not None and "expected step time" in line
+    doc = diff_to_dict(d)
+    assert doc["expected_step_ms"]["change"] < 0  # the fix makes the step faster
+
+
+def test_time_dp_matches_brute_force() -> None:
+    rng = random.Random(11)
+    for _ in range(25):
+        shapes = [
+            TimedShape(
+                rng.randint(1, 60), rng.uniform(0.1, 5), rng.choice(("decode:1", "mixed")), rng.uniform(5, 9)
+            )
+            for _ in range(rng.randint(1, 12))
+        ]
+
+        def graph_ms(kind: str, s: int) -> float:
+            return (1.0 if kind == "decode:1" else 2.0) + 0.01 * s
+
+        for k in range(0, 6):
+            dp = optimal_timed_ladders(shapes, k, 50, graph_ms)[-1].total_ms
+            assert dp == pytest.approx(brute_force_time(shapes, k, 50, graph_ms))
+
+
+def test_optimize_in_time_beats_the_default_ladder_at_its_memory() -> None:
+    o = optimize_config(PR, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    assert o.objective == "time"
+    assert o.step_ms < o.default_step_ms
+    assert o.memory_mib is not None and o.default_memory_mib is not None
+    assert o.memory_mib <= o.default_memory_mib
+
+
+def test_calibrate_latency_and_plan_with_the_users_coefficients(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.cli_helpers import run
+
+    out = tmp_path / "lat.json"
+    code, text, _ = run(
+        monkeypatch,
+        capsys,
+        "calibrate",
+        "--latency",
+        str(RUNS / "call1"),
+        "--test",
+        str(RUNS / "call2"),
+        "-o",
+        str(out),
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(text)
+    assert doc["held_out"]["points"] > 100 and doc["held_out"]["median_error"] < 0.10
+    mine = load_latency(out)
+    assert "qwen2.5-32b-mns256" in mine.fitted_on and "qwen3-4b-mns256" in mine.held_out
+    # A slower GPU's coefficients: the plan's figures follow the file given.
+    slow = tmp_path / "slow.json"
+    d = latency_to_dict(mine)
+    d["host_ms_eager_per_layer"] *= 3
+    slow.write_text(json.dumps(d))
+    _, base = run(monkeypatch, capsys, "plan", str(PR), "--json")[:2]
+    _, slower = run(monkeypatch, capsys, "plan", str(PR), "--json", "--latency-coefficients", str(slow))[:2]
+    a = json.loads(base)["predicted_latency"]["widest_eager_step_ms"]
+    b = json.loads(slower)["predicted_latency"]["widest_eager_step_ms"]
+    assert b > a
+
+
+def test_plan_traffic_histogram_weights_the_expected_step(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    code, text, _ = run(
+        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml")
+    )
+    assert code == 0
+    lat = json.loads(text)["predicted_latency"]
+    assert lat["traffic"].endswith("decode-heavy-mns32.yaml")
+    assert lat["expected_step_ms"] > 0 and lat["gaps"][0]["expected_cost_ms_per_step"] > 0
