@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz
+.PHONY: help plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,6 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+## help: list the targets (this text)
+help:
+	@awk '/^## / { sub(/^## /, ""); split($$0, a, ": "); if (a[2] != "") printf "  %-14s %s\n", a[1], substr($$0, length(a[1]) + 3); else printf "  %-14s %s\n", "", $$0 }' $(MAKEFILE_LIST)
+
+## install: the editable install with the dev tools, in .venv
 install: $(STAMP)
 
 ## plan: plan the bundled vLLM PR #50488 example (EAGLE K=16, 32 requests) and show its gap and fix
@@ -32,15 +37,18 @@ gate-examples: $(STAMP)
 		--junit .cache/gate-junit.xml --json .cache/gate-verdict.json $(GATED)
 	PYTHON=$(BIN)/python scripts/cgplan-gate configs/examples/pr50488-eagle-k16.yaml >/dev/null; test $$? -eq 1
 
+## ci: what CI runs (.ci/run): lint, test, gate-examples
 ci: lint test gate-examples
 
+## test-gpu: the GPU tests (needs a CUDA GPU and the gpu extra)
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
 
+## lint: ruff check, ruff format --check (cgplan, tests, scripts, benchmarks), mypy --strict (cgplan, tests)
 lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
-	$(BIN)/mypy cgplan
+	$(BIN)/mypy cgplan tests
 
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle, paired; set
 ## ORACLE_PYTHON=.cache/venv-0.33.0/bin/python (make oracle-venvs), else that side is "not measured")
@@ -63,6 +71,7 @@ golden: oracle-venvs
 	$(PY) scripts/record_golden.py --venv-root $(ORACLE_VENVS) --out-dir tests/data/oracle-deploy \
 		tests/data/corpus-deploy/*.yaml
 
+## clean: remove .venv and the test caches
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 

@@ -184,9 +184,8 @@ def run_capture(
                 elif chosen == "vllm":
                     from cgplan.gpu.vllm_backend import capture_vllm
 
-                    measured = capture_vllm(
-                        inp, raw, str(Path(config).resolve().parent), recorder, nvml, log_lines, per_graph
-                    )
+                    # relative paths start from the working directory, as in vLLM
+                    measured = capture_vllm(inp, raw, str(Path.cwd()), recorder, nvml, log_lines, per_graph)
                 else:
                     from cgplan.gpu.torch_backend import capture_plan_torch
 

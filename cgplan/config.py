@@ -9,17 +9,17 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from cgplan import yaml_load
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.defaults import serve_defaults
-from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
+from cgplan.core.modes import CGSupport, Mode, Platform
 from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import (
     MODEL_RUNNERS,
@@ -131,8 +131,12 @@ _CGPLAN_KEYS = (
     "model_runner",
     "attention_backend",
     "attention_cudagraph_support",
+    "model_config",
 )
 
+
+STDIN = "<stdin>"
+"""How a config read from `-` is named in messages and reports."""
 
 MAX_REASONABLE = 10**7
 """Upper bound on any count or size; larger values are refused before planning."""
@@ -144,22 +148,31 @@ MAX_SCHEDULE = 1_000
 10,000 in about 40 s (benchmarks/results/bounds.json)."""
 
 
-@dataclass(frozen=True)
-class Overrides:
-    """Command-line options that win over the file's `cgplan:` section."""
+class Overrides(NamedTuple):
+    """Command-line options that win over the file's `cgplan:` section.
+
+    A NamedTuple, not a dataclass: immutable and typed alike, and about 8x cheaper to define at
+    import time (start-up is most of a `cgplan plan`, #18)."""
 
     vllm_version: str | None = None
     platform: str | None = None
     model_runner: str | None = None
+    model_config: Path | None = None
+    """--model-config: the model's config.json (or its folder), for a hub model id in `model:`."""
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
-    """A parsed config: the planner input plus what was read around it."""
+NO_OVERRIDES = Overrides()
+"""No command-line overrides (the default)."""
+
+
+class LoadedConfig(NamedTuple):
+    """A parsed config: the planner input plus what was read around it (a NamedTuple: see Overrides)."""
 
     input: PlanInput
     source: str
     ignored_keys: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """How an input was read where it is not literal (a patch release, a GPU's family)."""
 
 
 def _fmt(value: object) -> str:
@@ -185,6 +198,66 @@ def _err(path: str, problem: str, got: object = ..., expected: str | None = None
     if expected:
         detail.append(f"expected {expected}")
     return ConfigError(path, problem + (f" ({'; '.join(detail)})" if detail else ""))
+
+
+def _snake_keys(section: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """`section` with dash-case keys in vLLM's snake_case, as `vllm serve --config` reads them
+    (argparse takes `--max-num-seqs` and `--max_num_seqs` alike; speculative_config keys are
+    normalised by EngineArgs). A key given in both spellings is refused: which one wins is
+    only the file's order."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, object] = {}
+    for key, value in section.items():
+        norm = key.replace("-", "_") if isinstance(key, str) and not key.startswith("-") else key
+        if norm in out:
+            path = f"{prefix}.{_key(norm)}" if prefix else _key(norm)
+            raise _err(path, "given twice", f"{spelled[norm]!s} and {key!s}", "one spelling of the key")
+        out[norm] = value
+        spelled[norm] = key
+    return out
+
+
+def resolve_vllm_version(value: object, path: str) -> tuple[str, str | None]:
+    """A release cgplan has rules for, from what people write: `0.33.0`, `v0.33.0`, `0.33` (its
+    minor release) or a patch release cgplan has no entry for (`0.33.1`: the newest known release
+    of that minor at or below it, with a note). Refused, with the nearest known release by
+    version order, otherwise.
+
+    >>> resolve_vllm_version("v0.33", "--vllm-version")
+    ('0.33.0', 'vLLM 0.33 read as 0.33.0')
+    >>> resolve_vllm_version("0.33.1", "--vllm-version")[0]
+    '0.33.0'
+    """
+    text = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    if not isinstance(text, str):
+        raise _err(path, "must be a string", value, "one of " + ", ".join(SUPPORTED_VERSIONS))
+    key = text.strip().removeprefix("v").removeprefix("V")
+    if key in SUPPORTED_VERSIONS:
+        return key, None
+    parts = key.split(".")
+    nums = tuple(int(x) for x in parts) if all(x.isdigit() and len(x) < 6 for x in parts) else None
+    known = [(tuple(int(x) for x in v.split(".")), v) for v in SUPPORTED_VERSIONS]
+    if nums is not None and len(nums) in (2, 3):
+        same_minor = [(n, v) for n, v in known if n[:2] == nums[:2]]
+        if len(nums) == 2 and same_minor:
+            return same_minor[-1][1], f"vLLM {key} read as {same_minor[-1][1]}"
+        below = [(n, v) for n, v in same_minor if n <= nums]
+        if len(nums) == 3 and below:
+            v = below[-1][1]
+            return v, (
+                f"vLLM {key} planned with {v}'s rules: cgplan keeps rules per release and knows no "
+                f"change of capture between {v} and {key} (a patch release)"
+            )
+        order = sorted([*known, (nums + (0,) * (3 - len(nums)), "")])
+        at = next(i for i, (n, v) in enumerate(order) if v == "" and n == nums + (0,) * (3 - len(nums)))
+        near = order[at + 1][1] if at + 1 < len(order) else order[at - 1][1]
+        raise _err(
+            path,
+            f"no rules for vLLM {key}; did you mean '{near}'?",
+            value,
+            "one of " + ", ".join(SUPPORTED_VERSIONS) + " (or a patch release of one)",
+        )
+    return _choice(text, path, SUPPORTED_VERSIONS), None
 
 
 def _check_keys(
@@ -277,19 +350,35 @@ def _mapping(value: object, path: str) -> Mapping[str, Any]:
     return value
 
 
-def parse_platform(value: object, path: str) -> Platform:
-    """A platform family name or a GPU name (H100, H200, B200, ...)."""
+def parse_platform(value: object, path: str, notes: list[str] | None = None) -> Platform:
+    """A platform family name or a GPU name (H100, H200, L40S, RTX PRO 6000, ...; see
+    `core.modes.GPUS`); a GPU whose SM version differs from its family's adds a note."""
     names = tuple(p.value for p in Platform)
     if isinstance(value, str):
-        key = value.strip().lower().replace("nvidia", "").replace(" ", "").replace("_", "-").strip("-")
+        key = value.strip().lower().replace("_", "-")
         if key in names:
             return Platform(key)
-        for gpu, plat in GPU_NAME_TO_PLATFORM.items():
-            if key.startswith(gpu):
-                return plat
-    raise _err(
-        path, "unknown platform", value, "one of " + ", ".join(names) + " or a GPU name such as H200 or B200"
-    )
+        from cgplan.core.gpus import PLATFORM_ALIASES, find_gpu  # only for a GPU name
+
+        if key in PLATFORM_ALIASES:
+            return PLATFORM_ALIASES[key]
+        gpu = find_gpu(value)
+        if gpu is not None and gpu.platform is None:
+            raise _err(path, f"{gpu.name} is not modelled: {gpu.refusal}", value)
+        if gpu is not None and gpu.platform is not None:
+            if notes is not None and gpu.capability != gpu.platform.compute_capability:
+                sm = f"SM{gpu.capability[0]}{gpu.capability[1]}"
+                notes.append(
+                    f"{gpu.name} ({sm}, {gpu.memory_gib} GiB) planned with the {gpu.platform.value} rules: "
+                    "vLLM's capture rules read the major SM version and its serve defaults the memory "
+                    f"tier, the same as on SM{gpu.platform.compute_capability[0]}"
+                    f"{gpu.platform.compute_capability[1]}"
+                )
+            return gpu.platform
+    from cgplan.core.gpus import GPUS
+
+    known = ", ".join(g.name for g in GPUS if g.platform is not None)
+    raise _err(path, "unknown platform", value, "one of " + ", ".join(names) + f" or a GPU name ({known})")
 
 
 def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
@@ -310,6 +399,15 @@ def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
     return read_model_shape(folder, "speculative_config.model")
 
 
+def _local_path(text: str, base_dir: Path, path: str) -> Path:
+    """A path from the config: `~` expanded, a relative one from `base_dir`."""
+    try:
+        p = Path(text).expanduser()
+    except RuntimeError:  # ~user with no such user
+        raise _err(path, "cannot expand the home folder", text) from None
+    return p if p.is_absolute() else base_dir / p
+
+
 def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     try:
@@ -319,9 +417,14 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         reason = getattr(e, "strerror", None) or e
         raise _err(path, f"cannot use the model path: {reason}", str(folder)) from None
     if not found:
+        hint = (
+            "; for a hub model id give the model's config.json as cgplan.model_config or --model-config"
+            if path == "model"
+            else ""
+        )
         raise _err(
             path,
-            "model folder has no config.json",
+            f"model folder has no config.json{hint}",
             str(folder),
             "a local folder with a Hugging Face config.json",
         )
@@ -406,29 +509,32 @@ def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
 
 
 def parse_config(
-    raw: object, base_dir: Path, overrides: Overrides = Overrides()
+    raw: object, base_dir: Path, overrides: Overrides = NO_OVERRIDES, notes: list[str] | None = None
 ) -> tuple[PlanInput, list[str]]:
-    """Validate a parsed YAML document and build the planner input.
+    """Validate a parsed YAML document and build the planner input; `notes` (when given) gets how
+    an input was read where it is not literal (a patch release, a GPU's family).
 
     Raises:
         ConfigError: located at the offending key (the caller adds the file name).
     """
     if raw is None:
         raise ConfigError("", "the config is empty (expected a mapping with at least 'model')")
-    doc = _mapping(raw, "<root>")
+    notes = notes if notes is not None else []
+    doc = _snake_keys(_mapping(raw, "<root>"), "")
     ignored = _check_keys(doc, _TOP_KEYS, "", ignored=IGNORED_TOP_KEYS, unmodelled=UNMODELLED_TOP_KEYS)
-    cg = _mapping(doc.get("cgplan") or {}, "cgplan")
+    cg = _snake_keys(_mapping(doc.get("cgplan") or {}, "cgplan"), "cgplan")
     _check_keys(cg, _CGPLAN_KEYS, "cgplan")
 
-    version = overrides.vllm_version or cg.get("vllm_version") or LATEST_VERSION
-    version = _choice(
-        str(version) if isinstance(version, int | float) else version,
+    version, version_note = resolve_vllm_version(
+        overrides.vllm_version or cg.get("vllm_version") or LATEST_VERSION,
         "cgplan.vllm_version" if not overrides.vllm_version else "--vllm-version",
-        SUPPORTED_VERSIONS,
     )
+    if version_note:
+        notes.append(version_note)
     platform = parse_platform(
         overrides.platform or cg.get("platform", "hopper"),
         "--platform" if overrides.platform else "cgplan.platform",
+        notes,
     )
     runner = _choice(
         overrides.model_runner or cg.get("model_runner", "auto"),
@@ -453,15 +559,22 @@ def parse_config(
     model_value = doc["model"]
     if not isinstance(model_value, str) or not model_value.strip():
         raise _err(
-            "model", "must be a folder path", model_value, "a local folder with a Hugging Face config.json"
+            "model",
+            "must be a folder path or a hub model id",
+            model_value,
+            "a local folder with a Hugging Face config.json",
         )
-    try:
-        model_dir = Path(model_value).expanduser()
-    except RuntimeError:  # ~user with no such user
-        raise _err("model", "cannot expand the home folder", model_value) from None
-    if not model_dir.is_absolute():
-        model_dir = base_dir / model_dir
-    shape = read_model_shape(model_dir, "model")
+    if overrides.model_config is not None:
+        shape = read_model_shape(
+            _local_path(str(overrides.model_config), base_dir, "--model-config"), "--model-config"
+        )
+    elif cg.get("model_config") is not None:
+        mc = cg["model_config"]
+        if not isinstance(mc, str) or not mc.strip():
+            raise _err("cgplan.model_config", "must be a path", mc, "the model's config.json or its folder")
+        shape = read_model_shape(_local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config")
+    else:
+        shape = read_model_shape(_local_path(model_value, base_dir, "model"), "model")
 
     max_model_len = _int(doc, "max_model_len", "") or shape.max_position_embeddings
     tp = _int(doc, "tensor_parallel_size", "") or 1
@@ -485,7 +598,7 @@ def parse_config(
     )
     spec = None
     if doc.get("speculative_config") is not None:
-        sc = _mapping(doc["speculative_config"], "speculative_config")
+        sc = _snake_keys(_mapping(doc["speculative_config"], "speculative_config"), "speculative_config")
         _check_keys(sc, _SPEC_KEYS, "speculative_config")
         if "method" not in sc:
             raise ConfigError(
@@ -629,8 +742,11 @@ def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
-def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedConfig:
-    """Read and validate a YAML config file.
+def load_config(
+    path: str | Path, overrides: Overrides = NO_OVERRIDES, base_dir: Path | None = None
+) -> LoadedConfig:
+    """Read and validate a YAML config file; relative paths in it start from `base_dir` (default:
+    the working directory, as in vLLM).
 
     Raises:
         ConfigError: with the file name in front of the located message.
@@ -638,7 +754,11 @@ def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedC
     p = Path(path)
     source = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if source == "-":  # stdin, as `-` is for every file cgplan reads
+            source = STDIN
+            text = sys.stdin.buffer.read().decode("utf-8")
+        else:
+            text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError("", "no such file", source=source) from None
     except IsADirectoryError:
@@ -656,8 +776,12 @@ def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedC
         raise ConfigError("", "invalid YAML: nested too deeply", source=source) from None
     except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
         raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=source) from None
+    notes: list[str] = []
     try:
-        inp, ignored = parse_config(raw, p.resolve().parent, overrides)
+        # Relative paths (model:, speculative_config.model, cgplan.model_config) start from the
+        # working directory, as in vLLM, which hands them to Hugging Face's loader unchanged; the
+        # same rule as for `--vllm-args "serve --config FILE"`.
+        inp, ignored = parse_config(raw, Path.cwd() if base_dir is None else base_dir, overrides, notes)
     except ConfigError as e:
         raise e.located(source) from None
-    return LoadedConfig(inp, source, tuple(ignored))
+    return LoadedConfig(inp, source, tuple(ignored), tuple(notes))

@@ -170,7 +170,7 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
     root = Path.cwd() if root is None else root
     src = _source_config(doc, report, root)
     try:
-        inp = load_config(src).input
+        inp = load_config(src, base_dir=root).input  # the folder capture ran in: its paths start there
     except ConfigError:
         # Not quoted: the config is a file the report named, not one the user did.
         raise ReportError(

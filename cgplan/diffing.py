@@ -56,6 +56,7 @@ def diff_paths(
     *,
     allow_mismatch: bool = False,
     policies: list[str] | None = None,
+    model_config: Path | None = None,
 ) -> Diff:
     """Diff two configs, one config under two releases, a plan and a capture, or two captures.
 
@@ -68,7 +69,7 @@ def diff_paths(
     _refuse_options_for_reports(a, b, split_versions(versions), pols)
     if b is None and len(pols) == 2:
         vs_one = split_versions(versions)
-        ov = Overrides(vllm_version=vs_one[0] if vs_one else None)
+        ov = Overrides(vllm_version=vs_one[0] if vs_one else None, model_config=model_config)
         return diff_sides(
             load_side(a, ov, f"{a} (policy {pols[0].name})", pols[0]),
             load_side(a, ov, f"{a} (policy {pols[1].name})", pols[1]),
@@ -85,14 +86,18 @@ def diff_paths(
                 "one config needs two releases to compare, e.g. --vllm-version 0.26.0..0.33.0",
             )
         return diff_sides(
-            load_side(a, Overrides(vllm_version=vs[0]), f"{a} @ {vs[0]}", pa),
-            load_side(b or a, Overrides(vllm_version=vs[1]), f"{a} @ {vs[1]}", pb),
+            load_side(a, Overrides(vllm_version=vs[0], model_config=model_config), f"{a} @ {vs[0]}", pa),
+            load_side(b or a, Overrides(vllm_version=vs[1], model_config=model_config), f"{a} @ {vs[1]}", pb),
         )
     va = vs[0] if vs else None
     vb = vs[-1] if vs else None
     need = not allow_mismatch
-    side_a = load_side(a, Overrides(vllm_version=va), policy=pa, require_fingerprint=need)
-    side_b = load_side(b, Overrides(vllm_version=vb), policy=pb, require_fingerprint=need)
+    side_a = load_side(
+        a, Overrides(vllm_version=va, model_config=model_config), policy=pa, require_fingerprint=need
+    )
+    side_b = load_side(
+        b, Overrides(vllm_version=vb, model_config=model_config), policy=pb, require_fingerprint=need
+    )
     d = diff_sides(side_a, side_b)
     if (is_report(a) or is_report(b)) and not d.fingerprints_match and not allow_mismatch:
         raise ReportError(

@@ -6,11 +6,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import Overrides
+from cgplan.config import STDIN, Overrides
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
-from cgplan.errors import ReportError
+from cgplan.errors import CgplanError, ReportError
+from cgplan.planning import plan_file
 from cgplan.policy import load_policy
-from cgplan.sides import load_side
+from cgplan.sides import is_report, load_side
 
 
 def gate_targets(
@@ -18,17 +19,19 @@ def gate_targets(
     policy_path: Path | None,
     baseline: Path | None,
     vllm_version: str | None,
+    model_config: Path | None = None,
     *,
     allow_partial_baseline: bool = False,
 ) -> tuple[list[GateResult], GatePolicy]:
-    """Evaluate every target (config or report) against the policy (and the baseline).
+    """Evaluate every target (config or report) against the policy (and the baseline);
+    `model_config` is the shape for configs whose `model:` is a hub id.
 
     Raises:
         ReportError: the baseline is a partial or failed capture (unless allowed): what it
             lacks would make every regression check against it hold for nothing.
     """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
-    overrides = Overrides(vllm_version=vllm_version)
+    overrides = Overrides(vllm_version=vllm_version, model_config=model_config)
     compared = baseline is not None  # then every report must say which config it describes
     base = load_side(baseline, overrides, require_fingerprint=True) if baseline is not None else None
     if base is not None and base.status != "complete" and not allow_partial_baseline:
@@ -38,9 +41,39 @@ def gate_targets(
             "one, or --allow-partial-baseline to compare against what it has"
         )
     results = [
-        evaluate_gate(policy, load_side(t, overrides, require_fingerprint=compared), base) for t in targets
+        evaluate_gate(
+            policy,
+            load_side(t, overrides, STDIN if str(t) == "-" else None, require_fingerprint=compared),
+            base,
+        )
+        for t in targets
     ]
-    return results, policy
+    return [_with_fix(r, t, overrides) for r, t in zip(results, targets, strict=True)], policy
+
+
+_FIXABLE = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full")
+
+
+def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateResult:
+    """A failed coverage check of a config names the flag that closes it (planned again, with the
+    fix search, only when such a check failed: the gate itself plans without it)."""
+    failed = [c for c in result.checks if c.name in _FIXABLE and not c.passed and not c.skipped]
+    if not failed or is_report(target):
+        return result
+    try:
+        _, plan = plan_file(target, overrides)
+    except CgplanError:
+        return result
+    if not plan.fixes:
+        return result
+    fix = plan.fixes[0]
+    hint = f"; fix: {' '.join(fix.flags)}" + (
+        "" if fix.remaining_gaps == 0 else f" ({fix.remaining_gaps} gap(s) left)"
+    )
+    checks = tuple(
+        dataclasses.replace(c, detail=c.detail + hint) if c in failed else c for c in result.checks
+    )
+    return dataclasses.replace(result, checks=checks)
 
 
 def policy_to_dict(policy: GatePolicy) -> dict[str, Any]:

@@ -24,10 +24,12 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import gzip
 import io
 import re
+import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -35,14 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
-from cgplan.config import LoadedConfig, Overrides
+from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
 from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
-from cgplan.errors import CgplanError, ConfigRejected
+from cgplan.errors import CgplanError, ConfigError, ConfigRejected
 from cgplan.planning import plan_file
 
 SCHEMA_VERSION = 1
@@ -456,7 +458,8 @@ def log_blocks(path: str | Path) -> Iterator[str]:
     """
     p = Path(path)
     try:
-        raw = p.open("rb")
+        # `-`: stdin (`kubectl logs POD | cgplan logs -`)
+        raw = sys.stdin.buffer if str(path) == "-" else p.open("rb")
     except FileNotFoundError:
         raise LogError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -465,8 +468,11 @@ def log_blocks(path: str | Path) -> Iterator[str]:
         raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
     with raw:
         try:
-            gzipped = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
+            if hasattr(raw, "peek"):  # a pipe cannot seek back: look at the first bytes in place
+                gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
+            else:
+                gzipped = raw.read(2) == b"\x1f\x8b"
+                raw.seek(0)
         except OSError as e:
             raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
         stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
@@ -1258,7 +1264,7 @@ def _dedupe(items: Iterable[Any]) -> list[Any]:
 
 def parse_file(path: str | Path) -> ParsedLog:
     """`parse_log` of the file, streamed: the file is never held in memory whole."""
-    return parse_blocks(log_blocks(path), str(path))
+    return parse_blocks(log_blocks(path), "<stdin>" if str(path) == "-" else str(path))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1655,7 +1661,12 @@ def _refused_checks(parsed: ParsedLog) -> tuple[Check, ...]:
     return ()
 
 
-def compare_with_config(parsed: ParsedLog, config: str | Path, vllm_version: str | None = None) -> Comparison:
+def compare_with_config(
+    parsed: ParsedLog,
+    config: str | Path,
+    vllm_version: str | None = None,
+    model_config: Path | None = None,
+) -> Comparison:
     """Plan `config` under the log's vLLM release (or `vllm_version`) and compare.
 
     Raises:
@@ -1667,13 +1678,19 @@ def compare_with_config(parsed: ParsedLog, config: str | Path, vllm_version: str
         raise LogError(
             f"{parsed.source}: the log names no vLLM version (no engine line); pass --vllm-version"
         )
-    if version not in SUPPORTED_VERSIONS:
+    if version not in SUPPORTED_VERSIONS and vllm_version is None:
+        # a patch release of a known one (0.33.1): planned with that release's rules
+        with contextlib.suppress(ConfigError):
+            version = resolve_vllm_version(version, "vllm_version")[0]
+    if version not in SUPPORTED_VERSIONS and vllm_version is None:
         raise LogError(
             f"{parsed.source}: the log is from vLLM {version}; cgplan has rules for "
             f"{', '.join(SUPPORTED_VERSIONS)} (pass --vllm-version to plan under one of them)"
         )
     try:
-        loaded, plan = plan_file(config, Overrides(vllm_version=version), with_fixes=False)
+        loaded, plan = plan_file(
+            config, Overrides(vllm_version=version, model_config=model_config), with_fixes=False
+        )
     except ConfigRejected as e:
         return Comparison(str(config), version, e.message, _refused_checks(parsed))
     return Comparison(str(config), version, None, compare(parsed, loaded, plan))

@@ -19,7 +19,6 @@ from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.latency import shipped_latency, with_latency
 from cgplan.traffic import Traffic
-from cgplan.vllm_args import SOURCE, read_vllm_args
 
 
 def plan_file(
@@ -71,11 +70,15 @@ def plan_vllm_args(
         ConfigError: located at the flag that set the offending value (`--vllm-args:<flag>: ...`),
             also for a config the chosen release refuses (ConfigRejected).
     """
+    # Imported here: plan FILE (the common path) does not pay for vLLM's flag table.
+    from cgplan.vllm_args import SOURCE, read_vllm_args
+
     base = base_dir if base_dir is not None else Path.cwd()
     parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)
     try:
-        inp, ignored = parse_config(parsed.doc, base, overrides or Overrides())
-        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored))
+        notes: list[str] = []
+        inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)
+        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored), tuple(notes))
         search = fix_search(coefficients, allow_over_budget=allow_over_budget)
         plan = build_plan(loaded.input, with_fixes=with_fixes, policy=policy, search=search)
     except ConfigError as e:

@@ -155,6 +155,7 @@ def sweep_config(
     versions: list[str],
     policy: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    model_config: Path | None = None,
 ) -> SweepResult:
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
@@ -165,7 +166,7 @@ def sweep_config(
                 "--vllm-version",
                 f"unknown release {_q(v)} (expected one of {', '.join(SUPPORTED_VERSIONS)})",
             )
-    loaded = load_config(path, Overrides())
+    loaded = load_config(path, Overrides(model_config=model_config))
     axes = [parse_set(s) for s in sets]
     _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))
     try:

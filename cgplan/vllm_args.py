@@ -43,6 +43,8 @@ SOURCE = "vllm-args"
 """The `source` of a plan read from a command line (the JSON contract's `source` field)."""
 
 PREFIX = "--vllm-args"
+API_SERVER = "vllm.entrypoints.openai.api_server"
+"""The OpenAI server module: `python -m` it with serve's flags (MODEL only as --model)."""
 """Every located message from this module starts with it."""
 
 
@@ -358,8 +360,19 @@ class VllmArgs:
 
 
 def _strip_program(args: list[str]) -> list[str]:
-    """Drop `vllm` and `serve`; refuse other vLLM subcommands."""
-    if args and args[0] == "vllm":
+    """Drop `vllm` and `serve` (or `python -m vllm.entrypoints.openai.api_server`, whose flags are
+    serve's); refuse other vLLM subcommands."""
+    prog = args[0].rsplit("/", 1)[-1] if args else ""
+    if prog.startswith("python") and args[1:2] == ["-m"]:
+        if args[2:3] != [API_SERVER]:
+            raise _fail(
+                "",
+                "not a vLLM server command line",
+                " ".join(args[:3]),
+                f"python -m {API_SERVER} --model MODEL",
+            )
+        return args[3:]
+    if prog == "vllm":
         args = args[1:]
     if not args:
         raise _fail("", "empty command line", expected="serve MODEL [flags]")
@@ -740,6 +753,10 @@ def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: 
         head = toks[:1] if model_in_cli else []
         toks = [*head, *file_toks, *toks[len(head) : index], *toks[index + 2 :]]
     model, values, history = _parse(_dotted_pass(_dash_pass(toks)))
+    if model_config is None:  # cgplan.model_config in the --config file: a hub MODEL's shape
+        mc = cgplan_section.get("model_config", cgplan_section.get("model-config"))
+        if isinstance(mc, str) and mc.strip():
+            model_config = Path(mc)
     parsed = _build(model, values, history, model_config, base_dir)
     if cgplan_section:
         cg = {**cgplan_section, **parsed.doc.get("cgplan", {})}  # --attention-backend wins over the file

@@ -95,7 +95,7 @@ def translate(yaml_path: Path) -> dict:
     import yaml
 
     src = yaml.safe_load(yaml_path.read_text()) or {}
-    base = yaml_path.resolve().parent
+    base = Path.cwd()  # relative model paths start from the working directory, as in vLLM
     out: dict = {}
     engine_args: dict = {}
     for key, val in src.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,10 +11,10 @@ from cgplan.cli import main
 
 
 def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str | Path
 ) -> tuple[int, str, str]:
     """`cgplan ARGS...` through `cgplan.cli.main`, as a user's shell would run it."""
-    monkeypatch.setattr(sys, "argv", ["cgplan", *args])
+    monkeypatch.setattr(sys, "argv", ["cgplan", *map(str, args)])
     with pytest.raises(SystemExit) as info:
         main()
     out = capsys.readouterr()

@@ -187,9 +187,14 @@ def test_recorder_reads_memory_per_descriptor_not_per_piece() -> None:
     """#18: an NVML query per compiled piece made the hooks cost 17% of vLLM's capture time; a
     descriptor of 33 pieces now costs two queries (and two reserved-bytes readings), not 66."""
     nvml = FakeNvml()
-    reserved_reads = []
+    reserved_reads: list[int] = []
     rec = GraphRecorder(nvml)  # type: ignore[arg-type]
-    rec.reserved_bytes = lambda: reserved_reads.append(1) or 8 * len(reserved_reads)
+
+    def reserved() -> int:
+        reserved_reads.append(1)
+        return 8 * len(reserved_reads)
+
+    rec.reserved_bytes = reserved
     for tokens in (512, 256):
         rec.begin("target", "PIECEWISE", tokens, None, None)
         for _ in range(33):

@@ -40,7 +40,8 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
     ),
     "unknown-version": (
         ConfigError,
-        r":cgplan\.vllm_version: unknown value.*expected one of 0\.26\.0, .*0\.33\.0\)",
+        r":cgplan\.vllm_version: no rules for vLLM 0\.25\.0; did you mean '0\.26\.0'\? "
+        r"\(got '0\.25\.0'; expected one of 0\.26\.0, .*0\.33\.0 \(or a patch release of one\)\)",
     ),
     "unknown-runner": (ConfigError, r":cgplan\.model_runner: unknown value.*expected one of auto, v1, v2\)"),
     "unknown-method": (
@@ -79,7 +80,11 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigError,
         r":prefill_context_parallel_size: changes what vLLM captures, but cgplan does not model it yet",
     ),
-    "dash-key": (ConfigError, r":max-num-seqs: use vLLM's snake_case key 'max_num_seqs'"),
+    # vLLM normalises top-level and speculative_config keys, not compilation_config's (pydantic)
+    "dash-key": (
+        ConfigError,
+        r":compilation_config\.cudagraph-mode: use vLLM's snake_case key 'cudagraph_mode'",
+    ),
     "inconsistent-max": (
         ConfigRejected,
         r"customized max_cudagraph_capture_size\(=64\) should be consistent with the max value of "

@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -45,7 +46,9 @@ def apply_fix(inp: PlanInput, fix: Fix) -> PlanInput:
         if name == "cudagraph_mode":
             out = dataclasses.replace(out, cudagraph_mode=None if value is None else Mode(value))
         elif name == "cudagraph_capture_sizes":
-            out = dataclasses.replace(out, cudagraph_capture_sizes=None if value is None else tuple(value))
+            assert value is None or isinstance(value, (list, tuple))
+            sizes = None if value is None else tuple(int(v) for v in value)
+            out = dataclasses.replace(out, cudagraph_capture_sizes=sizes)
         elif name == "num_speculative_tokens_per_batch_size":
             assert out.speculative is not None and isinstance(value, list)
             sched = tuple(tuple(e) for e in value)
@@ -54,7 +57,7 @@ def apply_fix(inp: PlanInput, fix: Fix) -> PlanInput:
                 speculative=dataclasses.replace(out.speculative, num_speculative_tokens_per_batch_size=sched),
             )
         else:
-            out = dataclasses.replace(out, **{name: value})
+            out = dataclasses.replace(out, **{name: value})  # type: ignore[arg-type]
     return out
 
 
@@ -204,12 +207,13 @@ def test_search_replans_a_bounded_number_of_candidates() -> None:
         calls = [0]
         real = plan_mod.build_plan
 
-        def counting(*a: object, _real=real, _calls=calls, **k: object) -> Plan:
+        def counting(*a: Any, _real: Any = real, _calls: list[int] = calls, **k: Any) -> Plan:
             _calls[0] += 1
-            return _real(*a, **k)  # type: ignore[arg-type]
+            plan: Plan = _real(*a, **k)
+            return plan
 
         inp = dataclasses.replace(base, max_num_seqs=s, max_num_batched_tokens=s)
-        plan_mod.build_plan = counting  # type: ignore[assignment]
+        plan_mod.build_plan = counting
         try:
             plan = real(inp, search=SEARCH)
         finally:

@@ -153,14 +153,14 @@ def test_ctrl_c_signals_running_children_once_and_marks_the_rest(tmp_path: Path)
         if calls["n"] == 3:
             raise KeyboardInterrupt
 
-    orig = fleet.time.sleep
-    fleet.time.sleep = sleep  # type: ignore[assignment]
+    monkeypatch_sleep = pytest.MonkeyPatch()
+    monkeypatch_sleep.setattr("cgplan.fleet.time.sleep", sleep)
     try:
         results, interrupted = fleet.run_local(
             [*jobs, *_jobs(tmp_path, {"e": 1})], ["0", "1"], launcher, poll_s=1
         )
     finally:
-        fleet.time.sleep = orig  # type: ignore[assignment]
+        monkeypatch_sleep.undo()
     assert interrupted
     by = {r.job.name: r for r in results}
     assert by["a"].status == by["b"].status == "complete"

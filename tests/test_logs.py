@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cgplan.cli import main
 from cgplan.logs import (
     FIGURE_FIELDS,
     LogError,
@@ -33,6 +31,7 @@ from cgplan.logs import (
     parse_log,
     read_log,
 )
+from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
 LOGS = ROOT / "tests" / "data" / "logs"
@@ -46,17 +45,6 @@ CAPTURED_AS = {"med-llama-mns256-optimized": "med-llama-mns256-optimized-capture
 """Configs regenerated since their capture (#13.6): the log holds the ladder captured then."""
 REFUSED = "tiny-eagle-dyn-v2"
 """Its engine crashed during capture; the planner refuses the config for 0.26.0."""
-
-
-def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["cgplan", *map(str, args)])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out = capsys.readouterr()
-    code = info.value.code
-    return int(code) if isinstance(code, int) else 0, out.out, out.err
 
 
 def report(name: str) -> dict[str, Any]:

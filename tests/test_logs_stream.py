@@ -17,7 +17,7 @@ from cgplan.logs import GUARDS, KEYWORDS, LOG_FORMATS, parse_file, parse_log, re
 try:  # the regular-expression parser (re._parser from 3.11, sre_parse before)
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef,unused-ignore]
 
 LOGS = Path(__file__).parent / "data" / "logs"
 REAL = sorted(LOGS.glob("*-vllm.log.gz"))

@@ -23,6 +23,7 @@ from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_siz
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import BUILTIN_POLICIES
 from cgplan.core.traffic_cost import traffic_cost
+from cgplan.core.types import Plan
 from cgplan.errors import ConfigError
 from cgplan.optimizing import optimize_config
 from cgplan.traffic import load_traffic
@@ -79,7 +80,7 @@ def test_pow2_drafter_prefill_is_bounded_by_the_capture_maximum() -> None:
 def test_pow2_drafter_prefill_keeps_max_num_seqs_when_not_a_power_of_two() -> None:
     plan = build_plan(_mtp(48, 5), policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])  # type: ignore[arg-type]
     graphs = [g for g in plan.graphs["drafter_prefill"] if g.mode == "FULL"]
-    assert sorted(g.num_reqs for g in graphs) == [1, 2, 4, 8, 16, 32, 48]
+    assert sorted(g.num_reqs or 0 for g in graphs) == [1, 2, 4, 8, 16, 32, 48]
     assert {g.num_tokens for g in graphs if g.num_reqs == 48} == {288}
 
 
@@ -116,11 +117,9 @@ def test_explicit_max_keeps_decode_sizes() -> None:
     pol = build_plan(inp, policy=BUILTIN_POLICIES["explicit-max-keeps-decode"])
     assert 100 not in up.capture_sizes and 100 in pol.capture_sizes
 
-    def padding(p: object) -> int:
+    def padding(p: Plan) -> int:
         return sum(
-            (r.padded_tokens or 0) - n
-            for r in p.uniform_decode[1]
-            for n in range(r.first, r.last + 1)  # type: ignore[attr-defined]
+            (r.padded_tokens or 0) - n for r in p.uniform_decode[1] for n in range(r.first, r.last + 1)
         )
 
     assert padding(pol) < padding(up)

@@ -105,7 +105,9 @@ def test_checks_on_an_empty_dispatch_table_fail_with_the_reason(
         "max_total_graphs",
         "max_decode_padding_ratio",
     }
-    assert fails["no_eager_uniform_decode"].endswith("no uniform-decode outcome for 1-32 requests × 1")
+    assert fails["no_eager_uniform_decode"].endswith(
+        "no uniform-decode outcome for 1-32 requests × 1 (1..32 tokens)"
+    )
     assert "no graphs at all" in fails["max_total_graphs"]
 
 
@@ -117,7 +119,10 @@ def test_a_table_that_covers_part_of_the_tier_fails_naming_the_rest(
     report = plan_report(tmp_path, uniform_decode={"1": short})
     code, out, _ = run(monkeypatch, capsys, "gate", str(report))
     assert code == 1
-    assert "  FAIL no_eager_uniform_decode: no uniform-decode outcome for 9-32 requests × 1" in out
+    assert (
+        "  FAIL no_eager_uniform_decode: no uniform-decode outcome for 9-32 requests × 1 (9..32 tokens)"
+        in out
+    )
 
 
 def test_padding_check_with_no_replayed_batch_fails(

@@ -7,6 +7,23 @@ from typing import Annotated
 
 import typer
 
+
+def _complete_versions(incomplete: str) -> list[str]:
+    """Shell completion for --vllm-version: the releases cgplan has rules for."""
+    from cgplan.core.rules import SUPPORTED_VERSIONS
+
+    return [v for v in SUPPORTED_VERSIONS if v.startswith(incomplete)]
+
+
+def _complete_platforms(incomplete: str) -> list[str]:
+    """Shell completion for --platform: the families, then the GPU names cgplan maps to them."""
+    from cgplan.core.gpus import GPUS
+    from cgplan.core.modes import Platform
+
+    names = [p.value for p in Platform] + [g.name.replace(" ", "-") for g in GPUS if g.platform is not None]
+    return [n for n in names if n.lower().startswith(incomplete.lower())]
+
+
 ConfigArg = Annotated[
     Path,
     typer.Argument(
@@ -17,26 +34,51 @@ ConfigArg = Annotated[
 VllmVersionOpt = Annotated[
     str | None,
     typer.Option(
-        "--vllm-version", help="vLLM release whose rules apply (default: the config's, else newest)."
+        "--vllm-version",
+        help="vLLM release whose rules apply (default: the config's, else newest); 0.33, v0.33.0 and "
+        "patch releases (0.33.1) are read as their release.",
+        autocompletion=_complete_versions,
     ),
 ]
 PlatformOpt = Annotated[
     str | None,
     typer.Option(
-        "--platform", help="hopper, blackwell, ampere, rtx-blackwell, or a GPU name (H200, B200...)."
+        "--platform",
+        help="hopper, blackwell, ampere, rtx-blackwell, or a GPU name (H200, B200, L40S, RTX PRO 6000...).",
+        autocompletion=_complete_platforms,
     ),
 ]
 ModelRunnerOpt = Annotated[
     str | None, typer.Option("--model-runner", help="auto, v1 or v2 (VLLM_USE_V2_MODEL_RUNNER).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1).")]
-MarkdownOpt = Annotated[bool, typer.Option("--markdown", help="Print markdown for a PR comment.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1); = --format json.")]
+MarkdownOpt = Annotated[
+    bool, typer.Option("--markdown", help="Print markdown for a PR comment; = --format markdown.")
+]
+
+
+def _complete_formats(incomplete: str) -> list[str]:
+    return [f for f in ("table", "json", "markdown", "html") if f.startswith(incomplete)]
+
+
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Output format: table (default), json, markdown or html (those this command has).",
+        autocompletion=_complete_formats,
+        show_default=False,
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No informational lines on stderr (notes, files written).")
+]
 OutputOpt = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write the artifact to this file (atomically) instead of stdout."),
 ]
 NoColorOpt = Annotated[
-    bool, typer.Option("--no-color", help="Plain text, no colour (also NO_COLOR=1 or a non-TTY).")
+    bool, typer.Option("--no-color", help="Plain text, no colour (also NO_COLOR=1 or when not a terminal).")
 ]
 ConfigOrVllmArgsArg = Annotated[
     list[str] | None,
@@ -60,7 +102,8 @@ ModelConfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--model-config",
-        help="With vLLM args: the model's Hugging Face config.json (or its folder), for a hub MODEL.",
+        help="The model's Hugging Face config.json (or its folder), for a hub model id in the config's "
+        "model: or MODEL (also cgplan.model_config in the YAML).",
         show_default=False,
     ),
 ]

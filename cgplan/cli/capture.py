@@ -11,21 +11,18 @@ from typing import Annotated
 
 import typer
 
-from cgplan.capture import BACKENDS, run_capture
 from cgplan.cli._options import (
+    FormatOpt,
     HtmlOpt,
     JsonOpt,
+    ModelConfigOpt,
     ModelRunnerOpt,
+    NoColorOpt,
     OutputOpt,
     PlatformOpt,
+    QuietOpt,
     VllmVersionOpt,
 )
-from cgplan.cli._output import write_artifact
-from cgplan.cli._progress import RichProgress
-from cgplan.config import Overrides
-from cgplan.files import write_stdout
-from cgplan.render.capture import render_capture
-from cgplan.render.html import capture_html
 
 
 def capture(
@@ -48,6 +45,7 @@ def capture(
     ] = "auto",
     device: Annotated[int, typer.Option("--device", help="First CUDA device index to use.")] = 0,
     output: OutputOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     html: HtmlOpt = None,
     vllm_version: VllmVersionOpt = None,
@@ -98,8 +96,23 @@ def capture(
             "cgplan version and environment exists.",
         ),
     ] = False,
+    model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
+    # Imported here: the other commands (and `cgplan -h`) do not pay for the capture stack.
+    from cgplan.capture import BACKENDS, run_capture
+    from cgplan.cli._console import colorize, note, output_format, use_color
+    from cgplan.cli._output import write_artifact
+    from cgplan.cli._progress import RichProgress
+    from cgplan.config import Overrides
+    from cgplan.files import write_stdout
+    from cgplan.render.capture import render_capture
+    from cgplan.render.html import capture_html
+
+    chosen = output_format(fmt, ("table", "json", "html"), json_flag=json_out)
+    json_out = chosen == "json"
     if not gpu:
         raise typer.BadParameter(
             "capture runs on the GPU: pass --gpu (cgplan plan needs none)", param_hint="--gpu"
@@ -134,7 +147,7 @@ def capture(
     with RichProgress() as progress:
         outcome = run_capture(
             config,
-            Overrides(vllm_version, platform, model_runner),
+            Overrides(vllm_version, platform, model_runner, model_config),
             backend=backend,
             device_index=device,
             progress=progress,
@@ -145,11 +158,14 @@ def capture(
     summary = render_capture(outcome.report)
     if json_out:
         write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
-        sys.stderr.write(summary)
+        if not quiet:
+            sys.stderr.write(summary)
+    elif chosen == "html":
+        write_artifact(capture_html(outcome.report), None)
     else:
-        write_stdout(summary)
+        write_stdout(colorize(summary, use_color(no_color)))
     if output is not None:
-        sys.stderr.write(f"cgplan: report written to {output} ({outcome.report['status']})\n")
+        note(f"report written to {output} ({outcome.report['status']})", quiet)
     if html is not None:
         write_artifact(capture_html(outcome.report), html)
     if outcome.failure is not None:

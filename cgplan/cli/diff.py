@@ -8,12 +8,15 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import HtmlOpt, JsonOpt, MarkdownOpt, OutputOpt
-from cgplan.cli._output import write_artifacts
-from cgplan.diffing import diff_paths
-from cgplan.errors import ExitCode
-from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
-from cgplan.render.html import diff_html
+from cgplan.cli._options import (
+    FormatOpt,
+    HtmlOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelConfigOpt,
+    NoColorOpt,
+    OutputOpt,
+)
 
 
 def diff(
@@ -31,6 +34,7 @@ def diff(
     allow_mismatch: Annotated[
         bool, typer.Option("--allow-mismatch", help="Compare reports of different configs anyway.")
     ] = False,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
@@ -42,17 +46,37 @@ def diff(
     fail_on_change: Annotated[
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
+    model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
-    if json_out and markdown:
-        raise typer.BadParameter("give at most one of --json and --markdown")
-    d = diff_paths(a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy)
-    if json_out:
+    from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.cli._output import write_artifacts
+    from cgplan.diffing import diff_paths
+    from cgplan.errors import ExitCode
+    from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+
+    chosen = output_format(
+        fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
+    )
+    d = diff_paths(
+        a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
+    )
+    if chosen == "json":
         text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
-    elif markdown:
+    elif chosen == "markdown":
         text = render_diff_markdown(d)
+    elif chosen == "html":
+        from cgplan.render.html import diff_html
+
+        text = diff_html(diff_to_dict(d))
     else:
-        text = render_diff(d)
-    write_artifacts([(text, output), *([(diff_html(diff_to_dict(d)), html)] if html is not None else [])])
+        text = colorize(render_diff(d), use_color(no_color, output))
+    artifacts = [(text, output)]
+    if html is not None:
+        from cgplan.render.html import diff_html
+
+        artifacts.append((diff_html(diff_to_dict(d)), html))
+    write_artifacts(artifacts)
     if fail_on_change and not d.unchanged:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

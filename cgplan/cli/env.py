@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from cgplan import __version__
-from cgplan.core.rules import SUPPORTED_VERSIONS
-from cgplan.files import write_stdout
+from cgplan.cli._options import FormatOpt, NoColorOpt
 
 
 def _probe() -> dict[str, Any]:
+    from cgplan.core.rules import SUPPORTED_VERSIONS
     from cgplan.gpu.environment import collect_environment
 
     info: dict[str, Any] = {
@@ -59,11 +59,17 @@ def _probe() -> dict[str, Any]:
 
 
 def env(
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    fmt: FormatOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON; = --format json.")] = False,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Show what cgplan can see: Python, torch, vLLM, CUDA, NVML and GPUs, and why anything is missing."""
+    from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.files import write_stdout
+
+    chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = _probe()
-    if json_out:
+    if chosen == "json":
         write_stdout(json.dumps(info, indent=2, sort_keys=True) + "\n")
         return
     lines = [
@@ -82,4 +88,4 @@ def env(
         "can plan: yes · can capture: "
         + ("yes" if not ({"torch", "gpu", "nvml"} & set(info["missing"])) else "no")
     )
-    write_stdout("\n".join(lines) + "\n")
+    write_stdout(colorize("\n".join(lines) + "\n", use_color(no_color)))

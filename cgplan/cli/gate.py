@@ -9,15 +9,13 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._output import is_stdout, write_artifacts
-from cgplan.errors import ExitCode
-from cgplan.gating import gate_targets, policy_to_dict
-from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+from cgplan.cli._options import FormatOpt, ModelConfigOpt, NoColorOpt, QuietOpt, VllmVersionOpt
 
 
 def gate(
     targets: Annotated[
-        list[Path], typer.Argument(help="Configs (YAML) or reports (JSON) to judge.", show_default=False)
+        list[Path],
+        typer.Argument(help="Configs (YAML; - reads stdin) or reports (JSON) to judge.", show_default=False),
     ],
     policy: Annotated[
         Path | None,
@@ -33,7 +31,8 @@ def gate(
             help="Accept a partial or failed capture as the baseline (compare against what it has).",
         ),
     ] = False,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Release for configs.")] = None,
+    vllm_version: VllmVersionOpt = None,
+    fmt: FormatOpt = None,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the verdict JSON here ('-' = stdout).")
     ] = None,
@@ -43,10 +42,23 @@ def gate(
     junit_path: Annotated[
         Path | None, typer.Option("--junit", help="Write JUnit XML here ('-' = stdout).")
     ] = None,
+    model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions."""
+    """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions.
+
+    Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
+    annotation."""
+    from cgplan.cli._console import github_annotations, output_format, use_color
+    from cgplan.cli._output import is_stdout, write_artifacts
+    from cgplan.errors import ExitCode
+    from cgplan.gating import gate_targets, policy_to_dict
+    from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+
+    chosen = output_format(fmt, ("table", "json", "markdown"))
     results, pol = gate_targets(
-        targets, policy, baseline, vllm_version, allow_partial_baseline=allow_partial_baseline
+        targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
     )
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
@@ -55,12 +67,24 @@ def gate(
         (render_gate_markdown(results), markdown_path),
         (render_junit(results), junit_path),
     ]
-    named = [(t, p) for t, p in artifacts if p is not None]
-    human = render_gate(results)
-    if any(is_stdout(p) for _, p in named):
-        sys.stderr.write(human)  # stdout carries the artifact given as '-'
+    named: list[tuple[str, Path | None]] = [(t, p) for t, p in artifacts if p is not None]
+    if chosen != "table":  # --format json|markdown: that verdict on stdout
+        named.append((text if chosen == "json" else render_gate_markdown(results), None))
+    to_stdout = chosen != "table" or any(is_stdout(p) for _, p in named)
+    if to_stdout:  # stdout carries the machine-readable verdict; the human one goes to stderr
+        if not quiet:
+            sys.stderr.write(render_gate(results, color=use_color(no_color, stream=sys.stderr)))
         write_artifacts(named)
     else:
-        write_artifacts([(human, None), *named])
+        write_artifacts([(render_gate(results, color=use_color(no_color)), None), *named])
+    github_annotations(
+        (
+            (r.target, f"cgplan gate: {c.name}", c.detail)
+            for r in results
+            for c in r.checks
+            if not c.passed and not c.skipped
+        ),
+        to_stderr=to_stdout,
+    )
     if not verdict["passed"]:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

@@ -3,17 +3,14 @@ dispatches, no GPU."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cgplan.capture_policies import load_capture_policy
 from cgplan.cli._options import (
     ConfigOrVllmArgsArg,
+    FormatOpt,
     HtmlOpt,
     JsonOpt,
     MarkdownOpt,
@@ -23,19 +20,10 @@ from cgplan.cli._options import (
     OutputOpt,
     PlatformOpt,
     PolicyOpt,
+    QuietOpt,
     VllmArgsOpt,
     VllmVersionOpt,
 )
-from cgplan.cli._output import write_artifacts
-from cgplan.config import Overrides
-from cgplan.core.fingerprint import fingerprint
-from cgplan.costs import load_coefficients
-from cgplan.errors import ExitCode
-from cgplan.planning import plan_file, plan_vllm_args
-from cgplan.render import OutputFormat, render
-from cgplan.render.html import plan_html
-from cgplan.render.json import plan_to_dict
-from cgplan.vllm_args import SOURCE, split_vllm_args
 
 _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [FLAGS...]"
 
@@ -43,13 +31,15 @@ _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [
 def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, list[str] | None]:
     """CONFIG, or the `vllm serve` command line (from --vllm-args, or everything after `--`)."""
     if vllm_args is not None:
+        from cgplan.vllm_args import split_vllm_args
+
         if targets:
             raise typer.BadParameter(_ONE_INPUT)
         return None, split_vllm_args(vllm_args)
     if not targets:
         raise typer.BadParameter(_ONE_INPUT)
     first = targets[0]
-    if len(targets) == 1 and first not in ("serve", "vllm") and not first.startswith("-"):
+    if len(targets) == 1 and first not in ("serve", "vllm") and (first == "-" or not first.startswith("-")):
         return Path(first), None
     return None, targets
 
@@ -61,6 +51,7 @@ def plan(
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     full: Annotated[bool, typer.Option("--full", help="One row per distinct graph, not ranges.")] = False,
@@ -96,24 +87,41 @@ def plan(
             help="Also offer fixes that break the default gate's budgets (each says which).",
         ),
     ] = False,
+    quiet: QuietOpt = False,
     fail_on_gap: Annotated[
         bool,
         typer.Option("--fail-on-gap", help="Exit 1 when a uniform-decode batch runs eager or below FULL."),
     ] = False,
 ) -> None:
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
-    release would."""
-    if json_out and markdown:
-        raise typer.BadParameter("give at most one of --json and --markdown")
+    release would. CONFIG `-` reads the YAML from stdin."""
+    # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
+    from cgplan.capture_policies import load_capture_policy
+    from cgplan.cli._console import note, output_format, use_color, width
+    from cgplan.cli._output import write_artifacts
+    from cgplan.config import Overrides
+    from cgplan.core.fingerprint import fingerprint
+    from cgplan.costs import load_coefficients
+    from cgplan.errors import ExitCode
+    from cgplan.planning import plan_file, plan_vllm_args
+    from cgplan.render import OutputFormat, render
+
+    chosen = output_format(
+        fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
+    )
     config, argv = _vllm_argv(list(targets or []), vllm_args)
-    overrides = Overrides(vllm_version, platform, model_runner)
+    overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
     pol = load_capture_policy(policy)
     coeffs = load_coefficients(coefficients) if coefficients is not None else None
-    from cgplan.latency import load_latency
-    from cgplan.traffic import load_traffic
+    lat, hist = None, None
+    if latency_coefficients is not None:
+        from cgplan.latency import load_latency
 
-    lat = load_latency(latency_coefficients) if latency_coefficients is not None else None
-    hist = load_traffic(traffic) if traffic is not None else None
+        lat = load_latency(latency_coefficients)
+    if traffic is not None:
+        from cgplan.traffic import load_traffic
+
+        hist = load_traffic(traffic)
     if argv is not None:
         loaded, result = plan_vllm_args(
             argv,
@@ -126,11 +134,9 @@ def plan(
             traffic=hist,
             allow_over_budget=allow_over_budget,
         )
-        source = SOURCE
+        source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
     else:
         assert config is not None
-        if model_config is not None:
-            raise typer.BadParameter("--model-config goes with a vllm serve command line, not with CONFIG")
         loaded, result = plan_file(
             config,
             overrides,
@@ -140,32 +146,38 @@ def plan(
             traffic=hist,
             allow_over_budget=allow_over_budget,
         )
-        source = str(config)
-    fmt = OutputFormat.json if json_out else OutputFormat.markdown if markdown else OutputFormat.table
-    tty = sys.stdout.isatty() and output is None
-    color = tty and not no_color and not os.environ.get("NO_COLOR")
-    width = shutil.get_terminal_size((100, 24)).columns if tty else 100
-    text = render(
-        result,
-        fmt,
-        source=source,
-        full=full,
-        ignored_keys=loaded.ignored_keys,
-        width=width,
-        color=color,
-        fingerprint=fingerprint(loaded.input),
-    )
+        source = loaded.source
+    color = use_color(no_color, output)
+    if chosen == "html":
+        from cgplan.render.html import plan_html
+        from cgplan.render.json import plan_to_dict
+
+        text = plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input)))
+    else:
+        text = render(
+            result,
+            OutputFormat(chosen),
+            source=source,
+            full=full,
+            ignored_keys=loaded.ignored_keys,
+            width=width(color),
+            color=color,
+            fingerprint=fingerprint(loaded.input),
+        )
     artifacts = [(text, output)]
     if html is not None:
+        from cgplan.render.html import plan_html
+        from cgplan.render.json import plan_to_dict
+
         artifacts.append(
             (plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html)
         )
     write_artifacts(artifacts)
-    if pol.name != "upstream" and fmt is OutputFormat.table:
-        sys.stderr.write(f"cgplan: policy {pol.name}: {pol.description}\n")
-    if loaded.ignored_keys and fmt is OutputFormat.table:
-        sys.stderr.write(
-            f"cgplan: note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}\n"
-        )
+    if pol.name != "upstream" and chosen == "table":
+        note(f"policy {pol.name}: {pol.description}", quiet)
+    for line in loaded.notes:
+        note(f"note: {line}", quiet)
+    if loaded.ignored_keys and chosen == "table":
+        note(f"note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}", quiet)
     if fail_on_gap and result.gaps:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

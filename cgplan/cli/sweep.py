@@ -8,10 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from cgplan.cli._options import ConfigArg, JsonOpt, MarkdownOpt, OutputOpt, PolicyOpt
-from cgplan.cli._output import write_artifact
-from cgplan.render.compare import render_sweep, sweep_to_dict
-from cgplan.sweeping import sweep_config
+from cgplan.cli._options import (
+    ConfigArg,
+    FormatOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelConfigOpt,
+    NoColorOpt,
+    OutputOpt,
+    PolicyOpt,
+)
 
 
 class SweepProgress:
@@ -60,15 +66,26 @@ def sweep(
         typer.Option("--vllm-version", help="Release to plan with (repeat to compare releases)."),
     ] = None,
     policy: PolicyOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
+    model_config: ModelConfigOpt = None,
+    no_color: NoColorOpt = False,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
+    from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.cli._output import write_artifact
+    from cgplan.render.compare import render_sweep, sweep_to_dict
+    from cgplan.sweeping import sweep_config
+
+    chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     with SweepProgress() as bar:
-        result = sweep_config(config, set_, vllm_version or [], policy, bar.update)
-    if json_out:
+        result = sweep_config(config, set_, vllm_version or [], policy, bar.update, model_config)
+    if chosen == "json":
         text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
+    elif chosen == "markdown":
+        text = render_sweep(result, markdown=True)
     else:
-        text = render_sweep(result, markdown=markdown)
+        text = colorize(render_sweep(result, markdown=False), use_color(no_color, output))
     write_artifact(text, output)

@@ -84,7 +84,13 @@ _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 
 
 def _runs(gaps: list[tuple[int, int, int, str]]) -> str:
-    return ", ".join(f"{a}-{b} requests × {ql}" if a != b else f"{a} requests × {ql}" for ql, a, b, _ in gaps)
+    """Request runs with their token counts: `31-32 requests × 17 (527..544 tokens)`."""
+    return ", ".join(
+        f"{a}-{b} requests × {ql} ({a * ql}..{b * ql} tokens)"
+        if a != b
+        else f"{a} requests × {ql} ({a * ql} tokens)"
+        for ql, a, b, _ in gaps
+    )
 
 
 _LISTED = 6
@@ -167,7 +173,8 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
         for ql in side.query_lens:
             runs = side.decode_runs(ql)
             if runs and runs[-1].mode != "FULL":
-                bad.append(f"{runs[-1].last} requests × {ql} → {runs[-1].mode}")
+                last = runs[-1].last
+                bad.append(f"{last} requests × {ql} ({last * ql} tokens) → {runs[-1].mode}")
         checks.append(
             Check(
                 "widest_decode_full",
@@ -231,7 +238,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
             if not r:
                 worst.append(f"q={ql}: no graph-replayed decode batch to measure")
             elif p / r > policy.max_decode_padding_ratio:
-                worst.append(f"q={ql}: {p / r:.3f}")
+                worst.append(f"q={ql}: {p / r:.3f} (limit {policy.max_decode_padding_ratio})")
         checks.append(
             Check(
                 "max_decode_padding_ratio",

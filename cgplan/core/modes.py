@@ -92,24 +92,18 @@ _CAPABILITY: dict[Platform, tuple[int, int]] = {
     Platform.RTX_BLACKWELL: (12, 0),
 }
 
-# GPU product names people type, mapped to the family whose rules apply.
+
+# The families by the names of the GPUs their shipped data was measured on (the cost model's
+# coefficients say "H200"); the full GPU table, with SM versions and refusals, is core/gpus.py.
 GPU_NAME_TO_PLATFORM: dict[str, Platform] = {
     "h100": Platform.HOPPER,
     "h200": Platform.HOPPER,
     "h800": Platform.HOPPER,
     "h20": Platform.HOPPER,
     "gh200": Platform.HOPPER,
-    "sm90": Platform.HOPPER,
     "b200": Platform.BLACKWELL,
     "b300": Platform.BLACKWELL,
     "gb200": Platform.BLACKWELL,
     "gb300": Platform.BLACKWELL,
-    "sm100": Platform.BLACKWELL,
     "a100": Platform.AMPERE,
-    "a800": Platform.AMPERE,
-    "sm80": Platform.AMPERE,
-    "rtx-pro-6000": Platform.RTX_BLACKWELL,
-    "rtx6000": Platform.RTX_BLACKWELL,
-    "rtx5090": Platform.RTX_BLACKWELL,
-    "sm120": Platform.RTX_BLACKWELL,
 }

@@ -201,10 +201,10 @@ def materialize(files: Sequence[tuple[str, bytes]], args: Sequence[str], folder:
     folder.mkdir(parents=True)
     paths: dict[str, str] = {}
     for name, data in files:
-        p = folder / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
-        paths[name] = str(p)
+        file = folder / name
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(data)
+        paths[name] = str(file)
     out = []
     for a in args:
         for name, p in paths.items():

@@ -458,7 +458,7 @@ OVERRIDES = st.one_of(
         st.one_of(
             st.sampled_from(TRICKY_STRINGS).filter(lambda s: s and not s.startswith("-")),
             st.text(
-                alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00-"),
+                alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00-"),
                 min_size=1,
                 max_size=8,
             ),

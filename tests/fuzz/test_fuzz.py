@@ -195,6 +195,9 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
     except (OSError, ValueError):
         doc = {}
 
+    def _seq(x: object) -> list[object]:
+        return list(x) if isinstance(x, list | tuple) else [x]
+
     def scrub(x: object) -> object:
         return x.replace(tmp, "<tmp>") if isinstance(x, str) else x
 
@@ -222,7 +225,7 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
     }
     failures = [f for f in doc.get("failure_samples", []) if f.get("kind") != kind]
     failures += [
-        {"kind": kind, **{k: scrub(v) if k != "argv" else [scrub(a) for a in v] for k, v in f.items()}}  # type: ignore[union-attr]
+        {"kind": kind, **{k: scrub(v) if k != "argv" else [scrub(a) for a in _seq(v)] for k, v in f.items()}}
         for f in tally.failures[:20]
     ]
     doc.update(

@@ -68,7 +68,7 @@ def config(tmp_path: Path, body: str) -> Path:
         # yaml.safe_load itself raises ValueError past 4,300 digits, and for a date like 2001-13-45
         (
             "max_num_seqs: " + "9" * 5000 + "\n",
-            r"serve\.yaml: invalid YAML: Exceeds the limit \(4300 digits\)",
+            r"serve\.yaml: invalid YAML: Exceeds the limit \(4300( digits)?\)",
         ),
         ("max_num_seqs: 2001-13-45\n", r"serve\.yaml: invalid YAML: month must be in 1\.\.12"),
         (
@@ -130,7 +130,11 @@ def test_size_entry_in_human_form_is_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("model_json", "pattern"),
     [
-        ("[" * 3000 + "]" * 3000, r":model: cannot read .*config\.json: nested too deeply"),
+        # Python 3.13's json reads 3,000 levels (then: not an object); older ones run out of stack
+        (
+            "[" * 3000 + "]" * 3000,
+            r":model: (cannot read .*config\.json: nested too deeply|.*config\.json is not a JSON object)",
+        ),
         ('{"hidden_size": ' + "9" * 5000 + "}", r":model: cannot read .*config\.json: Exceeds the limit"),
     ],
     ids=["deep", "5000-digits"],
@@ -140,7 +144,7 @@ def test_model_config_json_regression(tmp_path: Path, model_json: str, pattern: 
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(model_json)
     path = tmp_path / "serve.yaml"
-    path.write_text("model: m\n")
+    path.write_text(f"model: {tmp_path / 'm'}\n")
     refused(["plan", str(path)], path, pattern)
 
 
@@ -153,7 +157,7 @@ def test_model_architectures_of_any_shape(tmp_path: Path, archs: str) -> None:
         json.dumps(hf)[:-1] + f', "architectures": {archs}, "torch_dtype": [1]}}'
     )
     path = tmp_path / "serve.yaml"
-    path.write_text("model: m\n")
+    path.write_text(f"model: {tmp_path / 'm'}\n")
     run = run_cli(["plan", str(path), "--json"])
     assert problems(run, where=[str(path)]) == [] and run.code == 0, run.err
 

@@ -1,0 +1,102 @@
+"""What every command shares about the terminal: the output format, colour, notes, annotations."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import typer
+
+FORMATS = ("table", "json", "markdown", "html")
+
+
+def output_format(
+    fmt: str | None,
+    allowed: tuple[str, ...],
+    *,
+    json_flag: bool = False,
+    markdown_flag: bool = False,
+) -> str:
+    """The format from `--format` and its aliases (`--json`, `--markdown`): one of `allowed`.
+
+    Raises:
+        typer.BadParameter: an unknown or unavailable format, or two that disagree.
+    """
+    given = [f for f, on in (("json", json_flag), ("markdown", markdown_flag)) if on]
+    if fmt is not None:
+        fmt = fmt.strip().lower()
+        if fmt not in FORMATS:
+            raise typer.BadParameter(f"unknown format {fmt!r} (expected one of {', '.join(allowed)})")
+        given.append(fmt)
+    if len(set(given)) > 1:
+        raise typer.BadParameter(f"give one output format (got {' and '.join(dict.fromkeys(given))})")
+    chosen = given[0] if given else "table"
+    if chosen not in allowed:
+        raise typer.BadParameter(
+            f"this command has no {chosen} output (expected one of {', '.join(allowed)})",
+            param_hint="--format",
+        )
+    return chosen
+
+
+def use_color(no_color: bool, output: Path | None = None, stream: object = None) -> bool:
+    """Colour only on a terminal, never with --no-color or NO_COLOR (https://no-color.org)."""
+    s = stream if stream is not None else sys.stdout
+    isatty = getattr(s, "isatty", None)
+    to_stream = output is None or str(output) == "-"  # `-o -` is stdout
+    return bool(isatty and isatty()) and to_stream and not no_color and not os.environ.get("NO_COLOR")
+
+
+def width(color: bool) -> int:
+    """The terminal's width on a terminal, else 100 columns."""
+    return shutil.get_terminal_size((100, 24)).columns if color else 100
+
+
+_RED, _GREEN, _YELLOW, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[0m"
+_WORDS = re.compile(r"\b(FAIL|EAGER|NONE|gap\(s\)|PASS|ok|FULL|PIECEWISE)\b")
+_COLOURS = {
+    "FAIL": _RED,
+    "EAGER": _RED,
+    "NONE": _RED,
+    "gap(s)": _RED,
+    "PASS": _GREEN,
+    "ok": _GREEN,
+    "FULL": _GREEN,
+    "PIECEWISE": _YELLOW,
+}
+
+
+def colorize(text: str, color: bool) -> str:
+    """Outcome words in colour (red eager and failures, green FULL and passes): for the commands
+    whose renderers write plain text; the words stay, so colour is never the only signal."""
+    if not color:
+        return text
+    return _WORDS.sub(lambda m: f"{_COLOURS[m.group(1)]}{m.group(1)}{_RESET}", text)
+
+
+def note(message: str, quiet: bool) -> None:
+    """An informational line on stderr (`cgplan: ...`), left out with --quiet."""
+    if not quiet:
+        sys.stderr.write(f"cgplan: {message}\n")
+
+
+def _escape(text: str, *, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (data: % CR LF; properties also : and ,)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(failures: Iterable[tuple[str, str, str]], *, to_stderr: bool) -> None:
+    """`::error file=...,title=...::message` lines for GitHub Actions (GITHUB_ACTIONS=true): each
+    failed check shows on the file in the pull request. `failures` holds (file, title, message)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    stream = sys.stderr if to_stderr else sys.stdout
+    for file, title, message in failures:
+        stream.write(
+            f"::error file={_escape(file, prop=True)},title={_escape(title, prop=True)}::{_escape(message)}\n"
+        )
