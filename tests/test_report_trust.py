@@ -459,9 +459,21 @@ def test_calibrate_reads_the_config_inside_the_named_folder(
 PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
 
 
+def _with_absolute_model(text: str) -> str:
+    relative = "model: configs/models/tiny-llama"
+    assert relative in text
+    return text.replace(relative, f"model: {ROOT / 'configs/models/tiny-llama'}")
+
+
 def cgplan_sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`cgplan` in a shell (for redirections the test harness cannot make)."""
+    """`cgplan` in a shell (for redirections the test harness cannot make), in `cwd`: the PR
+    #50488 config is copied there with its model folder made absolute, since a relative `model:`
+    is read from the working directory, as vLLM reads it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if str(PR) in command:
+        copy = cwd / PR.name
+        copy.write_text(_with_absolute_model(PR.read_text()))
+        command = command.replace(str(PR), str(copy))
     return subprocess.run(
         ["/bin/sh", "-c", command.replace("cgplan ", f"{shlex.quote(sys.executable)} -m cgplan ")],
         capture_output=True,
@@ -523,7 +535,7 @@ def test_o_dash_is_stdout_on_every_command(tmp_path: Path) -> None:
 def test_o_to_a_fifo_or_descriptor_writes_it_and_never_replaces_it(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    r = cgplan_sh(f"cat {fifo} > got.txt & cgplan plan {PR} -o {fifo}; wait", tmp_path)
+    r = cgplan_sh(f"timeout 60 cat {fifo} > got.txt & cgplan plan {PR} -o {fifo}; wait", tmp_path)
     assert r.returncode == 0, r.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert (tmp_path / "got.txt").read_text().startswith("cgplan ")
@@ -540,9 +552,7 @@ def test_o_to_a_folder_is_refused_by_name(
 
 
 def test_undecodable_file_names_are_shown_escaped(tmp_path: Path) -> None:
-    text = PR.read_text().replace(
-        "model: ../models/tiny-llama", f"model: {ROOT / 'configs/models/tiny-llama'}"
-    )
+    text = _with_absolute_model(PR.read_text())
     name = os.fsdecode(b"\xff-x.yaml")
     (tmp_path / name).write_text(text)
     r = cgplan_sh("cgplan plan \"$(printf '\\377-x.yaml')\" | head -1", tmp_path)
