@@ -7,16 +7,12 @@ The only YAML reader. Every rejection is a ConfigError located as
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.defaults import serve_defaults
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM, CGSupport, Mode, Platform
@@ -30,6 +26,8 @@ from cgplan.core.spec import (
     SpeculativeSpec,
 )
 from cgplan.errors import ConfigError, preview
+from cgplan.io.files import ReadError, read_json, read_yaml
+from cgplan.io.numbers import human_readable_int
 
 # vLLM serve keys cgplan reads.
 _TOP_KEYS = (
@@ -241,14 +239,10 @@ def _int(
 
 
 def _human_int(text: str, path: str) -> int:
-    """vLLM's human-readable integers: 8k, 1M, 2_048 (k=1000, K=1024 as vLLM reads them)."""
-    t = text.strip().replace("_", "")
-    mult = {"k": 1000, "K": 1024, "m": 10**6, "M": 1 << 20, "g": 10**9, "G": 1 << 30}
+    """vLLM's human-readable integers (its one parser: `1.5K` is refused, as vLLM refuses it)."""
     try:
-        if t and t[-1] in mult:
-            return int(float(t[:-1]) * mult[t[-1]])
-        return int(t)
-    except (ValueError, OverflowError):  # OverflowError: "infk", "1e400k"
+        return human_readable_int(text)
+    except ValueError:
         raise _err(path, "must be an integer", text, "an integer such as 8192 or 8k") from None
 
 
@@ -326,11 +320,9 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
             "a local folder with a Hugging Face config.json",
         )
     try:
-        hf = json.loads(cfg_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: bad JSON, a 5,000-digit number
-        raise _err(path, f"cannot read {cfg_file}: {e}") from None
-    except RecursionError:
-        raise _err(path, f"cannot read {cfg_file}: nested too deeply") from None
+        hf = read_json(cfg_file, what="model config.json")
+    except ReadError as e:
+        raise _err(path, f"cannot read {e.message}") from None
     if not isinstance(hf, dict):
         raise _err(path, f"{cfg_file} is not a JSON object")
     text: dict[str, Any] = hf["text_config"] if isinstance(hf.get("text_config"), dict) else hf
@@ -638,24 +630,9 @@ def load_config(path: str | Path, overrides: Overrides = Overrides()) -> LoadedC
     p = Path(path)
     source = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("", "no such file", source=source) from None
-    except IsADirectoryError:
-        raise ConfigError("", "is a folder, not a config file", source=source) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError("", f"cannot read: {e}", source=source) from None
-    try:
-        raw = yaml_load.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError("", f"invalid YAML: {where}{problem}", source=source) from None
-    except RecursionError:
-        raise ConfigError("", "invalid YAML: nested too deeply", source=source) from None
-    except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
-        raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=source) from None
+        raw = read_yaml(p, what="config file", source=source)
+    except ReadError as e:
+        raise e.as_config_error() from None
     try:
         inp, ignored = parse_config(raw, p.resolve().parent, overrides)
     except ConfigError as e:

@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from cgplan import yaml_load
 from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
@@ -22,6 +21,7 @@ from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.files import write_atomically
+from cgplan.io.files import ReadError, read_json, read_yaml
 from cgplan.reports import _bytes, _measurements, _number
 
 DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
@@ -63,17 +63,10 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        doc = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml_load.safe_load(text)
-    except OSError as e:
-        raise ConfigError("", f"cannot read the coefficients: {e.strerror or e}", source=source) from None
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"not YAML: {str(e).splitlines()[0]}", source=source) from None
-    except ValueError as e:  # json.JSONDecodeError, undecodable bytes, a 5,000-digit integer
-        kind = "JSON" if Path(path).suffix.lower() == ".json" else "YAML"
-        raise ConfigError("", f"not {kind}: {str(e).splitlines()[0]}", source=source) from None
-    except RecursionError:
-        raise ConfigError("", "nested too deeply", source=source) from None
+        reader = read_json if Path(path).suffix.lower() == ".json" else read_yaml
+        doc = reader(path, what="coefficient file", source=source)
+    except ReadError as e:
+        raise e.as_config_error() from None
     if not isinstance(doc, dict) or doc.get("kind") != COEFFICIENTS_KIND:
         raise ConfigError(
             "kind", f"not a cost-coefficient file (expected kind: {COEFFICIENTS_KIND})", source=source

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cgplan import __version__
 from cgplan.config import LoadedConfig, Overrides
@@ -42,6 +42,7 @@ from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import CgplanError, ConfigRejected
+from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.planning import plan_file
 
 SCHEMA_VERSION = 1
@@ -439,6 +440,9 @@ class ParsedLog:
 
 _SNIFF_BYTES = 65536
 """How far into the (decompressed) file a NUL byte means binary data."""
+_MAX_LINE_BYTES = 8 << 20
+"""The longest line read (vLLM's longest, its non-default args, is a few KiB): the streamed
+parser holds one line, so one line of gigabytes must not be."""
 
 
 def log_lines(path: str | Path) -> Iterator[str]:
@@ -448,33 +452,38 @@ def log_lines(path: str | Path) -> Iterator[str]:
     Raises:
         LogError: (exit 2) the file cannot be read, is corrupt gzip, binary or empty.
     """
-    p = Path(path)
-    try:
-        raw = p.open("rb")
-    except FileNotFoundError:
-        raise LogError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LogError(f"{path}: is a directory, not a log file") from None
-    except OSError as e:
-        raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:  # a regular file (or `-`), refused by name otherwise: a FIFO or /dev/zero never blocks
+        raw = open_binary(path, what="log file", limit=LOG_LIMIT_BYTES)
+    except ReadError as e:
+        raise LogError(e.message) from None
     with raw:
         try:
             gzipped = raw.read(2) == b"\x1f\x8b"
             raw.seek(0)
         except OSError as e:
             raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
-        lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw)
+        stream: BinaryIO | gzip.GzipFile = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
         offset = 0
         has_text = False
         ended_with_newline = True  # an empty file splits into one empty line
 
+        expanded = 0
+
         def next_line() -> bytes | None:
+            nonlocal expanded
             try:
-                return next(lines, None)
+                line = stream.readline(_MAX_LINE_BYTES + 1)
             except (OSError, EOFError, zlib.error) as e:
                 if gzipped:
                     raise LogError(f"{path}: corrupt gzip file ({e})") from None
                 raise LogError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+            expanded += len(line)
+            if expanded > LOG_LIMIT_BYTES:  # a small gzip expanding to gigabytes stops here
+                limit = LOG_LIMIT_BYTES >> 20
+                raise LogError(f"{path}: larger than a log file may be once decompressed ({limit} MiB)")
+            if len(line) > _MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise LogError(f"{path}: a line longer than {_MAX_LINE_BYTES >> 20} MiB, not a vLLM log")
+            return line or None
 
         while (line := next_line()) is not None:
             if offset < _SNIFF_BYTES and b"\x00" in line[: _SNIFF_BYTES - offset]:

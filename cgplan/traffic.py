@@ -3,16 +3,17 @@ log, or a Prometheus text dump of vLLM's metrics → batch shapes with counts.""
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.errors import ConfigError
+from cgplan.io.files import MIB, ReadError, parse_yaml, read_text
+
+TRAFFIC_LIMIT_BYTES = 64 * MIB
+"""A histogram, a `--cudagraph-metrics` log or a metrics dump, after gzip expansion (its lines
+are held in memory at once)."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,9 @@ def parse_histogram(doc: object) -> tuple[list[tuple[int, float]], list[tuple[in
 def load_traffic(path: Path) -> Traffic:
     """Read any of the three forms (by content)."""
     try:
-        raw = path.read_bytes()
-        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
+        text = read_text(path, what="traffic file", limit=TRAFFIC_LIMIT_BYTES, gunzip=True, errors="replace")
+    except ReadError as e:
+        raise e.as_config_error() from None
     if "vllm:iteration_tokens_total_bucket" in text:
         buckets = []
         for line in text.splitlines():
@@ -105,9 +105,9 @@ def load_traffic(path: Path) -> Traffic:
                 counts[int(m.group(1))] = counts.get(int(m.group(1)), 0.0) + float(m.group(5))
         return Traffic((), tuple(sorted(counts.items())), f"{path} (vLLM --cudagraph-metrics tables)")
     try:
-        doc = yaml_load.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"not a traffic file: {str(e).splitlines()[0]}", source=str(path)) from None
+        doc = parse_yaml(text, str(path))
+    except ReadError as e:
+        raise ConfigError(e.key_path, f"not a traffic file: {e.problem}", source=str(path)) from None
     try:
         uniform, mixed = parse_histogram(doc)
     except ConfigError as e:
