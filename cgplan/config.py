@@ -141,6 +141,11 @@ MAX_SCHEDULE = 1_000
 (ranges × dispatch rows) per gap, so 1,000 one-batch ranges plan in about 2 s and
 10,000 in about 40 s (benchmarks/results/bounds.json)."""
 
+MAX_SCHEDULE_WORK = 10**8
+"""Upper bound on ranges x max_num_seqs of a dynamic-SD schedule: finding its gaps walks every
+request count per range (1,000 ranges at max_num_seqs 10^7 grew past 5 GiB and 5 minutes; at
+the bound, gate answers in seconds; benchmarks/results/bounds.json)."""
+
 
 @dataclass(frozen=True)
 class Overrides:
@@ -558,6 +563,14 @@ def parse_config(
         for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling")
     }
 
+    ranges = len(spec.num_speculative_tokens_per_batch_size or ()) if spec is not None else 0
+    if ranges and ranges * max_num_seqs > MAX_SCHEDULE_WORK:
+        raise _err(
+            "speculative_config.num_speculative_tokens_per_batch_size",
+            f"too large to plan: {ranges:,} ranges at max_num_seqs {max_num_seqs:,}",
+            ranges * max_num_seqs,
+            f"ranges x max_num_seqs at most {MAX_SCHEDULE_WORK:,}",
+        )
     inp = PlanInput(
         vllm_version=version,
         platform=platform,

@@ -47,7 +47,7 @@ def test_model_config_json_shape_numbers_are_bounded(tmp_path: Path, key: str, v
     cfg = tmp_path / "serve.yaml"
     cfg.write_text("model: m\n")
     refused(
-        ["plan", str(cfg)], cfg, rf":model: .*config\.json:{key}: too large for a model shape \(got {value};"
+        ["plan", str(cfg)], cfg, rf":model: .*config\.json:{key}: not a usable model dimension \(got {value};"
     )
 
 
@@ -145,3 +145,48 @@ def test_calibrate_report_fields_are_checked(tmp_path: Path, edit: object, patte
     """int("abc"), `[1].get`: tracebacks with exit 1 from `cgplan calibrate`."""
     path = _capture(tmp_path, edit)
     refused(["calibrate", str(path), "--gpu", "H200"], path, pattern)
+
+
+def _dynamic_sd(tmp_path: Path, max_num_seqs: int, ranges: int) -> Path:
+    step = max_num_seqs // ranges
+    rows = [
+        [i * step + 1, max_num_seqs if i == ranges - 1 else (i + 1) * step, 1 + i % 16] for i in range(ranges)
+    ]
+    path = tmp_path / "dyn.yaml"
+    path.write_text(
+        f"model: {TINY}\nmax_num_seqs: {max_num_seqs}\nmax_num_batched_tokens: 10000000\n"
+        "speculative_config: {method: eagle, num_speculative_tokens: 16, "
+        f"num_speculative_tokens_per_batch_size: {rows}}}\n"
+        "cgplan: {vllm_version: 0.33.0, platform: hopper}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("command", ["plan", "gate"])
+def test_a_dynamic_sd_schedule_too_large_to_plan_is_refused_up_front(tmp_path: Path, command: str) -> None:
+    """1,000 ranges at the largest max_num_seqs (10^7): killed for memory after minutes (5.8 GiB)."""
+    path = _dynamic_sd(tmp_path, 10_000_000, 1000)
+    refused(
+        [command, str(path)],
+        path,
+        r":speculative_config\.num_speculative_tokens_per_batch_size: too large to plan: 1,000 ranges at "
+        r"max_num_seqs 10,000,000 \(got 10000000000; expected ranges x max_num_seqs at most 100,000,000\)",
+    )
+
+
+def test_the_fix_search_is_skipped_above_its_bound_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below the refusal bound the plan is made, but the fix search (which re-plans per candidate)
+    is skipped above FIX_SEARCH_WORK; the plan says so instead of taking minutes."""
+    path = _dynamic_sd(tmp_path, 4096, 64)
+    searched = run_cli(["plan", str(path), "--json"])
+    assert searched.code in (0, 1), searched.err
+    assert json.loads(searched.out)["fixes"], "the example must have fixes for this test to mean anything"
+    monkeypatch.setattr("cgplan.planning.FIX_SEARCH_WORK", 4096 * 63)
+    run = run_cli(["plan", str(path), "--json"])
+    assert run.code in (0, 1), run.err
+    doc = json.loads(run.out)
+    assert doc["fixes"] == [] and doc["gaps"]
+    note = [n for n in doc["notes"] if n["kind"] == "fix_search_skipped"]
+    assert note and "262,144 is above 258,048" in note[0]["message"], doc["notes"]

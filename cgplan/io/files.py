@@ -406,6 +406,10 @@ def parse_yaml(text: str, source: str) -> Any:
         try:
             node = loader.get_single_node()
         except yaml.YAMLError as e:
+            if getattr(e, "problem", None) == "exceeded maximum nesting depth":  # libyaml's 1,000 levels
+                raise ReadError(
+                    source, f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
+                ) from None
             raise ReadError(source, _yaml_problem(e)) from None
         except RecursionError:  # the pure loader's recursive composer
             problem = f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
