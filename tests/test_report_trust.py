@@ -443,7 +443,7 @@ def test_calibrate_reads_the_config_inside_the_named_folder(
     )
     # One report reached the fit (its config was read from ROOT): too few to fit on.
     assert (code, out) == (2, "")
-    assert err.startswith("cgplan: error: cannot fit the cost model: ")
+    assert err.startswith("cgplan: error: ") and ": cannot fit the cost model on these reports: " in err
 
 
 # --- 4. output: streams, stdout, all or nothing ---------------------------------------------------
