@@ -9,6 +9,7 @@ non-UTF-8 bytes, truncation, gzip around it (sometimes corrupt).
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import random
@@ -78,6 +79,8 @@ def _rng(draw: st.DrawFn) -> random.Random:
 
 def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out = [prefix]
+    if len(prefix) >= 8:
+        return out
     if isinstance(doc, dict):
         for k, v in list(doc.items())[:60]:
             out += _paths(v, (*prefix, k))
@@ -112,9 +115,9 @@ def mutate_doc(draw: st.DrawFn, doc: Any, *, as_json: bool) -> bytes:
             doc = _set(doc, path, raw_marker)
             raw_value = rng.choice(RAW_VALUES)
         elif rng.random() < 0.15 and isinstance(doc, dict):
-            doc[rng.choice(("", "x", "--x", "\u2028", 5))] = rng.choice(HOSTILE)
-        else:
-            doc = _set(doc, path, rng.choice(HOSTILE))
+            doc[rng.choice(("", "x", "--x", "\u2028", 5))] = copy.deepcopy(rng.choice(HOSTILE))
+        else:  # a copy: the shared HOSTILE values must never be edited in place (cycles)
+            doc = _set(doc, path, copy.deepcopy(rng.choice(HOSTILE)))
     try:
         if as_json:
             text = json.dumps(doc, allow_nan=True, default=str)
