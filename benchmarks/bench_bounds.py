@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -29,6 +30,10 @@ DYN = ROOT / "configs" / "examples" / "mns1024-eagle-k16-dyn4.yaml"
 
 RUNNER = r"""
 import json, resource, sys, time
+try:  # ru_maxrss survives fork+exec (it would be the parent's peak): reset VmHWM and read that
+    open("/proc/self/clear_refs", "w").write("5")
+except OSError:
+    pass
 out, args = sys.argv[1], sys.argv[2:]
 sys.argv = ["cgplan", *args]
 from cgplan.cli import main
@@ -40,9 +45,14 @@ except SystemExit as e:
     code = e.code if isinstance(e.code, int) else (0 if e.code is None else -1)
 wall = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
+rss_kb = ru.ru_maxrss
+try:
+    rss_kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+except (OSError, StopIteration, ValueError):
+    pass
 with open(out, "w") as fh:
     json.dump({"exit": code, "wall_s": round(wall, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
-               "max_rss_mb": round(ru.ru_maxrss / 1024, 1)}, fh)
+               "max_rss_mb": round(rss_kb / 1024, 1)}, fh)
 """
 
 
@@ -241,6 +251,132 @@ def cases(tmp: Path, quick: bool) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+BOMB = "".join(
+    f"  {chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 10 if i else ["1"] * 10) + "]\n"
+    for i in range(9)
+)
+"""An alias bomb (10^9 leaves), indented to sit under a mapping key."""
+
+
+def _gzip_members(path: Path, total_bytes: int, block: bytes) -> Path:
+    member = gzip.compress(block, compresslevel=9)
+    path.write_bytes(member * (total_bytes // len(block) + 1))
+    return path
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with path.open("wb") as fh:
+        fh.truncate(size)
+    return path
+
+
+def file_cases(tmp: Path) -> list[tuple[str, str, list[str]]]:
+    """The worst input per file kind the one reader (cgplan/io/files.py) reads."""
+    fifo = tmp / "fifo.yaml"
+    os.mkfifo(fifo)
+    zero = tmp / "zero.yaml"
+    zero.symlink_to("/dev/zero")
+    bomb_cfg = tmp / "bomb.yaml"
+    bomb_cfg.write_text(f"compilation_config:\n{BOMB}  cudagraph_capture_sizes: *i\n")
+    near_nodes = serve(tmp, "nodes", "max_num_seqs: [" + ", ".join(["1"] * 999_990) + "]\n")
+    big_policy = tmp / "big-policy.yaml"
+    big_policy.write_text("max_pool_gib: 1\nx: [" + ", ".join(["1"] * 990_000) + "]\n")
+    coeffs = tmp / "c.yaml"
+    coeffs.write_text("kind: cgplan-cost-coefficients\nx: '" + "y" * (15 << 20) + "'\n")
+    line = b"INFO 01-01 00:00:00 [x.py:1] hello\n"
+    block = line * ((1 << 20) // len(line))
+    traffic_bomb = _gzip_members(tmp / "t.log.gz", 2 << 30, block)
+    metrics = tmp / "metrics.log"
+    rows = "".join(f"| {n} | {n} | 1 | FULL | {n * 3} |\n" for n in range(1, 1001))
+    metrics.write_text("Unpadded Tokens\n" + rows * ((60 << 20) // len(rows)))
+    real = gzip.decompress((ROOT / "tests" / "data" / "logs" / "tiny-eagle-k16-vllm.log.gz").read_bytes())
+    big_log = tmp / "big.log"
+    big_log.write_bytes(real * ((250 << 20) // len(real)))
+    log_bomb = _gzip_members(tmp / "bomb.log.gz", 2 << 30, block)
+    big_report = tmp / "big-report.json"
+    big_report.write_text('{"schema_version": 1, "pad": "' + "x" * (31 << 20) + '"}')
+    model = tmp / "m"
+    model.mkdir()
+    _sparse(model / "config.json", 4 << 30)
+    model_cfg = serve(tmp, "model4g", "")
+    model_cfg.write_text(f"model: {model}\n")
+    weights = tmp / "w"
+    weights.mkdir()
+    (weights / "config.json").write_text((TINY / "config.json").read_text())
+    _sparse(weights / "model.safetensors", 8 << 30)
+    weights_cfg = tmp / "weights.yaml"
+    weights_cfg.write_text(f"model: {weights}\n")
+    dyn = ", ".join(f"[{i * 10_000 + 1}, {(i + 1) * 10_000}, {1 + i % 16}]" for i in range(1000))
+    dyn_refused = serve(
+        tmp,
+        "dyn-1k-10m",
+        "max_num_seqs: 10000000\nmax_num_batched_tokens: 10000000\nspeculative_config: {method: eagle, "
+        f"num_speculative_tokens: 16, num_speculative_tokens_per_batch_size: [{dyn}]}}\n",
+    )
+    dyn_worst = ", ".join(f"[{i * 100 + 1}, {(i + 1) * 100}, {1 + i % 16}]" for i in range(1000))
+    dyn_accepted = serve(
+        tmp,
+        "dyn-1k-100k",
+        "max_num_seqs: 100000\nmax_num_batched_tokens: 10000000\nspeculative_config: {method: eagle, "
+        f"num_speculative_tokens: 16, num_speculative_tokens_per_batch_size: [{dyn_worst}]}}\n",
+    )
+    return [
+        ("config: a FIFO with no writer", "refused", ["plan", str(fifo)]),
+        ("config: a name resolving to /dev/zero", "refused", ["plan", str(zero)]),
+        ("config: 999,990 values (under the 1,000,000-value bound)", "refused", ["plan", str(near_nodes)]),
+        (
+            "--vllm-args --config: an alias bomb (10^9 leaves) under compilation_config",
+            "refused",
+            ["plan", "--vllm-args", f"serve {TINY} --config {bomb_cfg}"],
+        ),
+        ("gate policy: a FIFO with no writer", "refused", ["gate", str(PR), "--policy", str(fifo)]),
+        ("gate policy: 990,000 values", "refused", ["gate", str(PR), "--policy", str(big_policy)]),
+        ("capture policy: /dev/zero", "refused", ["plan", str(PR), "--policy", str(zero)]),
+        (
+            "coefficients: 15 MiB (under the 16 MiB bound)",
+            "refused",
+            ["plan", str(PR), "--coefficients", str(coeffs)],
+        ),
+        (
+            "traffic: a gzip expanding to 2 GiB (refused at 64 MiB)",
+            "refused",
+            ["optimize", str(PR), "--traffic", str(traffic_bomb)],
+        ),
+        (
+            "traffic: a 60 MiB --cudagraph-metrics log (under the 64 MiB bound)",
+            "accepted",
+            ["optimize", str(PR), "--traffic", str(metrics), "--max-graphs", "40"],
+        ),
+        ("log: a FIFO with no writer", "refused", ["logs", str(fifo)]),
+        ("log: /dev/zero", "refused", ["logs", str(zero)]),
+        ("log: a gzip expanding to 2 GiB (streamed, refused at 256 MiB)", "refused", ["logs", str(log_bomb)]),
+        ("log: 250 MiB of a real log (under the 256 MiB bound)", "accepted", ["logs", str(big_log)]),
+        (
+            "report (diff): 31 MiB (under the 32 MiB bound)",
+            "refused",
+            ["diff", str(big_report), str(big_report)],
+        ),
+        ("calibrate: a 31 MiB report", "refused", ["calibrate", str(big_report), "--gpu", "H200"]),
+        ("model config.json: 4 GiB (sparse)", "refused", ["plan", str(model_cfg)]),
+        (
+            "model folder: an 8 GiB weights file next to config.json",
+            "accepted",
+            ["plan", str(weights_cfg), "--json"],
+        ),
+        (
+            "dynamic SD: 1,000 ranges at max_num_seqs 10,000,000 (was killed at 5.8 GiB)",
+            "refused",
+            ["plan", str(dyn_refused)],
+        ),
+        (
+            "dynamic SD: 1,000 ranges at max_num_seqs 100,000 (ranges x max_num_seqs = 10^8, the bound)",
+            "accepted",
+            ["plan", str(dyn_accepted), "--json"],
+        ),
+        ("gate: the same", "accepted", ["gate", str(dyn_accepted)]),
+    ]
+
+
 def measure(args: list[str], tmp: Path, timeout_s: float) -> dict[str, Any]:
     result = tmp / "result.json"
     result.unlink(missing_ok=True)
@@ -276,11 +412,33 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per case")
+    ap.add_argument(
+        "--files-only",
+        action="store_true",
+        help="only the per-file-kind cases (file_kinds in the output); the other cases are kept as they were",
+    )
     opts = ap.parse_args()
     rows = []
+    file_rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for name, expect, args in cases(tmp, opts.quick):
+        for name, expect, args in file_cases(tmp):
+            got = measure(args, tmp, opts.timeout)
+            ok = (
+                (got.get("exit") in (0, 1))
+                if expect == "accepted"
+                else (got.get("exit") == 2 and "error" in got)
+            )
+            row = {
+                "case": name,
+                "expect": expect,
+                "as_expected": ok and "traceback" not in got and (got.get("max_rss_mb") or 0) < 2048,
+                "argv": [a.replace(str(tmp), "<tmp>").replace(str(ROOT) + "/", "") for a in args],
+                **got,
+            }
+            file_rows.append(row)
+            print(json.dumps(row), flush=True)
+        for name, expect, args in [] if opts.files_only else cases(tmp, opts.quick):
             got = measure(args, tmp, opts.timeout)
             ok = (
                 (got.get("exit") in (0, 1))
@@ -307,18 +465,39 @@ def main() -> int:
         },
         "measure": "each case is one CLI invocation in a fresh subprocess; wall_s around main(); cpu_s "
         "= user + system time of that subprocess (imports included; steadier than wall on a shared "
-        "machine); max_rss_mb = getrusage(RUSAGE_SELF).ru_maxrss (interpreter included)",
+        "machine); max_rss_mb = VmHWM of that subprocess after resetting it at its start "
+        "(interpreter included; ru_maxrss would carry the parent's peak across fork+exec)",
         "limits": {
             "any count or size in a config or report": 10_000_000,
             "entries of cudagraph_capture_sizes": 10_000,
             "ranges of a dynamic-SD schedule": 1_000,
+            "ranges x max_num_seqs of a dynamic-SD schedule (config.MAX_SCHEDULE_WORK)": 10**8,
+            "max_num_seqs x ranges for the fix search (planning.FIX_SEARCH_WORK; above: no fixes, a note)": 10
+            ** 7,
+            "bytes of a config, policy, coefficient set, traffic YAML, model config.json": 16 << 20,
+            "bytes of a report": 32 << 20,
+            "bytes of a traffic file after gzip expansion": 64 << 20,
+            "bytes of a log after gzip expansion (streamed)": 256 << 20,
+            "values a YAML document expands to (aliases counted)": 1_000_000,
+            "nesting depth of a YAML/JSON document": 64,
+            "integers in any file": "within +-(2^63 - 1); floats finite",
             "plans per sweep (points x releases)": 200_000,
             "request counts walked per sweep (sum of max_num_seqs over its plans)": 200_000_000,
         },
         "cases": rows,
+        "file_kinds": {
+            "what": "the worst input per file kind the one reader (cgplan/io/files.py) reads: refused "
+            "ones must be refused (exit 2, one line) within seconds, accepted ones within 60 s and 2 GiB",
+            "cases": file_rows,
+        },
     }
+    if opts.files_only and opts.out.exists():
+        old = json.loads(opts.out.read_text())
+        doc["cases"] = old.get("cases", [])
+        doc["cases_date"] = old.get("cases_date", old.get("date"))
+        doc["command"] += " --files-only (cases: from the run of cases_date)"
     opts.out.write_text(json.dumps(doc, indent=2) + "\n")
-    return 0 if all(r["as_expected"] for r in rows) else 1
+    return 0 if all(r["as_expected"] for r in rows + file_rows) else 1
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def calibrate(
     try:
         coeffs, fit = fit_coefficients(_observations(fit_reports, configs), gpu, measured_with)
     except FitError as e:
-        raise ReportError(f"cannot fit the cost model: {e}") from None
+        names = ", ".join(str(p) for p in fit_reports[:3]) + (", ..." if len(fit_reports) > 3 else "")
+        raise ReportError(f"{names}: cannot fit the cost model on these reports: {e}") from None
     held = check_coefficients(_observations(test_reports, configs), coeffs) if test_reports else ()
     return Calibration(coeffs, fit, held)
 

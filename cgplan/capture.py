@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cgplan import yaml_load
 from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.measure import MeasuredCapture, compare
@@ -26,6 +25,7 @@ from cgplan.core.plan import build_plan
 from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
+from cgplan.io.files import read_yaml
 from cgplan.reports import capture_report, write_report
 
 BACKENDS = ("auto", "vllm", "torch", "fake")
@@ -147,7 +147,7 @@ def run_capture(
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.
     plan = with_cost(plan, inp, shipped_coefficients())
-    raw = yaml_load.safe_load(Path(config).read_text(encoding="utf-8"))
+    raw = read_yaml(config, what="config file")  # load_config read it a moment ago
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session
 

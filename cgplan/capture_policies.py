@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.core.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
 from cgplan.errors import ConfigError
+from cgplan.io.files import ReadError, read_yaml
 
 
 def load_capture_policy(spec: str | None) -> CapturePolicy:
@@ -31,11 +29,9 @@ def load_capture_policy(spec: str | None) -> CapturePolicy:
             f"unknown policy {spec!r} (expected one of {', '.join(BUILTIN_POLICIES)} or a .yaml file)",
         )
     try:
-        doc = yaml_load.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError("", f"cannot read: {e.strerror or e}", source=spec) from None
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"invalid YAML: {str(e).splitlines()[0]}", source=spec) from None
+        doc = read_yaml(path, what="capture policy", source=spec)
+    except ReadError as e:
+        raise e.as_config_error() from None
     if not isinstance(doc, dict):
         raise ConfigError("<root>", "a policy is a mapping of knobs", source=spec)
     overrides: dict[str, object] = {}

@@ -7,16 +7,11 @@ The only YAML reader. Every rejection is a ConfigError located as
 from __future__ import annotations
 
 import difflib
-import json
 import math
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.defaults import serve_defaults
 from cgplan.core.modes import CGSupport, Mode, Platform
@@ -30,6 +25,8 @@ from cgplan.core.spec import (
     SpeculativeSpec,
 )
 from cgplan.errors import ConfigError, preview
+from cgplan.io.files import ReadError, read_json, read_yaml
+from cgplan.io.numbers import human_readable_int
 
 # vLLM serve keys cgplan reads.
 _TOP_KEYS = (
@@ -146,6 +143,11 @@ MAX_SCHEDULE = 1_000
 """Upper bound on the ranges of a dynamic-SD schedule: the gap and fix search walks
 (ranges × dispatch rows) per gap, so 1,000 one-batch ranges plan in about 2 s and
 10,000 in about 40 s (benchmarks/results/bounds.json)."""
+
+MAX_SCHEDULE_WORK = 10**8
+"""Upper bound on ranges x max_num_seqs of a dynamic-SD schedule: finding its gaps walks every
+request count per range (1,000 ranges at max_num_seqs 10^7 grew past 5 GiB and 5 minutes; at
+the bound, gate answers in seconds; benchmarks/results/bounds.json)."""
 
 
 class Overrides(NamedTuple):
@@ -314,14 +316,10 @@ def _int(
 
 
 def _human_int(text: str, path: str) -> int:
-    """vLLM's human-readable integers: 8k, 1M, 2_048 (k=1000, K=1024 as vLLM reads them)."""
-    t = text.strip().replace("_", "")
-    mult = {"k": 1000, "K": 1024, "m": 10**6, "M": 1 << 20, "g": 10**9, "G": 1 << 30}
+    """vLLM's human-readable integers (its one parser: `1.5K` is refused, as vLLM refuses it)."""
     try:
-        if t and t[-1] in mult:
-            return int(float(t[:-1]) * mult[t[-1]])
-        return int(t)
-    except (ValueError, OverflowError):  # OverflowError: "infk", "1e400k"
+        return human_readable_int(text)
+    except ValueError:
         raise _err(path, "must be an integer", text, "an integer such as 8192 or 8k") from None
 
 
@@ -429,11 +427,9 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
             "a local folder with a Hugging Face config.json",
         )
     try:
-        hf = json.loads(cfg_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:  # ValueError: bad JSON, a 5,000-digit number
-        raise _err(path, f"cannot read {cfg_file}: {e}") from None
-    except RecursionError:
-        raise _err(path, f"cannot read {cfg_file}: nested too deeply") from None
+        hf = read_json(cfg_file, what="model config.json")
+    except ReadError as e:
+        raise _err(path, f"cannot read {e.message}") from None
     if not isinstance(hf, dict):
         raise _err(path, f"{cfg_file} is not a JSON object")
     text: dict[str, Any] = hf["text_config"] if isinstance(hf.get("text_config"), dict) else hf
@@ -679,6 +675,14 @@ def parse_config(
         for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling")
     }
 
+    ranges = len(spec.num_speculative_tokens_per_batch_size or ()) if spec is not None else 0
+    if ranges and ranges * max_num_seqs > MAX_SCHEDULE_WORK:
+        raise _err(
+            "speculative_config.num_speculative_tokens_per_batch_size",
+            f"too large to plan: {ranges:,} ranges at max_num_seqs {max_num_seqs:,}",
+            ranges * max_num_seqs,
+            f"ranges x max_num_seqs at most {MAX_SCHEDULE_WORK:,}",
+        )
     inp = PlanInput(
         vllm_version=version,
         platform=platform,
@@ -756,26 +760,9 @@ def load_config(
     try:
         if source == "-":  # stdin, as `-` is for every file cgplan reads
             source = STDIN
-            text = sys.stdin.buffer.read().decode("utf-8")
-        else:
-            text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("", "no such file", source=source) from None
-    except IsADirectoryError:
-        raise ConfigError("", "is a folder, not a config file", source=source) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError("", f"cannot read: {e}", source=source) from None
-    try:
-        raw = yaml_load.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError("", f"invalid YAML: {where}{problem}", source=source) from None
-    except RecursionError:
-        raise ConfigError("", "invalid YAML: nested too deeply", source=source) from None
-    except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
-        raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=source) from None
+        raw = read_yaml(p, what="config file", source=source)
+    except ReadError as e:
+        raise e.as_config_error() from None
     notes: list[str] = []
     try:
         # Relative paths (model:, speculative_config.model, cgplan.model_config) start from the

@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from cgplan import yaml_load
 from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
@@ -22,6 +21,7 @@ from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.files import write_atomically
+from cgplan.io.files import ReadError, read_json, read_yaml
 from cgplan.reports import _bytes, _measurements, _number
 
 DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
@@ -63,17 +63,10 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        doc = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml_load.safe_load(text)
-    except OSError as e:
-        raise ConfigError("", f"cannot read the coefficients: {e.strerror or e}", source=source) from None
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"not YAML: {str(e).splitlines()[0]}", source=source) from None
-    except ValueError as e:  # json.JSONDecodeError, undecodable bytes, a 5,000-digit integer
-        kind = "JSON" if Path(path).suffix.lower() == ".json" else "YAML"
-        raise ConfigError("", f"not {kind}: {str(e).splitlines()[0]}", source=source) from None
-    except RecursionError:
-        raise ConfigError("", "nested too deeply", source=source) from None
+        reader = read_json if Path(path).suffix.lower() == ".json" else read_yaml
+        doc = reader(path, what="coefficient file", source=source)
+    except ReadError as e:
+        raise e.as_config_error() from None
     if not isinstance(doc, dict) or doc.get("kind") != COEFFICIENTS_KIND:
         raise ConfigError(
             "kind", f"not a cost-coefficient file (expected kind: {COEFFICIENTS_KIND})", source=source
@@ -88,27 +81,55 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
         kind = str(f.type)
         if kind == "float":
             if isinstance(v, bool) or not isinstance(v, int | float) or v != v or abs(v) > 1e9:
-                raise ConfigError(name, f"expected a number, got {v!r}", source=source)
+                raise ConfigError(name, f"expected a number, got {preview(v)}", source=source)
             values[name] = float(v)
         elif kind == "int":
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1024:
-                raise ConfigError(name, f"expected an integer 0..1024, got {v!r}", source=source)
+                raise ConfigError(name, f"expected an integer 0..1024, got {preview(v)}", source=source)
             values[name] = v
         elif kind == "str":
             if not isinstance(v, str):
-                raise ConfigError(name, f"expected text, got {v!r}", source=source)
+                raise ConfigError(name, f"expected text, got {preview(v)}", source=source)
             values[name] = v
         else:  # tuples
-            if not isinstance(v, list):
-                raise ConfigError(name, f"expected a list, got {v!r}", source=source)
-            values[name] = tuple(v)
-    unknown = sorted(set(doc) - set(_FIELDS) - {"kind", "schema_version"})
+            values[name] = _tuple_field(name, v, source)
+    unknown = sorted(str(k) for k in doc if k not in _FIELDS and k not in ("kind", "schema_version"))
     if unknown:
-        raise ConfigError(unknown[0], "unknown key", source=source)
-    rng = values.get("hidden_size_range", (0, 1 << 30))
-    if len(rng) != 2 or not all(isinstance(x, int) for x in rng):
-        raise ConfigError("hidden_size_range", "expected [lowest, highest]", source=source)
+        key = unknown[0] if unknown[0].isprintable() and len(unknown[0]) <= 80 else preview(unknown[0])
+        raise ConfigError(key, "unknown key", source=source)
     return CostCoefficients(**values)
+
+
+_MAX_NAMES = 1000
+_MAX_RATIO = 1000.0
+_MAX_WIDTH = 1 << 20
+
+
+def _tuple_field(name: str, v: object, source: str) -> tuple[Any, ...]:
+    """A list field checked entry by entry: what the cost model multiplies or compares with."""
+    if not isinstance(v, list):
+        raise ConfigError(name, f"expected a list (got {preview(v)})", source=source)
+    if name == "band_ratio":
+        ok = len(v) == 2 and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        if not ok or not 0 < v[0] <= v[1] <= _MAX_RATIO:
+            raise ConfigError(
+                name,
+                f"expected [low, high] with 0 < low <= high <= {_MAX_RATIO:g} (got {preview(v)})",
+                source=source,
+            )
+        return (float(v[0]), float(v[1]))
+    if name == "hidden_size_range":
+        ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+        if not ok or not 1 <= v[0] <= v[1] <= _MAX_WIDTH:
+            raise ConfigError(
+                name,
+                f"expected [lowest, highest] widths in 1..{_MAX_WIDTH:,} (got {preview(v)})",
+                source=source,
+            )
+        return (v[0], v[1])
+    if len(v) > _MAX_NAMES or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in v):
+        raise ConfigError(name, f"expected a list of names (got {preview(v)})", source=source)
+    return tuple(v)
 
 
 def default_coefficients() -> CostCoefficients:
@@ -152,7 +173,8 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
     `root` (default: the working directory).
 
     Raises:
-        ReportError: not a complete capture with NVML figures, or its config cannot be found.
+        ReportError: not a complete capture with NVML figures, or its config cannot be found; a
+            figure of the wrong type or out of range, at its key path.
     """
     if doc.get("kind") != "capture" or doc.get("status") != "complete":
         raise ReportError(f"{report}: not a complete capture report (status {preview(doc.get('status'))})")

@@ -32,6 +32,7 @@ from cgplan.core.fingerprint import fingerprint
 from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
 from cgplan.files import write_atomically
+from cgplan.io import files
 
 AGGREGATE_NAME = "fleet"
 """The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""
@@ -278,9 +279,9 @@ def resumable(job: FleetJob, host: EnvironmentKey) -> bool:
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ReportError(f"{path}: not a readable JSON report ({type(e).__name__})") from None
+        doc = files.read_json(path, what="report", limit=files.REPORT_LIMIT_BYTES)
+    except files.ReadError as e:
+        raise ReportError(f"{path}: not a readable JSON report ({e.problem})") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a report (expected a JSON object)")
     return doc

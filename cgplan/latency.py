@@ -23,6 +23,7 @@ from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
 from cgplan.files import write_atomically
+from cgplan.io import files as io_files
 
 DEFAULT_LATENCY = Path(__file__).parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
@@ -60,13 +61,9 @@ def load_latency(path: str | Path) -> LatencyCoefficients:
     """
     source = str(path)
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(
-            "", f"cannot read the latency coefficients: {e.strerror or e}", source=source
-        ) from None
-    except json.JSONDecodeError as e:
-        raise ConfigError("", f"not JSON: {e.msg} (line {e.lineno})", source=source) from None
+        doc = io_files.read_json(path, what="latency coefficient file", source=source)
+    except io_files.ReadError as e:  # a FIFO, undecodable bytes, a 5,000-digit number: one located line
+        raise e.as_config_error() from None
     if not isinstance(doc, dict) or doc.get("kind") != LATENCY_KIND:
         raise ConfigError(
             "kind", f"not a latency-coefficient file (expected kind: {LATENCY_KIND})", source=source
@@ -197,9 +194,9 @@ def load_runs(paths: Sequence[Path]) -> list[LatencyObservation]:
     obs: list[LatencyObservation] = []
     for f in files:
         try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ReportError(f"{f}: cannot read the run ({e})") from None
+            doc = io_files.read_json(f, what="latency run", limit=io_files.REPORT_LIMIT_BYTES)
+        except io_files.ReadError as e:
+            raise ReportError(f"{f}: cannot read the run ({e.problem})") from None
         obs.extend(observations_from_run(doc, str(f)))
     return least_contended(obs)
 

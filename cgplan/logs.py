@@ -29,7 +29,6 @@ import functools
 import gzip
 import io
 import re
-import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -45,6 +44,7 @@ from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import CgplanError, ConfigError, ConfigRejected
+from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.planning import plan_file
 
 SCHEMA_VERSION = 1
@@ -443,6 +443,9 @@ class ParsedLog:
 
 _SNIFF_BYTES = 65536
 """How far into the (decompressed) file a NUL byte means binary data."""
+_MAX_LINE_BYTES = 8 << 20
+"""The longest line read (vLLM's longest, its non-default args, is a few KiB): the streamed
+parser holds one line, so one line of gigabytes must not be."""
 
 
 _BLOCK_BYTES = 1 << 16
@@ -454,18 +457,13 @@ def log_blocks(path: str | Path) -> Iterator[str]:
     the text (memory: a block, or the longest line).
 
     Raises:
-        LogError: (exit 2) the file cannot be read, is corrupt gzip, binary or empty.
+        LogError: (exit 2) the file cannot be read, is corrupt gzip, binary, empty, larger than
+            LOG_LIMIT_BYTES once decompressed, or has a line longer than _MAX_LINE_BYTES.
     """
-    p = Path(path)
-    try:
-        # `-`: stdin (`kubectl logs POD | cgplan logs -`)
-        raw = sys.stdin.buffer if str(path) == "-" else p.open("rb")
-    except FileNotFoundError:
-        raise LogError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LogError(f"{path}: is a directory, not a log file") from None
-    except OSError as e:
-        raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:  # a regular file (or `-`), refused by name otherwise: a FIFO or /dev/zero never blocks
+        raw = open_binary(path, what="log file", limit=LOG_LIMIT_BYTES)
+    except ReadError as e:
+        raise LogError(e.message) from None
     with raw:
         try:
             if hasattr(raw, "peek"):  # a pipe cannot seek back: look at the first bytes in place
@@ -495,10 +493,15 @@ def log_blocks(path: str | Path) -> Iterator[str]:
                     pass  # a corrupt gzip file is reported as such, whatever it holds
                 raise LogError(f"{path}: binary data, not a vLLM log")
             offset += len(chunk)
+            if offset > LOG_LIMIT_BYTES:  # a small gzip expanding to gigabytes stops here
+                limit = LOG_LIMIT_BYTES >> 20
+                raise LogError(f"{path}: larger than a log file may be once decompressed ({limit} MiB)")
             has_text = has_text or bool(chunk.strip())
             data = rest + chunk
             cut = data.rfind(b"\n")
             if cut < 0:
+                if len(data) > _MAX_LINE_BYTES:
+                    raise LogError(f"{path}: a line longer than {_MAX_LINE_BYTES >> 20} MiB, not a vLLM log")
                 rest = data  # a line longer than a block: read on
                 continue
             rest = data[cut + 1 :]

@@ -8,11 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.core.gate import GatePolicy
 from cgplan.errors import ConfigError, preview
+from cgplan.io.files import ReadError, read_yaml
 
 _BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
 _NUMBERS = (
@@ -97,18 +95,9 @@ def parse_policy(doc: Any) -> GatePolicy:
 def load_policy(path: Path) -> GatePolicy:
     """Read a policy YAML file."""
     try:
-        doc = yaml_load.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
-    except UnicodeDecodeError as e:
-        problem = f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})"
-        raise ConfigError("", problem, source=str(path)) from None
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"invalid YAML: {str(e).splitlines()[0]}", source=str(path)) from None
-    except RecursionError:
-        raise ConfigError("", "invalid YAML: nested too deeply", source=str(path)) from None
-    except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a date such as 2001-13-45
-        raise ConfigError("", f"invalid YAML: {str(e).split(';')[0]}", source=str(path)) from None
+        doc = read_yaml(path, what="gate policy")
+    except ReadError as e:
+        raise e.as_config_error() from None
     try:
         return parse_policy(doc)
     except ConfigError as e:

@@ -18,6 +18,7 @@ from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, R
 from cgplan.core.types import DispatchRange, Graph, Plan
 from cgplan.errors import ReportError, one_line, preview
 from cgplan.files import write_atomically
+from cgplan.io.files import ReadError, read_json
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
 REPORT_KINDS = ("plan", "capture")
@@ -165,25 +166,9 @@ def read_report(path: Path) -> dict[str, Any]:
         ReportError: unreadable, larger than MAX_REPORT_BYTES, not JSON, or an unknown schema.
     """
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_REPORT_BYTES + 1)
-        if len(raw) > MAX_REPORT_BYTES:
-            raise ReportError(
-                f"{path}: too large for a report (more than {MAX_REPORT_BYTES >> 20} MiB; "
-                "expected a cgplan plan or capture JSON)"
-            )
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise ReportError(f"{path}: cannot read: {reason}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except ValueError as e:  # a number of more than 4,300 digits
-        raise ReportError(f"{path}: not JSON ({e})") from None
-    except RecursionError:
-        raise ReportError(f"{path}: not JSON (nested too deeply)") from None
+        doc = read_json(path, what="report", limit=MAX_REPORT_BYTES)
+    except ReadError as e:
+        raise ReportError(e.message) from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a cgplan report (expected a JSON object)")
     version = doc.get("schema_version")

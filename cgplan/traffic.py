@@ -3,16 +3,17 @@ log, or a Prometheus text dump of vLLM's metrics → batch shapes with counts.""
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from cgplan.errors import ConfigError, preview
+from cgplan.io.files import MIB, ReadError, parse_yaml, read_text
 
-from cgplan import yaml_load
-from cgplan.errors import ConfigError
+TRAFFIC_LIMIT_BYTES = 64 * MIB
+"""A histogram, a `--cudagraph-metrics` log or a metrics dump, after gzip expansion (its lines
+are held in memory at once)."""
 
 
 @dataclass(frozen=True)
@@ -32,15 +33,37 @@ _SPREAD_MAX_TOKENS = 1 << 17
 _PROM_BUCKET = re.compile(r'^vllm:iteration_tokens_total_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+([0-9.eE+]+)\s*$')
 
 
+MAX_COUNT = 1e15
+"""Steps of one batch shape (a server at 1,000 steps/s for 30,000 years): larger is a broken file,
+and sums of such counts stay finite."""
+MAX_TOKENS = 10_000_000
+
+
 def _count(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ConfigError(where, f"must be a count >= 0 (got {value!r})")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_COUNT
+    ):
+        raise ConfigError(where, f"must be a count in 0..{MAX_COUNT:g} (got {preview(value)})")
     return float(value)
 
 
 def _positive(value: object, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > 10_000_000:
-        raise ConfigError(where, f"must be an integer in 1..10,000,000 (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_TOKENS:
+        raise ConfigError(where, f"must be an integer in 1..{MAX_TOKENS:,} (got {preview(value)})")
+    return value
+
+
+def _text_number(text: str, where: str, highest: float) -> float:
+    """A number of a metrics line, bounded before int() or float() sees a 5,000-digit string."""
+    try:
+        value = float(text) if len(text) <= 40 else math.inf
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= highest:  # NaN fails too
+        raise ConfigError(where, f"must be a number in 0..{highest:,.0f} (got {preview(text)})")
     return value
 
 
@@ -67,16 +90,24 @@ def parse_histogram(doc: object) -> tuple[list[tuple[int, float]], list[tuple[in
 def load_traffic(path: Path) -> Traffic:
     """Read any of the three forms (by content)."""
     try:
-        raw = path.read_bytes()
-        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise ConfigError("", f"cannot read: {e.strerror or e}", source=str(path)) from None
+        text = read_text(path, what="traffic file", limit=TRAFFIC_LIMIT_BYTES, gunzip=True, errors="replace")
+    except ReadError as e:
+        raise e.as_config_error() from None
+    try:
+        return _parse_text(text, path)
+    except ConfigError as e:  # a metrics line out of bounds (YAML errors come located already)
+        raise e if e.source else e.located(str(path)) from None
+
+
+def _parse_text(text: str, path: Path) -> Traffic:
     if "vllm:iteration_tokens_total_bucket" in text:
         buckets = []
-        for line in text.splitlines():
+        for i, line in enumerate(text.splitlines(), 1):
             m = _PROM_BUCKET.match(line.strip())
             if m and m.group(1) != "+Inf":
-                buckets.append((int(float(m.group(1))), float(m.group(2))))
+                where = f"line {i}"
+                le = _text_number(m.group(1), where, MAX_TOKENS)
+                buckets.append((int(le), _text_number(m.group(2), where, MAX_COUNT)))
         buckets.sort()
         mixed, prev = [], 0.0
         # A bucket only says "lo < tokens ≤ le": spread its steps evenly over the token counts it
@@ -99,15 +130,16 @@ def load_traffic(path: Path) -> Traffic:
         )
     if "Unpadded Tokens" in text:
         counts: dict[int, float] = {}
-        for line in text.splitlines():
+        for i, line in enumerate(text.splitlines(), 1):
             m = _METRICS_ROW.match(line.strip())
             if m:
-                counts[int(m.group(1))] = counts.get(int(m.group(1)), 0.0) + float(m.group(5))
+                tokens = int(_text_number(m.group(1), f"line {i}", MAX_TOKENS))
+                counts[tokens] = counts.get(tokens, 0.0) + _text_number(m.group(5), f"line {i}", MAX_COUNT)
         return Traffic((), tuple(sorted(counts.items())), f"{path} (vLLM --cudagraph-metrics tables)")
     try:
-        doc = yaml_load.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"not a traffic file: {str(e).splitlines()[0]}", source=str(path)) from None
+        doc = parse_yaml(text, str(path))
+    except ReadError as e:
+        raise ConfigError(e.key_path, f"not a traffic file: {e.problem}", source=str(path)) from None
     try:
         uniform, mixed = parse_histogram(doc)
     except ConfigError as e:

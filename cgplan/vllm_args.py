@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cgplan import yaml_load
 from cgplan.config import _err
 from cgplan.errors import ConfigError
+from cgplan.io.files import ReadError, parse_yaml, read_text
+from cgplan.io.numbers import human_readable_int
 
 SOURCE = "vllm-args"
 """The `source` of a plan read from a command line (the JSON contract's `source` field)."""
@@ -220,11 +219,8 @@ _CGPLAN_OPTIONS = frozenset(
 """`cgplan plan` options: after `--` they are a mistake worth naming."""
 _MAX_DOTS = 16
 _NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _JSON_STRING = re.compile(r'("(?:[^"\\]|\\.)*")')
 _BARE_HUMAN_INT = re.compile(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -237,32 +233,6 @@ def _short(text: str, limit: int = 60) -> str:
 
 def _fail(loc: str, problem: str, got: object = ..., expected: str | None = None) -> ConfigError:
     return _err(f"{PREFIX}:{loc}" if loc else PREFIX, problem, got, expected)
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's `human_readable_int`: decimal k/m/g/t, binary K/M/G/T (integers only), else `int()`.
-
-    >>> [human_readable_int(t) for t in ("8k", "8K", "1.5k", "8_192", "1M")]
-    [8000, 8192, 1500, 8192, 1048576]
-
-    Raises:
-        ValueError: not an integer, or a decimal with a binary suffix (vLLM refuses `1.5K`).
-    """
-    value = text.strip()
-    match = _HUMAN_INT.fullmatch(value)
-    if match:
-        number, suffix = match.groups()
-        if suffix in _DECIMAL:
-            try:
-                return int(float(number) * _DECIMAL[suffix])
-            except OverflowError:  # a 400-digit number: float → inf
-                raise ValueError(f"too large: {number[:20]}...{suffix}") from None
-        if "." in number:
-            raise ValueError(
-                f"decimals are not allowed with binary suffixes; did you mean {number}{suffix.lower()}?"
-            )
-        return int(number) * _BINARY[suffix]
-    return int(value)
 
 
 def _expand_json_human_ints(text: str) -> str:
@@ -406,18 +376,13 @@ def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any])
         path = base_dir / path
     label = _short(name)
     try:
-        raw = yaml_load.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _fail("--config", "no such file", name) from None
-    except (OSError, ValueError) as e:  # ValueError: undecodable bytes, a NUL in the name
-        raise _fail("--config", f"cannot read: {e}", name) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise _fail(label, f"invalid YAML: {where}{problem}") from None
-    except RecursionError:
-        raise _fail(label, "invalid YAML: nested too deeply") from None
+        text = read_text(path, what="config file", source=label)
+    except ReadError as e:  # no such file, a FIFO, /dev/zero, undecodable bytes, too large
+        raise _fail("--config", e.problem, name) from None
+    try:
+        raw = parse_yaml(text, label)
+    except ReadError as e:  # bad YAML, an alias bomb, a tag, a 5,000-digit number
+        raise _fail(f"{label}:{e.key_path}" if e.key_path else label, e.problem) from None
     if not isinstance(raw, Mapping):
         raise _fail(label, "must be a mapping of vllm serve keys", raw, "key: value pairs")
     toks: list[_Tok] = []

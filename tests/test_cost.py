@@ -140,7 +140,7 @@ def test_fit_refuses_too_little_data() -> None:
     [
         ("kind: plan\n", "kind"),
         ("kind: cgplan-cost-coefficients\n", "gpu"),
-        ("[1, 2\n", "not YAML"),
+        ("[1, 2\n", "invalid YAML"),
     ],
 )
 def test_bad_coefficient_files_are_located(tmp_path: Path, text: str, where: str) -> None:

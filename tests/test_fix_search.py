@@ -132,9 +132,7 @@ def test_every_config_fix_pastes_and_closes(path: Path) -> None:
                 text=True,
             ).stdout.split("\0")[:-1]
             assert zsh == words
-        _, pasted = plan_vllm_args(
-            ["serve", "--config", str(path), *words], base_dir=ROOT, with_fixes=False
-        )
+        _, pasted = plan_vllm_args(["serve", "--config", str(path), *words], base_dir=ROOT, with_fixes=False)
         assert len(pasted.gaps) == fix.remaining_gaps, fix.command_line
         assert sum(len(g) for g in pasted.graphs.values()) == fix.graphs_after
 

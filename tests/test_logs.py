@@ -516,7 +516,7 @@ def _bad_inputs(tmp: Path) -> list[tuple[Path, str]]:
         (tmp / "junk.bin", "binary data, not a vLLM log"),
         (tmp / "text.log", "not a vLLM log (no engine line"),
         (tmp / "broken.log.gz", "corrupt gzip file"),
-        (tmp / "adir", "is a directory"),
+        (tmp / "adir", "is a folder, not a log file"),
         (LOGS / "med-llama-mns256-torch.log.gz", "not a vLLM log"),  # cgplan's torch-backend summary only
     ]
 

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from cgplan import config as cfg
 from cgplan.errors import ConfigError, ConfigRejected
+from cgplan.io.numbers import human_readable_int
 from cgplan.planning import plan_vllm_args
 from cgplan.vllm_args import (
     IGNORED_FLAGS,
     UNMODELLED_FLAGS,
-    human_readable_int,
     parse_vllm_args,
     split_vllm_args,
 )

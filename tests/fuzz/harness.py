@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -54,6 +54,24 @@ class Run:
     """CPU time of this process during the run (what TIME_LIMIT_S bounds)."""
     escaped: str | None = None
     """The traceback of an exception that escaped `main()` (None when it exited cleanly)."""
+    peak_rss_mb: float = 0.0
+    """Peak resident memory of the test process during the run (VmHWM after a reset), MiB."""
+
+
+def _reset_peak_rss() -> None:
+    """Linux: writing 5 to clear_refs resets VmHWM, so the next reading is this run's peak."""
+    with suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
 
 
 def _vm_bytes() -> int:
@@ -98,6 +116,7 @@ def run_cli(args: Sequence[str]) -> Run:
     saved = sys.argv, sys.stdout, sys.stderr
     code: int | None = None
     escaped: str | None = None
+    _reset_peak_rss()
     start, cpu_start = time.perf_counter(), time.process_time()
     sys.argv, sys.stdout, sys.stderr = argv, out, err
     try:
@@ -124,6 +143,7 @@ def run_cli(args: Sequence[str]) -> Run:
         seconds,
         cpu_seconds,
         escaped,
+        _peak_rss_mb(),
     )
 
 
@@ -166,6 +186,10 @@ class Tally:
     slowest_s: float = 0.0
     slowest_cpu_s: float = 0.0
     slowest_argv: list[str] = field(default_factory=list)
+    cpu_s_total: float = 0.0
+    peak_rss_mb: float = 0.0
+    """The largest per-run peak RSS of the test process (its own heap included)."""
+    peak_rss_argv: list[str] = field(default_factory=list)
     core_slow: list[dict[str, object]] = field(default_factory=list)
     """Runs over the time bound only because the core plans a huge valid config slowly."""
 
@@ -181,6 +205,9 @@ class Tally:
                     "input": sample[:600],
                 }
             )
+        self.cpu_s_total += run.cpu_seconds
+        if run.peak_rss_mb > self.peak_rss_mb:
+            self.peak_rss_mb, self.peak_rss_argv = run.peak_rss_mb, run.argv[1:]
         key = "escaped" if run.escaped else str(run.code)
         self.exits[key] = self.exits.get(key, 0) + 1
         if core_slow is not None:  # timed apart: the slowest figures are for everything else

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from cgplan.config import load_config
 from cgplan.errors import CgplanError
 from cgplan.sweeping import parse_set
+from tests.fuzz.file_kinds import FILE_KINDS
 from tests.fuzz.harness import ROOT, TIME_LIMIT_S, Run, Tally, materialize, problems, run_cli
 from tests.fuzz.strategies import (
     SECRET,
@@ -46,13 +47,17 @@ SWEEP_S_PER_PLAN = 0.005
 SWEEP_S_PER_REQUEST = 1e-6
 """A sweep may take TIME_LIMIT_S plus SWEEP_S_PER_PLAN per planned (point × release) plus
 SWEEP_S_PER_REQUEST per request count its plans walk (plans × the largest max_num_seqs)."""
-FAST = {"config": 130, "report": 80, "policy": 40, "sweep": 50, "trust": 40}
+FAST = {"config": 130, "report": 80, "policy": 40, "sweep": 50, "trust": 40, **dict.fromkeys(FILE_KINDS, 25)}
+_SIDE = int(os.environ.get("FUZZ_FILES", "2000"))
+"""Inputs per side-file kind (capture policy, coefficients, traffic, calibrate, log, --config
+through --vllm-args, model config.json) in the full run."""
 FULL = {
     "config": int(os.environ.get("FUZZ_CONFIGS", "10000")),
     "report": int(os.environ.get("FUZZ_REPORTS", "3000")),
     "policy": int(os.environ.get("FUZZ_POLICIES", "1000")),
     "sweep": int(os.environ.get("FUZZ_SWEEPS", "2000")),
     "trust": int(os.environ.get("FUZZ_TRUST", "2000")),
+    **dict.fromkeys(FILE_KINDS, _SIDE),
 }
 STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Input]]] = {
     "config": plan_inputs,
@@ -60,6 +65,7 @@ STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Input]]] = {
     "policy": policy_inputs,
     "sweep": sweep_inputs,
     "trust": trust_inputs,
+    **FILE_KINDS,
 }
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
 COMMON = settings(
@@ -209,6 +215,9 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
         "slowest_cpu_s": round(tally.slowest_cpu_s, 3),
         "slowest_argv": [scrub(a) for a in tally.slowest_argv],
         "slowest_wall_s": round(tally.slowest_s, 3),
+        "mean_cpu_s": round(tally.cpu_s_total / max(1, tally.tried), 4),
+        "peak_rss_mb": round(tally.peak_rss_mb, 1),
+        "peak_rss_argv": [scrub(a) for a in tally.peak_rss_argv],
         "wall_s": round(wall_s, 1),
         "core_slow": {
             "count": len(tally.core_slow),
@@ -241,6 +250,9 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
             "failures_found": sum(k["failures"] for k in kinds.values()),
             "slowest_cpu_s": max(k["slowest_cpu_s"] for k in kinds.values()),
             "slowest_wall_s": max(k["slowest_wall_s"] for k in kinds.values()),
+            "peak_rss_mb": max(k.get("peak_rss_mb", 0.0) for k in kinds.values()),
+            "peak_rss_measure": "VmHWM of the test process after resetting it (/proc/self/clear_refs) "
+            "before each input: that input's peak, the test process's own heap included",
             "failure_samples": failures,
         }
     )

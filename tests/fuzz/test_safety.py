@@ -6,6 +6,7 @@ import builtins
 import json
 import marshal
 import pickle
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,8 +152,8 @@ def test_yaml_tags_are_refused_with_a_location(tmp_path: Path, nothing_executes:
     path.write_text(tagged.format(marker=nothing_executes))
     run = run_cli(["plan", str(path)])
     assert run.code == 2 and problems(run, where=[str(path)]) == [], run.err
-    assert run.err.startswith(f"cgplan: error: {path}: invalid YAML: line 1, column ")
-    assert "could not determine a constructor for the tag" in run.err
+    assert run.err.startswith(f"cgplan: error: {path}")
+    assert re.search(r"YAML tags are not accepted, at line 1, column \d+ \(got \"!!python/", run.err)
 
 
 def test_yaml_tags_in_a_policy_are_refused(tmp_path: Path, nothing_executes: Path) -> None:
@@ -160,4 +161,4 @@ def test_yaml_tags_in_a_policy_are_refused(tmp_path: Path, nothing_executes: Pat
     path.write_text(f"max_pool_gib: !!python/object/apply:os.system ['touch {nothing_executes}']\n")
     run = run_cli(["gate", str(PR), "--policy", str(path)])
     assert run.code == 2 and problems(run, where=[str(path)]) == [], run.err
-    assert "invalid YAML" in run.err and "constructor for the tag" in run.err
+    assert f"{path}:max_pool_gib: YAML tags are not accepted, at line 1, column 15" in run.err

@@ -1,0 +1,519 @@
+"""The one hardened reader: every file (or stdin) cgplan reads goes through here.
+
+What it guarantees, whatever the input:
+- bounded bytes: a file over its kind's limit is refused from its size before it is read, a
+  stream is cut at the limit, and a gzip file is refused as soon as its expansion passes the
+  limit (a 1 MiB bomb never becomes gigabytes);
+- regular files only: a folder, a FIFO, a device (`/dev/zero`) or a socket is refused by name
+  from `os.stat`, before anything opens it (a FIFO with no writer would block the open), and
+  the file is opened with O_NONBLOCK so a swap between the stat and the open cannot hang;
+- `-` is standard input, read with an idle timeout (a forgotten pipe fails, it does not hang);
+- UTF-8 errors located at line and column;
+- YAML: the C loader when present; nesting depth, alias expansion (a billion-laughs document)
+  and cycles bounded; tags refused (a config has no use for `!!python/...` or `!!set`); integers
+  beyond 64 bits and floats that overflow (1.0e+400, .inf) refused at their line and column;
+- JSON: the same number and depth bounds, each refusal at its key path.
+
+Every refusal is a ReadError (`source[:key.path]: problem`, exit 2); callers turn it into
+their own error class with `as_config_error()` or its message.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gzip
+import io
+import json
+import math
+import os
+import select
+import stat
+import sys
+import zlib
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+from cgplan.errors import CgplanError, ConfigError, preview
+
+MIB = 1 << 20
+DOCUMENT_LIMIT_BYTES = 16 * MIB
+"""A config, a policy, a coefficient set, a traffic histogram, a model's config.json: the
+largest real one is a few KiB."""
+REPORT_LIMIT_BYTES = 32 * MIB
+"""A plan or capture report (JSON): the largest real one is a few MiB (reports.MAX_REPORT_BYTES)."""
+LOG_LIMIT_BYTES = 256 * MIB
+"""A vLLM log or a metrics dump, after gzip expansion: a day of a busy server's log is tens of MiB."""
+MAX_DEPTH = 64
+"""Nesting levels of a YAML/JSON document (real files have fewer than 10)."""
+MAX_NODES = 1_000_000
+"""Values a YAML document may expand to, aliases counted each time they are used: the largest
+real one (a capture-size list) has a few thousand."""
+MAX_INT = 2**63 - 1
+"""No number of any cgplan file needs more than 64 bits; larger ones are refused where read."""
+STDIN_IDLE_TIMEOUT_S = 10.0
+"""`-` fails when standard input sends nothing for this long."""
+
+_CHUNK_BYTES = 1 << 20
+_INT_TEXT_CHARS = 100  # a YAML int's text beyond this is refused before int() sees it
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader when PyYAML was built with it (several times faster), else the pure one."""
+
+
+class ReadError(CgplanError):
+    """A file cannot be read as what it should be: `source[:key.path]: problem` (exit 2)."""
+
+    def __init__(self, source: str, problem: str, key_path: str = "") -> None:
+        self.source = source
+        self.problem = problem
+        self.key_path = key_path
+        where = f"{source}:{key_path}" if key_path else source
+        super().__init__(f"{where}: {problem}")
+
+    def as_config_error(self) -> ConfigError:
+        """The same message as a ConfigError (for the readers of config-like files)."""
+        return ConfigError(self.key_path, self.problem, source=self.source)
+
+
+def _size(n: int) -> str:
+    return f"{n / MIB:g} MiB" if n >= MIB else f"{n:,} bytes"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _os_reason(e: BaseException) -> str:
+    return (e.strerror if isinstance(e, OSError) and e.strerror else str(e)) or type(e).__name__
+
+
+def _open_regular(path: Path, shown: str, what: str, limit: int) -> int:
+    """A read-only descriptor of a regular file no larger than `limit`, checked before opening."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ReadError(shown, "no such file") from None
+    except ValueError:  # a NUL byte in the name
+        raise ReadError(shown, "cannot read: the name holds a NUL byte") from None
+    except (OSError, RuntimeError) as e:  # RuntimeError: ~user with no such user
+        raise ReadError(shown, f"cannot read: {_os_reason(e)}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ReadError(shown, f"is a folder, not a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise ReadError(shown, f"is {_kind(st.st_mode)}, not a {what} (cgplan reads regular files only)")
+    if st.st_size > limit:
+        raise ReadError(shown, f"is {_size(st.st_size)}, larger than a {what} may be ({_size(limit)})")
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the stat must not block the open
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ReadError(shown, f"cannot read: {_os_reason(e)}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the stat and the open
+        os.close(fd)
+        raise ReadError(shown, f"is not a regular file, not a {what}")
+    return fd
+
+
+def _too_large(shown: str, what: str, limit: int, expanded: bool = False) -> ReadError:
+    how = " once decompressed" if expanded else ""
+    return ReadError(shown, f"larger than a {what} may be{how} ({_size(limit)})")
+
+
+def _read_fd(fd: int, shown: str, what: str, limit: int, *, timeout_s: float | None) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if timeout_s is not None:
+            ready, _, _ = select.select([fd], [], [], timeout_s)
+            if not ready:
+                raise ReadError(
+                    shown,
+                    f"nothing on standard input for {timeout_s:g} s (pipe the {what} in, or name a file)",
+                )
+        try:
+            chunk = os.read(fd, min(_CHUNK_BYTES, limit + 1 - total))
+        except BlockingIOError:  # a non-blocking stream with nothing yet
+            if timeout_s is None:
+                raise ReadError(shown, f"cannot read: not a {what} (no data)") from None
+            continue
+        except OSError as e:
+            raise ReadError(shown, f"cannot read: {_os_reason(e)}") from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(shown, what, limit)
+
+
+def _stdin_bytes(what: str, limit: int) -> bytes:
+    stream = sys.stdin
+    try:
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError, AttributeError):
+        fd = -1
+    if fd < 0:
+        raise ReadError("-", f"standard input cannot be read (name the {what} instead)")
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        raise ReadError("-", f"cannot read standard input: {_os_reason(e)}") from None
+    if stat.S_ISDIR(mode):
+        raise ReadError("-", f"standard input is a folder, not a {what}")
+    timeout = None if stat.S_ISREG(mode) else STDIN_IDLE_TIMEOUT_S
+    return _read_fd(fd, "-", what, limit, timeout_s=timeout)
+
+
+def _gunzip(data: bytes, shown: str, what: str, limit: int) -> bytes:
+    """Every member of a gzip stream, stopped as soon as the output passes `limit` (the gzip
+    module streams member after member, so many tiny members cost no more than one)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            out = stream.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError; EOFError: truncated
+        reason = (
+            "it ends in the middle of the data" if isinstance(e, EOFError) else str(e) or type(e).__name__
+        )
+        raise ReadError(shown, f"corrupt gzip file ({reason})") from None
+    if len(out) > limit:
+        raise _too_large(shown, what, limit, expanded=True)
+    return out
+
+
+def read_bytes(
+    path: str | Path,
+    *,
+    what: str = "file",
+    limit: int = DOCUMENT_LIMIT_BYTES,
+    gunzip: bool = False,
+    source: str | None = None,
+) -> bytes:
+    """The bytes of a regular file (or of stdin for `-`), gzip-expanded when `gunzip` and the data
+    starts with gzip's magic number; at most `limit` bytes either way.
+
+    Raises:
+        ReadError: no such file, not a regular file, too large, corrupt gzip, stdin silent.
+    """
+    shown = source if source is not None else str(path)
+    if str(path) == "-":
+        data = _stdin_bytes(what, limit)
+    else:
+        fd = _open_regular(Path(path).expanduser(), shown, what, limit)
+        try:
+            data = _read_fd(fd, shown, what, limit, timeout_s=None)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    if gunzip and data[:2] == b"\x1f\x8b":
+        data = _gunzip(data, shown, what, limit)
+    return data
+
+
+def open_binary(
+    path: str | Path, *, what: str = "file", limit: int = DOCUMENT_LIMIT_BYTES, source: str | None = None
+) -> BinaryIO:
+    """A regular file opened for streaming (or stdin for `-`, read whole within `limit` and the
+    idle timeout), after the same checks as `read_bytes`. The caller bounds what it expands.
+
+    Raises:
+        ReadError: no such file, not a regular file, larger than `limit`, stdin silent.
+    """
+    shown = source if source is not None else str(path)
+    if str(path) == "-":
+        return io.BytesIO(_stdin_bytes(what, limit))
+    fd = _open_regular(Path(path).expanduser(), shown, what, limit)
+    return os.fdopen(fd, "rb")
+
+
+def decode_text(data: bytes, shown: str, errors: str = "strict") -> str:
+    """UTF-8 (a leading byte-order mark dropped); a bad byte located at line and column."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ReadError(
+            shown, f"not UTF-8 text: {e.reason} at line {line}, column {column} (byte {e.start})"
+        ) from None
+
+
+def read_text(
+    path: str | Path,
+    *,
+    what: str = "file",
+    limit: int = DOCUMENT_LIMIT_BYTES,
+    gunzip: bool = False,
+    errors: str = "strict",
+    source: str | None = None,
+) -> str:
+    """`read_bytes` decoded as UTF-8 (`errors="replace"` for logs, which may hold any bytes)."""
+    shown = source if source is not None else str(path)
+    return decode_text(read_bytes(path, what=what, limit=limit, gunzip=gunzip, source=shown), shown, errors)
+
+
+# ---------------------------------------------------------------- YAML
+
+
+def _tag(node: yaml.Node) -> str:
+    tag = str(node.tag)
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def _at(node: yaml.Node) -> str:
+    mark = node.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _key_text(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode) and isinstance(node.value, str):
+        text = node.value
+        if text and len(text) <= 80 and text.isprintable() and "." not in text and "[" not in text:
+            return text
+        return preview(text)
+    return "<key>"
+
+
+def _short_path(path: str, limit: int = 100) -> str:
+    """A key path short enough for one line (a 64-level path is mostly repetition)."""
+    return path if len(path) <= limit else f"{path[: limit // 2 - 2]}...{path[-(limit // 2 - 2) :]}"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _Checker:
+    """One pass over a composed YAML graph, before anything is constructed from it."""
+
+    def __init__(self, loader: yaml.SafeLoader, source: str) -> None:
+        self.loader = loader
+        self.source = source
+        self.sizes: dict[int, int] = {}  # id(node) → values it expands to (aliases share nodes)
+        self.open: set[int] = set()
+
+    def fail(self, path: str, problem: str) -> ReadError:
+        return ReadError(self.source, problem, _short_path(path))
+
+    def scalar(self, node: yaml.ScalarNode, path: str) -> None:
+        implicit = (
+            self.loader.resolve(yaml.ScalarNode, node.value, (True, False))  # type: ignore[no-untyped-call]
+            if node.style in (None, "")
+            else _STR_TAG
+        )
+        if node.tag != implicit:
+            raise self.fail(
+                path,
+                f"YAML tags are not accepted, at {_at(node)} "
+                f"(got {preview(_tag(node))}; expected a plain value)",
+            )
+        if node.tag == _INT_TAG:
+            if len(node.value) > _INT_TEXT_CHARS:
+                raise self.fail(
+                    path,
+                    f"number out of range at {_at(node)} (got an integer of {len(node.value):,} characters; "
+                    f"expected at most {MAX_INT:,})",
+                )
+            value = self.loader.construct_yaml_int(node)
+            if abs(value) > MAX_INT:
+                raise self.fail(
+                    path,
+                    f"number out of range at {_at(node)} "
+                    f"(got {preview(value)}; expected at most {MAX_INT:,})",
+                )
+        elif node.tag == _FLOAT_TAG:
+            number = self.loader.construct_yaml_float(node)
+            if not math.isfinite(number):
+                raise self.fail(
+                    path,
+                    f"not a finite number at {_at(node)} "
+                    f"(got {preview(node.value)}; expected a finite number)",
+                )
+        elif node.tag == _TIMESTAMP_TAG:
+            try:
+                self.loader.construct_yaml_timestamp(node)
+            except (ValueError, OverflowError) as e:  # 2001-13-45
+                problem = f"not a valid date at {_at(node)} (got {preview(node.value)}: {e})"
+                raise self.fail(path, problem) from None
+
+    def walk(self, node: yaml.Node, path: str, depth: int) -> int:
+        key = id(node)
+        if key in self.sizes:
+            return self.sizes[key]
+        if key in self.open:
+            raise self.fail(path, f"an alias refers to a node that contains it, at {_at(node)} (a cycle)")
+        if depth > MAX_DEPTH:
+            raise self.fail(path, f"nested too deeply at {_at(node)} (more than {MAX_DEPTH} levels)")
+        self.open.add(key)
+        count = 1
+        if isinstance(node, yaml.ScalarNode):
+            self.scalar(node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                raise self.fail(
+                    path, f"YAML tags are not accepted, at {_at(node)} (got {preview(_tag(node))})"
+                )
+            for i, child in enumerate(node.value):
+                count += self.walk(child, f"{path}[{i}]", depth + 1)
+        elif isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                raise self.fail(
+                    path, f"YAML tags are not accepted, at {_at(node)} (got {preview(_tag(node))})"
+                )
+            for k, v in node.value:
+                name = _join(path, _key_text(k))
+                count += self.walk(k, name, depth + 1) + self.walk(v, name, depth + 1)
+        self.open.discard(key)
+        if count > MAX_NODES:
+            raise self.fail(
+                path,
+                f"expands to more than {MAX_NODES:,} values at {_at(node)} "
+                "(aliases repeating aliases, or a list too long to plan)",
+            )
+        self.sizes[key] = count
+        return count
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return f"invalid YAML: {where}{problem}"
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """One YAML document, checked (depth, expansion, tags, numbers) before it is constructed."""
+    loader = _Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as e:
+            if getattr(e, "problem", None) == "exceeded maximum nesting depth":  # libyaml's 1,000 levels
+                raise ReadError(
+                    source, f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
+                ) from None
+            raise ReadError(source, _yaml_problem(e)) from None
+        except RecursionError:  # the pure loader's recursive composer
+            problem = f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
+            raise ReadError(source, problem) from None
+        if node is None:
+            return None
+        _Checker(loader, source).walk(node, "", 0)
+        try:
+            return loader.construct_document(node)
+        except yaml.YAMLError as e:  # an unhashable key such as `? [a]`
+            raise ReadError(source, _yaml_problem(e)) from None
+        except (ValueError, OverflowError, TypeError, RecursionError) as e:
+            raise ReadError(source, f"invalid YAML: {str(e).split(';')[0] or type(e).__name__}") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(
+    path: str | Path,
+    *,
+    what: str = "YAML file",
+    limit: int = DOCUMENT_LIMIT_BYTES,
+    source: str | None = None,
+) -> Any:
+    """A YAML file (or `-`) read, decoded and parsed with every bound of this module.
+
+    Raises:
+        ReadError: located at the file, and at the key path or line:column where it can be.
+    """
+    shown = source if source is not None else str(path)
+    return parse_yaml(read_text(path, what=what, limit=limit, source=shown), shown)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+class _BadNumber:
+    """A number refused by the JSON hooks, kept as text so the check can name its key path."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _json_int(text: str) -> int | _BadNumber:
+    if len(text) > 20:
+        return _BadNumber(text)
+    value = int(text)
+    return value if abs(value) <= MAX_INT else _BadNumber(text)
+
+
+def _json_float(text: str) -> float | _BadNumber:
+    value = float(text)
+    return value if math.isfinite(value) else _BadNumber(text)
+
+
+def _check_json(doc: Any, source: str) -> None:
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, _BadNumber):
+            digits = f"a number of {len(value.text):,} characters" if len(value.text) > 40 else value.text
+            raise ReadError(
+                source,
+                f"number out of range (got {digits}; expected a finite number within ±{MAX_INT:,})",
+                _short_path(path),
+            )
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise ReadError(
+                    source, f"not JSON (nested too deeply: more than {MAX_DEPTH} levels)", _short_path(path)
+                )
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                sub = f"{path}[{k}]" if isinstance(value, list) else _join(path, str(k) if str(k) else '""')
+                stack.append((v, sub, depth + 1))
+
+
+def parse_json(text: str, source: str) -> Any:
+    """One JSON document with the number and depth bounds of this module."""
+    try:
+        doc = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_BadNumber)
+    except json.JSONDecodeError as e:
+        raise ReadError(source, f"not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise ReadError(source, f"not JSON (nested too deeply: more than {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # defensive: a hook's int()/float() on text json let through
+        raise ReadError(source, f"not JSON ({e})") from None
+    _check_json(doc, source)
+    return doc
+
+
+def read_json(
+    path: str | Path,
+    *,
+    what: str = "JSON file",
+    limit: int = DOCUMENT_LIMIT_BYTES,
+    source: str | None = None,
+) -> Any:
+    """A JSON file (or `-`) read, decoded and parsed with every bound of this module.
+
+    Raises:
+        ReadError: located at the file, and at the key path or line:column where it can be.
+    """
+    shown = source if source is not None else str(path)
+    return parse_json(read_text(path, what=what, limit=limit, source=shown), shown)
