@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from cgplan import yaml_load  # noqa: E402
+from cgplan.io.files import parse_yaml  # noqa: E402
 from cgplan.config import load_config  # noqa: E402
 from cgplan.core.plan import build_plan  # noqa: E402
 from cgplan.logs import parse_file  # noqa: E402
@@ -344,7 +344,7 @@ def bench_yaml() -> dict[str, Any]:
             "kib": round(len(text) / 1024, 1),
             "pyyaml_safe_load_ms": round(cpu_median(lambda text=text: yaml.safe_load(text), 5) * 1000, 1),
             "cgplan_yaml_load_ms": round(
-                cpu_median(lambda text=text: yaml_load.safe_load(text), 5) * 1000, 1
+                cpu_median(lambda text=text: parse_yaml(text, "bench"), 5) * 1000, 1
             ),
         }
     return out

@@ -75,6 +75,8 @@ def test_format_a_command_does_not_have(
 # --------------------------------------------------------------------------------- - = stdin
 
 
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_dash_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`kubectl logs POD | cgplan logs -` and `... | cgplan plan -` (before: "-: no such file")."""
     code, from_file, _ = run(monkeypatch, capsys, "logs", str(LOG), "--json")
@@ -260,6 +262,12 @@ def test_make_help_lists_every_target() -> None:
 
 
 def _stdin(data: bytes) -> object:
+    """A stdin with a real file descriptor (the reader reads `-` from the descriptor, with a
+    time-out when it is a pipe)."""
     import io
+    import tempfile
 
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    f = tempfile.TemporaryFile()
+    f.write(data)
+    f.seek(0)
+    return io.TextIOWrapper(f, encoding="utf-8")

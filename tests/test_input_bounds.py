@@ -45,7 +45,7 @@ def test_model_config_json_shape_numbers_are_bounded(tmp_path: Path, key: str, v
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(json.dumps(hf))
     cfg = tmp_path / "serve.yaml"
-    cfg.write_text("model: m\n")
+    cfg.write_text(f"model: {tmp_path / 'm'}\n")  # relative models start from the working directory
     refused(
         ["plan", str(cfg)], cfg, rf":model: .*config\.json:{key}: not a usable model dimension \(got {value};"
     )
