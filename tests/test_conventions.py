@@ -267,7 +267,7 @@ def _stdin(data: bytes) -> object:
     import io
     import tempfile
 
-    f = tempfile.TemporaryFile()
+    f = tempfile.TemporaryFile()  # noqa: SIM115 (it is the stdin the test reads; closed with it)
     f.write(data)
     f.seek(0)
     return io.TextIOWrapper(f, encoding="utf-8")
