@@ -266,7 +266,7 @@ def test_yaml_plain_values_still_read() -> None:
         ('{"a": NaN}', r"^r:a: number out of range \(got NaN"),
         ("[" * 70 + "]" * 70, r"^r:\[0\].*: not JSON \(nested too deeply"),
         ("[" * 100_000 + "]" * 100_000, r"^r: not JSON \(nested too deeply"),
-        ('{"a": 1,}', r"^r: not JSON \(line 1, column 9: "),
+        ('{"a": 1,}', r"^r: not JSON \(line 1, column [89]: "),
     ],
 )
 def test_json_bounds_are_located(text: str, pattern: str) -> None:
