@@ -59,7 +59,7 @@ bench: $(STAMP)
 
 ## oracle-venvs: one CPU-only vLLM venv per supported release in .cache/venv-X (git-ignored; ~2 GB each)
 ORACLE_VENVS ?= .cache
-VLLM_VERSIONS := $(shell $(PY) -c "import sys; sys.path.insert(0, '.'); from cgplan.core.rules import SUPPORTED_VERSIONS as v; print(*v)")
+VLLM_VERSIONS := $(shell $(PY) -c "import sys; sys.path.insert(0, '.'); from cgplan.core.vllm.releases import SUPPORTED_VERSIONS as v; print(*v)")
 oracle-venvs:
 	@for v in $(VLLM_VERSIONS); do \
 		test -x $(ORACLE_VENVS)/venv-$$v/bin/python || scripts/oracle/setup-venv.sh $$v $(ORACLE_VENVS)/venv-$$v || exit 1; \

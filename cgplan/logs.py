@@ -40,9 +40,9 @@ from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
-from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, rules_for
 from cgplan.errors import CgplanError, ConfigError, ConfigRejected
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.planning import plan_file

@@ -10,9 +10,9 @@ from typing import Any
 from cgplan.capture_policies import load_capture_policy
 from cgplan.config import MAX_REASONABLE, Overrides, load_config, parse_platform
 from cgplan.core.modes import Mode
-from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES
 from cgplan.core.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS, SweepResult, sweep
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError
 
 MAX_SWEEP_REQUESTS = 200_000_000

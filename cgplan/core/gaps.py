@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.ladder import Ladder, capture_ladder, request_counts, token_grid
 from cgplan.core.modes import Mode
-from cgplan.core.rules import DecodeSizes, VllmRules, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Gap, Plan, Rejected, StepPadding
+from cgplan.core.vllm.releases import DecodeSizes, VllmRules, rules_for
 
 if TYPE_CHECKING:
     from cgplan.core.cost import CostCoefficients, CostPrediction

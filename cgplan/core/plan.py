@@ -26,9 +26,9 @@ from cgplan.core.resolve import (
     validate_parallel,
     validate_ubatching_backend,
 )
-from cgplan.core.rules import V2Tiers, VllmRules, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected
+from cgplan.core.vllm.releases import V2Tiers, VllmRules, rules_for
 
 
 def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:

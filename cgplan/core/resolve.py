@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from cgplan.core.attention import cudagraph_support, default_backend
 from cgplan.core.graphs import round_up
 from cgplan.core.modes import CGSupport, Mode
-from cgplan.core.rules import VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
+from cgplan.core.vllm.releases import VllmRules
 
 # vllm/compilation/passes/fusion/sequence_parallelism.py: SP_MIN_HIDDEN_SIZE and
 # SP_MIN_PER_GPU_SIZE_MB, keyed by SM major (SM10x collapsed to 100).
