@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.logs import (
     FIGURE_FIELDS,
     LogError,
@@ -26,7 +27,6 @@ from cgplan.logs import (
     MetricsTable,
     ProgressBar,
     compare_with_config,
-    log_format_for,
     parse_file,
     parse_log,
     read_log,
