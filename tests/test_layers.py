@@ -9,6 +9,7 @@ gpu/nvml.py, and rich not there either" needs this table rather than ruff config
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,42 @@ def test_the_lint_can_fail(rel: str, code: str, problem: str, tmp_path: Path) ->
     path.write_text(code + "\n")
     problems, _ = violations(tmp_path / "cgplan")
     assert len(problems) == 1 and problem in problems[0], problems
+
+
+# ------------------------------------------------------------- one place knows a release number
+
+RELEASE_NUMBER = re.compile(r"\b0\.\d{2}(?:\.\d+)?\b")
+SPELLED_ELSEWHERE: dict[str, str] = {
+    "cgplan/cli/_options.py": "--vllm-version's help: how a release may be spelled (0.33, v0.33.0, 0.33.1)",
+    "cgplan/cli/calibrate.py": "what the shipped coefficients were measured with (vLLM 0.26.0 on the H200)",
+    "cgplan/diffing.py": "an example in a usage message (house-15 folds diffing.py into api.py)",
+}
+"""Files outside cgplan/core/vllm/ whose code (not docstrings) spells a release, and why that is not
+a rule; every other release number a message needs comes from the tables (`first_release`)."""
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The string statements of every body: module, class, function and attribute docstrings."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    ids.add(id(stmt.value))
+    return ids
+
+
+def test_only_core_vllm_spells_a_release() -> None:
+    """Adding or dropping a release changes cgplan/core/vllm/ only, not a message somewhere else."""
+    spelled: dict[str, list[str]] = {}
+    for path in sorted(CGPLAN.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("cgplan/core/vllm/"):
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and id(node) not in docs else None
+            if isinstance(text, str) and RELEASE_NUMBER.search(text):
+                spelled.setdefault(rel, []).append(f"{rel}:{getattr(node, 'lineno', 0)}: {text[:60]!r}")
+    assert sorted(spelled) == sorted(SPELLED_ELSEWHERE), [s for f in spelled for s in spelled[f]]

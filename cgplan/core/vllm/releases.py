@@ -13,7 +13,7 @@ these rules) or `closest_release` (lenient: read what a build printed).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol, TypeVar
@@ -243,6 +243,16 @@ LATEST_VERSION: str = SUPPORTED_VERSIONS[-1]
 def rules_for(version: str) -> VllmRules:
     """The rules of `version`; KeyError for an unknown release (callers validate first)."""
     return RELEASES[version]
+
+
+def first_release(has: Callable[[VllmRules], bool]) -> str:
+    """The oldest supported release whose rules `has` a behaviour: how a message names the release
+    that brought or removed one without spelling a release number outside this package.
+
+    >>> first_release(lambda r: not r.sequence_parallel) > first_release(lambda r: r.sm100_ceiling_1024)
+    True
+    """
+    return next(version for version, rules in RELEASES.items() if has(rules))
 
 
 # ------------------------------------------------------------------------------- the lookup rule
