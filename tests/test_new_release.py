@@ -27,6 +27,7 @@ from cgplan.core.vllm.releases import (
     rules_for,
     since_entry,
 )
+from tests.cli_helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "configs" / "models" / "tiny-llama"
@@ -143,3 +144,17 @@ def test_one_lookup_rule(release: str) -> None:
         assert entry is [e for e in table if SUPPORTED_VERSIONS.index(e.since) <= at][-1]
     assert log_formats.log_format_for(patch_release) is since_entry(log_formats.LOG_FORMATS, release)
     assert serve_flags.serve_flags_for(release) is since_entry(serve_flags.SERVE_FLAGS, release)
+
+
+def test_plan_and_sweep_read_a_patch_release_alike(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sweep refused `--vllm-version 0.33.1` (its own exact-match rule) where plan read it as 0.33.0."""
+    patch = f"{_major}.{_minor}.{int(LATEST_VERSION.split('.')[2]) + 9}"
+    example = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
+    code, out, err = run(monkeypatch, capsys, "plan", example, "--vllm-version", patch, "--json")
+    assert (code, json.loads(out)["vllm_version"]) == (0, LATEST_VERSION), err
+    sweep = ("sweep", example, "--set", "max_num_seqs=30..31", "--vllm-version", patch, "--json")
+    code, out, err = run(monkeypatch, capsys, *sweep)
+    assert code == 0, err
+    assert {tuple(r["detail_varies"]) for r in json.loads(out)["ranges"]} == {(LATEST_VERSION,)}
