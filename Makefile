@@ -44,11 +44,13 @@ ci: lint test gate-examples
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
 
-## lint: ruff check, ruff format --check (cgplan, tests, scripts, benchmarks), mypy --strict (cgplan, tests)
+## lint: ruff check, ruff format --check (cgplan, tests, scripts, benchmarks), mypy --strict (cgplan, tests),
+## the layers (which library and which cgplan layer each file may import; the core stdlib only and pure)
 lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
 	$(BIN)/mypy cgplan tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py tests/test_import_boundaries.py
 
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle, paired; set
 ## ORACLE_PYTHON=.cache/venv-0.33.0/bin/python (make oracle-venvs), else that side is "not measured")
@@ -59,7 +61,7 @@ bench: $(STAMP)
 
 ## oracle-venvs: one CPU-only vLLM venv per supported release in .cache/venv-X (git-ignored; ~2 GB each)
 ORACLE_VENVS ?= .cache
-VLLM_VERSIONS := $(shell $(PY) -c "import sys; sys.path.insert(0, '.'); from cgplan.core.rules import SUPPORTED_VERSIONS as v; print(*v)")
+VLLM_VERSIONS := $(shell $(PY) -c "import sys; sys.path.insert(0, '.'); from cgplan.core.vllm.releases import SUPPORTED_VERSIONS as v; print(*v)")
 oracle-venvs:
 	@for v in $(VLLM_VERSIONS); do \
 		test -x $(ORACLE_VENVS)/venv-$$v/bin/python || scripts/oracle/setup-venv.sh $$v $(ORACLE_VENVS)/venv-$$v || exit 1; \

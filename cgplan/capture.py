@@ -22,7 +22,7 @@ from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.measure import MeasuredCapture, compare
 from cgplan.core.plan import build_plan
-from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
 from cgplan.io.files import read_yaml
@@ -127,16 +127,18 @@ def run_capture(
         from cgplan.gpu.vllm_backend import installed_vllm_version
 
         version = installed_vllm_version()
-        if version not in SUPPORTED_VERSIONS and not allow_unknown_vllm:
+        release = release_for(version)  # a patch release plans with its release's rules
+        if release is None and not allow_unknown_vllm:
             raise GpuUnavailableError(
                 f"vLLM {version} is installed; cgplan knows the rules of {', '.join(SUPPORTED_VERSIONS)} "
                 "(use --allow-unknown-vllm to capture anyway and compare with the newest rules)"
             )
-        if version in SUPPORTED_VERSIONS and version != inp.vllm_version:
+        if release is not None and release != inp.vllm_version:
+            rules = version if release == version else f"{release} (for {version})"
             progress.note(
-                f"planning with the installed vLLM {version}'s rules (config says {inp.vllm_version})"
+                f"planning with the installed vLLM {rules}'s rules (config says {inp.vllm_version})"
             )
-            inp = dataclasses.replace(inp, vllm_version=version)
+            inp = dataclasses.replace(inp, vllm_version=release)
     try:
         plan = build_plan(inp)
     except ConfigRejected as e:

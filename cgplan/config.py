@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.defaults import serve_defaults
 from cgplan.core.modes import CGSupport, Mode, Platform
-from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import (
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
@@ -23,6 +22,13 @@ from cgplan.core.spec import (
     ModelShape,
     PlanInput,
     SpeculativeSpec,
+)
+from cgplan.core.vllm.releases import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    numeric_release,
+    release_for,
+    rules_for,
 )
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -222,34 +228,29 @@ def _snake_keys(section: Mapping[str, Any], prefix: str) -> dict[str, Any]:
 def resolve_vllm_version(value: object, path: str) -> tuple[str, str | None]:
     """A release cgplan has rules for, from what people write: `0.33.0`, `v0.33.0`, `0.33` (its
     minor release) or a patch release cgplan has no entry for (`0.33.1`: the newest known release
-    of that minor at or below it, with a note). Refused, with the nearest known release by
-    version order, otherwise.
+    of that minor at or below it, with a note); `release_for` is the rule. Refused, with the
+    nearest known release by version order, otherwise.
 
-    >>> resolve_vllm_version("v0.33", "--vllm-version")
-    ('0.33.0', 'vLLM 0.33 read as 0.33.0')
-    >>> resolve_vllm_version("0.33.1", "--vllm-version")[0]
-    '0.33.0'
+    >>> resolve_vllm_version("v" + LATEST_VERSION, "--vllm-version") == (LATEST_VERSION, None)
+    True
     """
     text = str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
     if not isinstance(text, str):
         raise _err(path, "must be a string", value, "one of " + ", ".join(SUPPORTED_VERSIONS))
     key = text.strip().removeprefix("v").removeprefix("V")
-    if key in SUPPORTED_VERSIONS:
+    release = release_for(key)
+    if release == key:
         return key, None
-    parts = key.split(".")
-    nums = tuple(int(x) for x in parts) if all(x.isdigit() and len(x) < 6 for x in parts) else None
-    known = [(tuple(int(x) for x in v.split(".")), v) for v in SUPPORTED_VERSIONS]
-    if nums is not None and len(nums) in (2, 3):
-        same_minor = [(n, v) for n, v in known if n[:2] == nums[:2]]
-        if len(nums) == 2 and same_minor:
-            return same_minor[-1][1], f"vLLM {key} read as {same_minor[-1][1]}"
-        below = [(n, v) for n, v in same_minor if n <= nums]
-        if len(nums) == 3 and below:
-            v = below[-1][1]
-            return v, (
-                f"vLLM {key} planned with {v}'s rules: cgplan keeps rules per release and knows no "
-                f"change of capture between {v} and {key} (a patch release)"
-            )
+    nums = numeric_release(key)
+    if release is not None and nums is not None:
+        if len(nums) == 2:
+            return release, f"vLLM {key} read as {release}"
+        return release, (
+            f"vLLM {key} planned with {release}'s rules: cgplan keeps rules per release and knows no "
+            f"change of capture between {release} and {key} (a patch release)"
+        )
+    if nums is not None:
+        known = [(tuple(int(x) for x in v.split(".")), v) for v in SUPPORTED_VERSIONS]
         order = sorted([*known, (nums + (0,) * (3 - len(nums)), "")])
         at = next(i for i, (n, v) in enumerate(order) if v == "" and n == nums + (0,) * (3 - len(nums)))
         near = order[at + 1][1] if at + 1 < len(order) else order[at - 1][1]

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from cgplan import __version__
 from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
-from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.core.vllm.releases import release_for
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
 from cgplan.files import write_atomically
 from cgplan.io import files
@@ -163,7 +163,7 @@ def planned_input_version(backend: str) -> str | None:
     if backend not in ("auto", "vllm"):
         return None
     version = _dist_version("vllm")
-    return version if version in SUPPORTED_VERSIONS else None
+    return None if version is None else release_for(version)
 
 
 def make_jobs(configs: Sequence[Path], out_dir: Path, overrides: Overrides, backend: str) -> list[FleetJob]:

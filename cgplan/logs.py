@@ -1,7 +1,7 @@
 """`cgplan logs`: what a vLLM startup log says was captured, and how that compares with the plan.
 
 A log is read line by line (tqdm progress bars are split at their carriage returns) against a
-table of vLLM's own log format strings, one entry per range of releases (`LOG_FORMATS`). The
+table of vLLM's own log format strings per release (`cgplan.core.vllm.log_formats`). The
 parse is a frozen `ParsedLog`; `compare_with_config` plans the config under the log's vLLM
 release and holds every figure the log states against the plan (`Comparison`).
 
@@ -24,26 +24,25 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
-import contextlib
-import functools
 import gzip
 import io
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
-from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
+from cgplan.config import LoadedConfig, Overrides
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
-from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
-from cgplan.errors import CgplanError, ConfigError, ConfigRejected
+from cgplan.core.vllm.log_formats import LOG_FORMATS, LogFormat, log_format_for
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for, rules_for
+from cgplan.errors import CgplanError, ConfigRejected
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.planning import plan_file
 
@@ -53,225 +52,6 @@ SCHEMA_VERSION = 1
 
 class LogError(CgplanError):
     """The log cannot be read, or is not a vLLM log (exit 2)."""
-
-
-# --------------------------------------------------------------------------------------------
-# vLLM's log format strings, per range of releases
-# --------------------------------------------------------------------------------------------
-
-
-def _re(pattern: str) -> re.Pattern[str]:
-    # Every pattern is searched on lines a log's author controls: each keeps a failed attempt's
-    # work bounded (bounded repeats, word boundaries, a prefix that may not repeat), so a
-    # crafted long line costs linear time (tests/test_report_trust.py times none; it counts).
-    return re.compile(pattern)
-
-
-@dataclass(frozen=True)
-class BarFamily:
-    """One kind of tqdm capture progress bar: its description, whose graphs it counts."""
-
-    pattern: re.Pattern[str]
-    """Matches the whole bar description; group `mode` is the CUDA-graph runtime mode."""
-    manager: str
-    """Plan family the bar counts: target, drafter_prefill, drafter_decode."""
-    runner: str
-    """Model runner that prints it: v1 or v2."""
-
-
-@dataclass(frozen=True)
-class LogFormat:
-    """vLLM's log lines that `cgplan logs` reads, for the releases from `since` on."""
-
-    since: str
-    """First vLLM release this entry applies to (until the next entry's `since`)."""
-    engine: re.Pattern[str]
-    """vllm/v1/engine/core.py: "Initializing a V1 LLM engine (v%s) with config: %s"."""
-    non_default_args: re.Pattern[str]
-    """The serve/LLM entry point: "non-default args: %s" (a dict repr)."""
-    chunked_prefill: re.Pattern[str]
-    """vllm/config/scheduler.py: "Chunked prefill is enabled with max_num_batched_tokens=%d."."""
-    v2_runner: re.Pattern[str]
-    """vllm/v1/worker/gpu_worker.py: "Using V2 Model Runner"."""
-    runner_fallback: re.Pattern[str]
-    """vllm/config/vllm.py: "Model Runner V2 does not yet support %s; using the V1 model runner"."""
-    v1_source: re.Pattern[str]
-    """A line logged from vllm/v1/worker/gpu_model_runner.py (console or logger-name format)."""
-    v2_source: re.Pattern[str]
-    """A line logged from vllm/v1/worker/gpu/model_runner.py."""
-    dynamic_sd_override: re.Pattern[str]
-    """vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode` (V1 only)."""
-    truncated_max: re.Pattern[str]
-    """vllm/config/vllm.py `_set_cudagraph_sizes`: "Truncating max_cudagraph_capture_size to %d"."""
-    sizes_overridden: re.Pattern[str]
-    """vllm/config/vllm.py: "cudagraph_capture_sizes specified in compilation_config %s is
-    overridden by config %s"."""
-    mode_downgrade: re.Pattern[str]
-    """vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`: the attention downgrade."""
-    profiling: re.Pattern[str]
-    """V1 gpu_model_runner.py: "Profiling CUDA graph memory: %s" ("MODE=N (largest=T)", ...)."""
-    profiling_group: re.Pattern[str]
-    """One "MODE=N (largest=T)" group of the profiling line."""
-    estimate: re.Pattern[str]
-    """V1: "Estimated CUDA graph memory: %.2f GiB total"."""
-    kv_memory: re.Pattern[str]
-    """gpu_worker.py: "Available KV cache memory: %s GiB"."""
-    kv_tokens: re.Pattern[str]
-    """vllm/v1/core/kv_cache_utils.py: the KV cache size in tokens."""
-    capture_finished: re.Pattern[str]
-    """Both runners' capture_model: "Graph capturing finished in %.0f secs, took %.2f GiB"."""
-    pool_memory: re.Pattern[str]
-    """gpu_worker.py: "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference:
-    %s GiB (%.1f%%)."."""
-    speculator_capture: re.Pattern[str]
-    """V2 speculators: "Capturing model for speculator..."."""
-    capture_skipped: re.Pattern[str]
-    """V1/V2 capture_model with mode NONE: "Skipping ... CUDA graph capture"."""
-    engine_ready: re.Pattern[str]
-    """core.py: "init engine (profile, create kv cache, warmup model) took %.2f s"."""
-    bar: re.Pattern[str]
-    """A tqdm bar state: "DESC: PCT%|BAR| N/M [...]" (tqdm's default format)."""
-    bar_families: tuple[BarFamily, ...]
-    """Known bar descriptions, first match wins."""
-    metrics_header: re.Pattern[str]
-    """vllm/compilation/cuda_graph.py CUDAGraphLogging: "**CUDAGraph Config Settings:**"."""
-    metrics_mode: re.Pattern[str]
-    """"- Mode: %s" (str(CUDAGraphMode): the member name)."""
-    metrics_sizes: re.Pattern[str]
-    """"- Capture sizes: %s" (a list repr)."""
-    metrics_row: re.Pattern[str]
-    """"| unpadded | padded | paddings | runtime mode | count |" (left-justified cells)."""
-    metrics_other: re.Pattern[str]
-    """The table's other lines: "**CUDAGraph Stats:**", the column header, the separator."""
-    v2_profiling_capture: bool
-    """V2's memory profiling runs a capture (bars and a "Graph capturing finished" line of its
-    own) before the KV cache is sized (vllm/v1/worker/gpu/cudagraph_utils.py
-    `profile_cudagraph_memory`, from 0.29.0)."""
-
-
-_MODE = r"(?:CUDAGraphMode\.)?(?P<mode>NONE|PIECEWISE|FULL_DECODE_ONLY|FULL_AND_PIECEWISE|FULL)"
-
-# vLLM 0.26.0 (the strings below are unchanged through 0.33.0 unless an entry says otherwise).
-_V0_26 = LogFormat(
-    since="0.26.0",
-    engine=_re(r"Initializing a V1 LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<config>.*)"),
-    # The dict runs to the end of the line; it may not contain the prefix again, so a line of
-    # repeated prefixes is scanned once, not once per prefix (quadratic).
-    non_default_args=_re(r"non-default args: (?P<args>\{(?:(?!non-default args: ).)*\})\s*$"),
-    chunked_prefill=_re(r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)"),
-    v2_runner=_re(r"Using V2 Model Runner"),
-    runner_fallback=_re(
-        r"Model Runner V2 does not yet support (?P<what>.{1,300}?); using the V1 model runner instead\.?"
-    ),
-    v1_source=_re(r"\[gpu_model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu_model_runner\b"),
-    v2_source=_re(r"\[model_runner\.py:\d+\]|\bvllm\.v1\.worker\.gpu\.model_runner\b"),
-    dynamic_sd_override=_re(
-        r"Dynamic speculative decoding changes the target verification length at runtime\. "
-        r"Overriding cudagraph_mode from (?P<from>\w+) to (?P<to>\w+)"
-    ),
-    truncated_max=_re(r"Truncating max_cudagraph_capture_size to (?P<size>\d+)"),
-    sizes_overridden=_re(
-        r"cudagraph_capture_sizes specified in compilation_config (?P<given>\[[\d, ]*\]) "
-        r"is overridden by config (?P<final>\[[\d, ]*\])"
-    ),
-    mode_downgrade=_re(
-        r"CUDAGraphMode\.(?P<from>\w+) is not supported (?:with spec-decode for attention backend "
-        r"(?P<spec_backend>\S+)|with (?P<backend>\S+) backend) \(support: ?(?P<support>[^)]{0,300})\); "
-        r"setting cudagraph_mode=(?P<to>\w+)"
-    ),
-    profiling=_re(r"Profiling CUDA graph memory: (?P<groups>.*)"),
-    profiling_group=_re(r"\b(?P<mode>\w+)=(?P<count>\d+) \(largest=(?P<largest>\d+)\)"),
-    estimate=_re(r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB total"),
-    kv_memory=_re(r"Available KV cache memory: (?P<gib>[\d.]+) GiB"),
-    kv_tokens=_re(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens"),
-    capture_finished=_re(r"Graph capturing finished in (?P<secs>[\d.]+) secs, took (?P<gib>-?[\d.]+) GiB"),
-    pool_memory=_re(
-        r"CUDA graph pool memory: (?P<actual>[\d.]+) GiB \(actual\), (?P<estimated>[\d.]+) GiB "
-        r"\(estimated\), difference: (?P<diff>[\d.]+) GiB \((?P<pct>[\d.]+)%\).*"
-    ),
-    speculator_capture=_re(r"Capturing model for (?:[\w-]+ ){0,8}speculator\.\.\."),
-    capture_skipped=_re(r"Skipping (?:encoder and decoder )?CUDA graph capture"),
-    engine_ready=_re(r"init engine \(profile, create kv cache, warmup model\) took"),
-    bar=_re(
-        r"(?P<desc>Capturing [^\r\n:|]{0,64}?CUDA graphs(?: \([^)\r\n]{0,128}\))?): *\d+%\|[^|\r\n]*\| *"
-        r"(?P<n>\d+)/(?P<total>\d+)"
-    ),
-    bar_families=(
-        # V1 gpu_model_runner._capture_cudagraphs: one bar per runtime mode, labelled by the
-        # first (largest) descriptor's `uniform` flag.
-        BarFamily(
-            _re(r"^Capturing CUDA graphs \((?:decode|mixed prefill-decode), (?P<mode>PIECEWISE|FULL)\)$"),
-            "target",
-            "v1",
-        ),
-        # V2 CudaGraphManager.capture: f"{progress_bar_desc} ({mode.name})".
-        BarFamily(_re(r"^Capturing CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "target", "v2"),
-        BarFamily(
-            _re(r"^Capturing prefill CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter_prefill", "v2"
-        ),
-        BarFamily(
-            _re(r"^Capturing decode CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter_decode", "v2"
-        ),
-    ),
-    metrics_header=_re(r"CUDAGraph Config Settings:"),
-    metrics_mode=_re(r"- Mode: " + _MODE + r"\s*$"),
-    metrics_sizes=_re(r"- Capture sizes: (?P<sizes>\[[\d, ]*\])"),
-    metrics_row=_re(
-        r"\|\s*(?P<unpadded>\d+)\s*\|\s*(?P<padded>\d+)\s*\|\s*(?P<paddings>-?\d+)\s*\|\s*"
-        + _MODE
-        + r"\s*\|\s*(?P<count>\d+)\s*\|"
-    ),
-    metrics_other=_re(r"CUDAGraph Stats:|\| Unpadded Tokens \||^[^|]*\|-+\|"),
-    v2_profiling_capture=False,
-)
-# 0.29.0: V2 estimates graph memory by capturing (vllm/v1/worker/gpu/cudagraph_utils.py
-# `profile_cudagraph_memory` runs `capture_model()` against a throwaway pool, FULL graphs
-# sampled), so its bars and "Graph capturing finished" line come twice.
-_V0_29 = replace(_V0_26, since="0.29.0", v2_profiling_capture=True)
-# 0.30.0: kv_cache_utils.update_kv_cache_capacity logs "%s KV cache size: %s tokens, ..." with
-# the device name ("GPU", "XPU"; " + host" with hisparse) in front.
-_V0_30 = replace(
-    _V0_29,
-    since="0.30.0",
-    kv_tokens=_re(r"\b[A-Z]+(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"),
-)
-
-LOG_FORMATS: tuple[LogFormat, ...] = (_V0_26, _V0_29, _V0_30)
-"""Oldest first; a release uses the last entry whose `since` is not newer than it."""
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """The numeric release of a version string (dev and local suffixes dropped).
-
-    >>> version_key("0.26.1.dev5+gabc"), version_key("0.33.0")
-    ((0, 26, 1), (0, 33, 0))
-    """
-    parts: list[int] = []
-    for piece in version.split("+")[0].split("."):
-        m = re.match(r"\d+", piece)
-        if m is None:
-            break
-        parts.append(int(m.group(0)))
-        if m.group(0) != piece:
-            break
-    return tuple(parts)
-
-
-@functools.cache
-def log_format_for(version: str | None) -> LogFormat:
-    """The `LOG_FORMATS` entry for `version` (the newest one when the version is unknown).
-
-    >>> log_format_for("0.26.0").since, log_format_for("0.31.0").since, log_format_for(None).since
-    ('0.26.0', '0.30.0', '0.30.0')
-    """
-    if version is None or not version_key(version):
-        return LOG_FORMATS[-1]
-    key = version_key(version)
-    chosen = LOG_FORMATS[0]
-    for fmt in LOG_FORMATS:
-        if version_key(fmt.since) <= key:
-            chosen = fmt
-    return chosen
 
 
 # --------------------------------------------------------------------------------------------
@@ -1133,7 +913,7 @@ class _Parser:
 
     def line(self, line: str) -> None:
         """One line, without its newline."""
-        probe, region, pending = _V0_26, self.region, self.pending
+        probe, region, pending = LOG_FORMATS[0], self.region, self.pending
         parts = line.split("\r") if "\r" in line else (line,)
         last_part = len(parts) - 1
         for n, seg in enumerate(parts):
@@ -1681,10 +1461,9 @@ def compare_with_config(
         raise LogError(
             f"{parsed.source}: the log names no vLLM version (no engine line); pass --vllm-version"
         )
-    if version not in SUPPORTED_VERSIONS and vllm_version is None:
+    if vllm_version is None:
         # a patch release of a known one (0.33.1): planned with that release's rules
-        with contextlib.suppress(ConfigError):
-            version = resolve_vllm_version(version, "vllm_version")[0]
+        version = release_for(version) or version
     if version not in SUPPORTED_VERSIONS and vllm_version is None:
         raise LogError(
             f"{parsed.source}: the log is from vLLM {version}; cgplan has rules for "

@@ -98,7 +98,8 @@ def plan_vllm_args(
     from cgplan.vllm_args import SOURCE, read_vllm_args
 
     base = base_dir if base_dir is not None else Path.cwd()
-    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)
+    release = overrides.vllm_version if overrides is not None else None
+    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base, vllm_version=release)
     try:
         notes: list[str] = []
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from cgplan.capture_policies import load_capture_policy
-from cgplan.config import MAX_REASONABLE, Overrides, load_config, parse_platform
+from cgplan.config import MAX_REASONABLE, Overrides, load_config, parse_platform, resolve_vllm_version
 from cgplan.core.modes import Mode
-from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES
 from cgplan.core.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS, SweepResult, sweep
 from cgplan.errors import ConfigError
@@ -160,12 +159,8 @@ def sweep_config(
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
         raise ConfigError("--set", "give at least one axis, e.g. --set max_num_seqs=8..2048")
-    for v in versions:
-        if v not in SUPPORTED_VERSIONS:
-            raise ConfigError(
-                "--vllm-version",
-                f"unknown release {_q(v)} (expected one of {', '.join(SUPPORTED_VERSIONS)})",
-            )
+    # Read as plan and diff read a release (0.33, v0.33.0, a patch release 0.33.1): one lookup rule.
+    versions = [resolve_vllm_version(v, "--vllm-version")[0] for v in versions]
     loaded = load_config(path, Overrides(model_config=model_config))
     axes = [parse_set(s) for s in sets]
     _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))

@@ -25,6 +25,7 @@ came from the `--config` file is located as `--vllm-args:<file>:<key>`.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import shlex
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cgplan.config import _err
+from cgplan.core.vllm.serve_flags import IGNORED, READ, UNMODELLED, ServeFlag, ServeFlags, serve_flags_for
 from cgplan.errors import ConfigError
 from cgplan.io.files import ReadError, parse_yaml, read_text
 from cgplan.io.numbers import human_readable_int
@@ -48,151 +50,33 @@ API_SERVER = "vllm.entrypoints.openai.api_server"
 
 
 # ---------------------------------------------------------------------------------------------- flags
+# The table itself is cgplan.core.vllm.serve_flags (per release).
 
 
 @dataclass(frozen=True)
-class _Flag:
-    """One vllm serve flag: how many values it takes and what cgplan does with it."""
+class _Index:
+    """A release's flag table, by every option string: (flag, positive form?)."""
 
-    dest: str
-    names: tuple[str, ...]  # positive option strings, canonical long name first
-    arity: str  # one | many | optional | none (store_true) | bool (with --no-/inverse forms)
-    role: str  # read | ignored | unmodelled
-    default: str | None = None  # unmodelled: vLLM's default value, accepted as a no-op
-    negatives: tuple[str, ...] = ()
+    by_name: dict[str, tuple[ServeFlag, bool]]
+    long_names: tuple[str, ...]
 
 
-def _flag(dest: str, *aliases: str, arity: str = "one", role: str, default: str | None = None) -> _Flag:
-    long = "--" + dest.replace("_", "-")
-    negatives: tuple[str, ...] = ()
-    if arity == "bool":  # argparse.BooleanOptionalAction + vLLM's EnableDisableAction
-        negatives = ("--no-" + long[2:],)
-        for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
-            if long.startswith(prefix):
-                negatives += (inverse + long.removeprefix(prefix),)
-    return _Flag(dest, (long, *aliases), arity, role, default, negatives)
+@functools.cache
+def _index(flags: ServeFlags) -> _Index:
+    by_name: dict[str, tuple[ServeFlag, bool]] = {}
+    for f in flags.flags:
+        for n in f.names:
+            by_name[n] = (f, True)
+        for n in f.negatives:
+            by_name[n] = (f, False)
+    return _Index(by_name, tuple(f.names[0] for f in flags.flags))
 
 
-_R, _I, _U = "read", "ignored", "unmodelled"
-
-_FLAGS: tuple[_Flag, ...] = (
-    # what cgplan reads
-    _flag("model", role=_R),
-    _flag("hf_config_path", role=_R),
-    _flag("max_model_len", role=_R),
-    _flag("max_num_seqs", role=_R),
-    _flag("max_num_batched_tokens", role=_R),
-    _flag("tensor_parallel_size", "-tp", role=_R),
-    _flag("enforce_eager", arity="bool", role=_R),
-    _flag("performance_mode", role=_R),
-    _flag("optimization_level", role=_R),
-    _flag("speculative_config", "-sc", role=_R),
-    _flag("spec_method", role=_R),
-    _flag("spec_model", role=_R),
-    _flag("spec_tokens", role=_R),
-    _flag("compilation_config", "-cc", role=_R),
-    _flag("cudagraph_capture_sizes", arity="many", role=_R),
-    _flag("max_cudagraph_capture_size", role=_R),
-    _flag("attention_backend", role=_R),
-    _flag("attention_config", "-ac", role=_R),
-    # parallelism, LoRA, microbatching (#16)
-    _flag("pipeline_parallel_size", "-pp", role=_R),
-    _flag("data_parallel_size", "-dp", role=_R),
-    _flag("decode_context_parallel_size", "-dcp", role=_R),
-    _flag("enable_expert_parallel", "-ep", arity="bool", role=_R),
-    _flag("enable_lora", arity="bool", role=_R),
-    _flag("max_loras", role=_R),
-    _flag("enable_dbo", arity="bool", role=_R),
-    _flag("ubatch_size", role=_R),
-    _flag("dbo_decode_token_threshold", role=_R),
-    _flag("dbo_prefill_token_threshold", role=_R),
-    _flag("async_scheduling", arity="bool", role=_R),
-    _flag("all2all_backend", role=_R),
-    # capture-neutral: the keys cgplan.config ignores in a YAML, plus front-end (HTTP server) flags
-    _flag("host", role=_I),
-    _flag("port", role=_I),
-    _flag("uds", role=_I),
-    _flag("served_model_name", arity="many", role=_I),
-    _flag("dtype", role=_I),
-    _flag("gpu_memory_utilization", "--device-memory-utilization", role=_I),
-    _flag("kv_cache_dtype", role=_I),
-    _flag("enable_prefix_caching", arity="bool", role=_I),
-    _flag("trust_remote_code", arity="bool", role=_I),
-    _flag("tokenizer", role=_I),
-    _flag("tokenizer_mode", role=_I),
-    _flag("tokenizer_revision", role=_I),
-    _flag("load_format", role=_I),
-    _flag("seed", role=_I),
-    _flag("block_size", role=_I),
-    _flag("swap_space", role=_I),
-    _flag("disable_log_stats", arity="none", role=_I),
-    _flag("disable_log_requests", arity="bool", role=_I),  # 0.33: the inverse of --enable-log-requests
-    _flag("enable_chunked_prefill", arity="bool", role=_I),
-    _flag("api_key", arity="many", role=_I),
-    _flag("uvicorn_log_level", role=_I),
-    _flag("download_dir", role=_I),
-    _flag("revision", role=_I),
-    _flag("code_revision", role=_I),
-    _flag("hf_token", arity="optional", role=_I),
-    _flag("max_logprobs", role=_I),
-    _flag("generation_config", role=_I),
-    _flag("chat_template", role=_I),
-    _flag("chat_template_content_format", role=_I),
-    _flag("response_role", role=_I),
-    _flag("enable_auto_tool_choice", arity="bool", role=_I),
-    _flag("tool_call_parser", role=_I),
-    _flag("tool_parser_plugin", role=_I),
-    _flag("reasoning_parser", role=_I),
-    _flag("quantization", "-q", role=_I),
-    _flag("skip_tokenizer_init", arity="bool", role=_I),
-    _flag("distributed_executor_backend", role=_I),
-    _flag("cudagraph_metrics", arity="bool", role=_I),
-    _flag("kv_transfer_config", role=_I),
-    _flag("api_server_count", "-asc", role=_I),
-    _flag("headless", arity="none", role=_I),
-    _flag("aggregate_engine_logging", arity="none", role=_I),
-    _flag("max_log_len", role=_I),
-    _flag("enable_log_outputs", arity="bool", role=_I),
-    _flag("disable_uvicorn_access_log", arity="bool", role=_I),
-    _flag("allow_credentials", arity="bool", role=_I),
-    _flag("allowed_origins", role=_I),
-    _flag("allowed_methods", role=_I),
-    _flag("allowed_headers", role=_I),
-    _flag("ssl_keyfile", role=_I),
-    _flag("ssl_certfile", role=_I),
-    _flag("ssl_ca_certs", role=_I),
-    _flag("ssl_cert_reqs", role=_I),
-    _flag("root_path", role=_I),
-    _flag("middleware", role=_I),
-    _flag("enable_request_id_headers", arity="bool", role=_I),
-    _flag("disable_fastapi_docs", arity="bool", role=_I),
-    _flag("enable_prompt_tokens_details", arity="bool", role=_I),
-    _flag("enable_server_load_tracking", arity="bool", role=_I),
-    _flag("enable_force_include_usage", arity="bool", role=_I),
-    _flag("return_tokens_as_token_ids", arity="bool", role=_I),
-    # change what vLLM captures, not modelled by cgplan yet: refused unless left at vLLM's default
-    _flag("prefill_context_parallel_size", "-pcp", role=_U, default="1"),
-    # which adapters and which all-to-all kernels: capture-neutral at config time
-    _flag("lora_modules", arity="many", role=_I),
-    _flag("max_lora_rank", role=_I),
-    _flag("data_parallel_size_local", "-dpl", role=_I),
-    _flag("data_parallel_address", "-dpa", role=_I),
-    _flag("data_parallel_rpc_port", "-dpp", role=_I),
-)
-
-_BY_NAME: dict[str, tuple[_Flag, bool]] = {}
-for _f in _FLAGS:
-    for _n in _f.names:
-        _BY_NAME[_n] = (_f, True)
-    for _n in _f.negatives:
-        _BY_NAME[_n] = (_f, False)
-_LONG_NAMES = tuple(f.names[0] for f in _FLAGS)
-
-READ_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _R)
-"""The flags cgplan reads (plus `--config FILE`)."""
-IGNORED_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _I)
-"""Flags accepted and listed as capture-neutral."""
-UNMODELLED_FLAGS = tuple(f.names[0] for f in _FLAGS if f.role == _U)
+READ_FLAGS = serve_flags_for(None).names(READ)
+"""The flags cgplan reads (plus `--config FILE`), in the newest release."""
+IGNORED_FLAGS = serve_flags_for(None).names(IGNORED)
+"""Flags accepted and listed as capture-neutral, in the newest release."""
+UNMODELLED_FLAGS = serve_flags_for(None).names(UNMODELLED)
 """Flags that change capture but that cgplan does not model: refused unless at vLLM's default."""
 
 _UNMODELLED_PROBLEM = (
@@ -282,7 +166,7 @@ class _Tok:
 class _Val:
     """The value a flag ended up with (the last occurrence wins, as in argparse)."""
 
-    flag: _Flag
+    flag: ServeFlag
     positive: bool
     raw: Any  # str, list[str], None (optional/flag forms)
     loc: str  # where to point an error: the flag as written, or file:key
@@ -367,7 +251,7 @@ def _move_model_flag(args: list[str]) -> list[str]:
     return args
 
 
-def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any]) -> list[_Tok]:
+def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any], ix: _Index) -> list[_Tok]:
     """vLLM's `load_config_file`: the YAML's keys as flags (origin-tagged); `cgplan:` set aside."""
     if name.split(".")[-1] not in ("yaml", "yml"):
         raise _fail("--config", "the config file must be YAML", name, "a .yaml or .yml file")
@@ -396,16 +280,16 @@ def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any])
             cgplan_section.update(value)
             continue
         try:
-            toks += _config_tokens(flag, value)
+            toks += _config_tokens(flag, value, ix)
         except (ValueError, TypeError, RecursionError):  # a cycle, a 5,000-digit number
             raise _fail(flag.origin or label, "cannot be passed as a flag value", value) from None
     return toks
 
 
-def _config_tokens(flag: _Tok, value: object) -> list[_Tok]:
+def _config_tokens(flag: _Tok, value: object, ix: _Index) -> list[_Tok]:
     """One YAML key → its flag tokens, as `load_config_file` builds them."""
     if isinstance(value, bool):
-        entry = _BY_NAME.get(_normalise(flag.text))
+        entry = ix.by_name.get(_normalise(flag.text))
         if value or entry is None:  # an unknown key is still reported, whatever its value
             return [flag]
         if entry[0].arity == "bool":  # vLLM: `--no-key` where that flag exists, else dropped
@@ -507,26 +391,26 @@ def _dotted_pass(toks: list[_Tok]) -> list[_Tok]:
     return out
 
 
-def _option_like(text: str) -> bool:
+def _option_like(text: str, ix: _Index) -> bool:
     """argparse's `_parse_optional`: is this token a flag (known or not), or a value/positional?"""
     if not text.startswith("-") or text == "-":
         return False
-    if text in _BY_NAME or text.partition("=")[0] in _BY_NAME:
+    if text in ix.by_name or text.partition("=")[0] in ix.by_name:
         return True
     return not _NEGATIVE_NUMBER.fullmatch(text) and " " not in text
 
 
-def _parse(toks: list[_Tok]) -> tuple[_Tok | None, dict[str, _Val], dict[str, list[_Val]]]:
+def _parse(toks: list[_Tok], ix: _Index) -> tuple[_Tok | None, dict[str, _Val], dict[str, list[_Val]]]:
     """The argparse step: positional model, then each flag's last value (history kept for JSON flags)."""
     model: _Tok | None = None
     values: dict[str, _Val] = {}
     history: dict[str, list[_Val]] = {}
     i = 0
-    previous: tuple[_Flag, str] | None = None
+    previous: tuple[ServeFlag, str] | None = None
     while i < len(toks):
         tok = toks[i]
         i += 1
-        if not _option_like(tok.text):
+        if not _option_like(tok.text, ix):
             if model is None and tok.origin is None:
                 model = tok
                 continue
@@ -538,13 +422,13 @@ def _parse(toks: list[_Tok]) -> tuple[_Tok | None, dict[str, _Val], dict[str, li
                 raise _fail(loc, f"takes no value{use}", tok.text, flag.names[0])
             raise _fail(loc, "unexpected extra argument after its value", tok.text, "--flag VALUE pairs")
         name, explicit = tok.text, None
-        if name not in _BY_NAME and "=" in name:
+        if name not in ix.by_name and "=" in name:
             name, explicit = name.split("=", 1)
         shown = tok.shown or name
         loc = tok.origin or shown
-        entry = _BY_NAME.get(name)
+        entry = ix.by_name.get(name)
         if entry is None:
-            raise _unknown(name, tok.origin)
+            raise _unknown(name, tok.origin, ix)
         flag, positive = entry
         previous = (flag, loc)
         raw: Any
@@ -557,12 +441,12 @@ def _parse(toks: list[_Tok]) -> tuple[_Tok | None, dict[str, _Val], dict[str, li
             raw = [explicit] if flag.arity == "many" else explicit
         elif flag.arity == "many":
             raw = []
-            while i < len(toks) and not _option_like(toks[i].text):
+            while i < len(toks) and not _option_like(toks[i].text, ix):
                 raw.append(toks[i].text)
                 i += 1
             if not raw:
                 raise _fail(loc, "expects at least one value", expected=f"{shown} VALUE [VALUE ...]")
-        elif i < len(toks) and not _option_like(toks[i].text):
+        elif i < len(toks) and not _option_like(toks[i].text, ix):
             raw = toks[i].text
             i += 1
         elif flag.arity == "optional":
@@ -576,7 +460,7 @@ def _parse(toks: list[_Tok]) -> tuple[_Tok | None, dict[str, _Val], dict[str, li
     return model, values, history
 
 
-def _unknown(name: str, origin: str | None) -> ConfigError:
+def _unknown(name: str, origin: str | None, ix: _Index) -> ConfigError:
     if name == "--config" or name.startswith("--config="):
         return _fail(
             origin or "--config",
@@ -590,7 +474,7 @@ def _unknown(name: str, origin: str | None) -> ConfigError:
             f"unknown flag; {name.partition('=')[0]} is a cgplan option: give it before `--`",
             expected="cgplan plan [OPTIONS] -- serve MODEL [FLAGS...]",
         )
-    close = difflib.get_close_matches(name[:80], [*_LONG_NAMES, *_BY_NAME], n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name[:80], [*ix.long_names, *ix.by_name], n=1, cutoff=0.6)
     hint = ""
     if close:
         suggestion = close[0][2:].replace("-", "_") if origin else close[0]
@@ -687,8 +571,12 @@ def _model(
     )
 
 
-def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: Path) -> VllmArgs:
-    """Read a `vllm serve` command line into cgplan's config schema (see the module docstring).
+def read_vllm_args(
+    argv: Sequence[str], *, model_config: Path | None, base_dir: Path, vllm_version: str | None = None
+) -> VllmArgs:
+    """Read a `vllm serve` command line into cgplan's config schema (see the module docstring), with
+    the flags of `vllm_version` (as given: --vllm-version), else of the --config file's
+    `cgplan.vllm_version`, else of the newest release (`serve_flags_for`).
 
     Raises:
         ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
@@ -696,7 +584,7 @@ def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: 
     args = _move_model_flag(_strip_program(list(argv)))
     for arg in args:
         if arg.startswith("--config="):
-            raise _unknown(arg, None)
+            raise _unknown(arg, None, _index(serve_flags_for(vllm_version)))
     cgplan_section: dict[str, Any] = {}
     config_label: str | None = None
     toks = [_Tok(a) for a in args]
@@ -707,7 +595,9 @@ def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: 
         if index == len(args) - 1:
             raise _fail("--config", "expects a file", expected="--config FILE.yaml")
         config_label = args[index + 1]
-        file_toks = _load_config_file(config_label, base_dir, cgplan_section)
+        file_toks = _load_config_file(
+            config_label, base_dir, cgplan_section, _index(serve_flags_for(vllm_version))
+        )
         model_in_cli = not args[0].startswith("-")
         if not model_in_cli and not any(t.text == "--model" for t in file_toks):
             raise _fail(
@@ -717,7 +607,10 @@ def read_vllm_args(argv: Sequence[str], *, model_config: Path | None, base_dir: 
             )
         head = toks[:1] if model_in_cli else []
         toks = [*head, *file_toks, *toks[len(head) : index], *toks[index + 2 :]]
-    model, values, history = _parse(_dotted_pass(_dash_pass(toks)))
+    # The flags of the release planned with: --vllm-version, else the --config file's cgplan section.
+    release = vllm_version or cgplan_section.get("vllm_version")
+    ix = _index(serve_flags_for(release if isinstance(release, str) else None))
+    model, values, history = _parse(_dotted_pass(_dash_pass(toks)), ix)
     if model_config is None:  # cgplan.model_config in the --config file: a hub MODEL's shape
         mc = cgplan_section.get("model_config", cgplan_section.get("model-config"))
         if isinstance(mc, str) and mc.strip():
@@ -747,9 +640,9 @@ def _build(
 
     for dest, vals in history.items():
         flag = vals[-1].flag
-        if flag.role == _I and flag.names[0] not in ignored:
+        if flag.role == IGNORED and flag.names[0] not in ignored:
             ignored.append(flag.names[0])
-        elif flag.role == _U:
+        elif flag.role == UNMODELLED:
             val = vals[-1]
             at_default = (flag.arity == "bool" and not val.positive) or (
                 flag.default is not None and str(val.raw).strip() == flag.default

@@ -13,7 +13,7 @@ The committed data under tests/data/oracle/ is regenerated, from a clone's root,
 `ORACLE_VENVS=DIR make golden` uses venvs built elsewhere. The oracle is the
 project's own `scripts/oracle/oracle.py` (adapted from the shared one; it also
 builds data/pipeline/decode-context/expert parallel, LoRA and DBO configs).
-`--versions` defaults to every release in `cgplan/core/rules.py`; `--only STEM`
+`--versions` defaults to every release in `cgplan/core/vllm/releases.py`; `--only STEM`
 re-records the corpus files whose name contains STEM. The corpus of the parallel,
 LoRA, DBO and validation rules is written by `scripts/oracle/make_corpus.py`.
 
@@ -297,7 +297,7 @@ def record_version(
 def _supported_versions() -> tuple[str, ...]:
     # cgplan.core is stdlib-only: importable from the clone without installing anything
     sys.path.insert(0, str(REPO))
-    from cgplan.core.rules import SUPPORTED_VERSIONS
+    from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
     return SUPPORTED_VERSIONS
 

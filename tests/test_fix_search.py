@@ -182,7 +182,7 @@ def test_why_names_the_origin_of_the_maximum(reason_has: str) -> None:
         # then eager, so the maximum's origin is checked directly
         from cgplan.core.gaps import max_origin
         from cgplan.core.ladder import capture_ladder
-        from cgplan.core.rules import rules_for
+        from cgplan.core.vllm.releases import rules_for
 
         text = max_origin(inp, capture_ladder(inp, rules_for(inp.vllm_version), True, False))
         if reason_has == "max_num_seqs×":

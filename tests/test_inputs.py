@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
@@ -142,7 +143,9 @@ def test_release_spellings(
     assert (note in err) if note else ("note: vLLM" not in err)
 
 
-@pytest.mark.parametrize(("given", "near"), [("0.27.0", "0.27.1"), ("0.25.0", "0.26.0"), ("0.40", "0.33.0")])
+@pytest.mark.parametrize(
+    ("given", "near"), [("0.27.0", "0.27.1"), ("0.25.0", SUPPORTED_VERSIONS[0]), ("0.99", LATEST_VERSION)]
+)
 def test_unknown_release_suggests_the_next_by_version_order(
     given: str, near: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

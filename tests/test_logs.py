@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from cgplan.core.vllm.log_formats import log_format_for
+from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from cgplan.logs import (
     FIGURE_FIELDS,
     LogError,
@@ -26,7 +28,6 @@ from cgplan.logs import (
     MetricsTable,
     ProgressBar,
     compare_with_config,
-    log_format_for,
     parse_file,
     parse_log,
     read_log,
@@ -490,11 +491,18 @@ def test_unknown_release(
     code, out, err = run(monkeypatch, capsys, "logs", log, "--config", CONFIGS / "tiny-nospec.yaml")
     assert code == 2 and out == ""
     assert err == (
-        f"cgplan: error: {log}: the log is from vLLM 0.40.0; cgplan has rules for 0.26.0, 0.27.1, 0.28.0, "
-        "0.29.0, 0.30.0, 0.31.0, 0.32.0, 0.33.0 (pass --vllm-version to plan under one of them)\n"
+        f"cgplan: error: {log}: the log is from vLLM 0.40.0; cgplan has rules for "
+        f"{', '.join(SUPPORTED_VERSIONS)} (pass --vllm-version to plan under one of them)\n"
     )
     code, out, _ = run(
-        monkeypatch, capsys, "logs", log, "--config", CONFIGS / "tiny-nospec.yaml", "--vllm-version", "0.33.0"
+        monkeypatch,
+        capsys,
+        "logs",
+        log,
+        "--config",
+        CONFIGS / "tiny-nospec.yaml",
+        "--vllm-version",
+        LATEST_VERSION,
     )
     assert code == 0
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from cgplan import logs
-from cgplan.logs import GUARDS, KEYWORDS, LOG_FORMATS, parse_file, parse_log, read_log
+from cgplan.core.vllm.log_formats import LOG_FORMATS
+from cgplan.logs import GUARDS, KEYWORDS, parse_file, parse_log, read_log
 
 try:  # the regular-expression parser (re._parser from 3.11, sre_parse before)
     from re import _parser as sre_parse  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.core.rules import SUPPORTED_VERSIONS
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
 ROOT = Path(__file__).parent.parent
 PYPROJECT = (ROOT / "pyproject.toml").read_text()

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from cgplan.core.modes import Mode, Platform
 from cgplan.core.plan import build_plan
-from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.core.spec import ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.types import Rejected
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
 
 @st.composite

@@ -10,7 +10,7 @@ import typer
 
 def _complete_versions(incomplete: str) -> list[str]:
     """Shell completion for --vllm-version: the releases cgplan has rules for."""
-    from cgplan.core.rules import SUPPORTED_VERSIONS
+    from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
     return [v for v in SUPPORTED_VERSIONS if v.startswith(incomplete)]
 

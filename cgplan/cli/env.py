@@ -13,7 +13,7 @@ from cgplan.cli._options import FormatOpt, NoColorOpt
 
 
 def _probe() -> dict[str, Any]:
-    from cgplan.core.rules import SUPPORTED_VERSIONS
+    from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
     from cgplan.gpu.environment import collect_environment
 
     info: dict[str, Any] = {

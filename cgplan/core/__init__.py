@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cgplan.core.plan import build_plan
-from cgplan.core.rules import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.types import Plan
+from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 
 __all__ = [
     "LATEST_VERSION",

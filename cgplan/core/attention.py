@@ -8,7 +8,7 @@ support level decides the attention downgrade in `resolve_cudagraph_mode_and_siz
 from __future__ import annotations
 
 from cgplan.core.modes import CGSupport, Platform
-from cgplan.core.rules import VllmRules
+from cgplan.core.vllm.releases import VllmRules
 
 # Default backend by (platform, MLA?): the head of vLLM's priority list.
 DEFAULT_BACKEND: dict[tuple[Platform, bool], str] = {

@@ -8,9 +8,9 @@ A100-80GB, RTX PRO 6000).
 from __future__ import annotations
 
 from cgplan.core.modes import Platform
-from cgplan.core.rules import VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Assumed
+from cgplan.core.vllm.releases import VllmRules
 
 
 def serve_defaults(
@@ -24,7 +24,7 @@ def serve_defaults(
 ) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) after vLLM fills what the user left unset.
 
-    >>> from cgplan.core.rules import rules_for
+    >>> from cgplan.core.vllm.releases import rules_for
     >>> serve_defaults(Platform.HOPPER, rules_for("0.33.0"), max_model_len=4096,
     ...                max_num_seqs=None, max_num_batched_tokens=None, performance_mode=None)
     (1024, 8192)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.ladder import Ladder, capture_ladder, request_counts, token_grid
 from cgplan.core.modes import Mode
-from cgplan.core.rules import DecodeSizes, VllmRules, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Gap, Plan, Rejected, StepPadding
+from cgplan.core.vllm.releases import DecodeSizes, VllmRules, first_release, rules_for
 
 if TYPE_CHECKING:
     from cgplan.core.cost import CostCoefficients, CostPrediction
@@ -150,6 +150,10 @@ def graph_count(plan: Plan) -> int:
 # ---- why: every origin of the maximum ---------------------------------------------------------
 
 
+_DECODE_SIZES_FROM = first_release(lambda r: r.decode_sizes is not DecodeSizes.NONE)
+_CEILING_1024_FROM = first_release(lambda r: r.sm100_ceiling_1024)
+
+
 def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     """Where the maximum capture size came from, naming vLLM's rule and release."""
     v = inp.vllm_version
@@ -167,7 +171,7 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     if inp.max_cudagraph_capture_size is not None:
         why = f"max_cudagraph_capture_size {inp.max_cudagraph_capture_size} is set explicitly"
         if rules.decode_sizes is DecodeSizes.NONE:
-            why += f"; vLLM {v} appends no uniform-decode sizes (they arrive in 0.29.0)"
+            why += f"; vLLM {v} appends no uniform-decode sizes (they arrive in {_DECODE_SIZES_FROM})"
         elif rules.decode_sizes_with_explicit_max:
             why += f"; vLLM {v} appends uniform-decode sizes only up to it"
         else:
@@ -184,7 +188,9 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     if inferred is None:  # no graphs
         return f"vLLM {v} captures no graphs for this config"
     ceiling_src = f"the {inp.platform.value} platform's default ceiling {ladder.ceiling_tokens}" + (
-        " (1024 on SM10x from vLLM 0.28.0, #49390)" if ladder.ceiling_tokens == 512 else " (SM10x, #49390)"
+        f" (1024 on SM10x from vLLM {_CEILING_1024_FROM}, #49390)"
+        if ladder.ceiling_tokens == 512
+        else " (SM10x, #49390)"
     )
     if s * q * 2 < ladder.ceiling_tokens:
         why = (
@@ -197,7 +203,7 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
             f"= {inferred}: {ceiling_src}"
         )
     if rules.decode_sizes is DecodeSizes.NONE:
-        why += " and appends no uniform-decode sizes (they arrive in 0.29.0)"
+        why += f" and appends no uniform-decode sizes (they arrive in {_DECODE_SIZES_FROM})"
     elif q > 1:
         why += " and appends uniform-decode sizes only up to it (#50488 capped by #54418)"
     if final < inferred:

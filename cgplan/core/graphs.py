@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cgplan.core.modes import Mode
-from cgplan.core.rules import V2Candidates
 from cgplan.core.types import Graph
+from cgplan.core.vllm.releases import V2Candidates
 
 
 def round_up(x: int, y: int) -> int:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges, widest_per_query_len
-from cgplan.core.rules import DecodeSizes, VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
+from cgplan.core.vllm.releases import DecodeSizes, VllmRules
 
 
 @dataclass(frozen=True)

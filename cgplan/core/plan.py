@@ -26,9 +26,9 @@ from cgplan.core.resolve import (
     validate_parallel,
     validate_ubatching_backend,
 )
-from cgplan.core.rules import V2Tiers, VllmRules, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected
+from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 
 
 def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
@@ -197,6 +197,10 @@ def _drafter_prefill(
     return piecewise + tuple(Graph("FULL", n * q, n, q) for n in reversed(counts))
 
 
+_TIERS_FIXED = first_release(lambda r: r.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K)
+"""The release whose drafter decode tiers are only those with q > K (no negative lengths)."""
+
+
 def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -> None:
     """vLLM 0.26–0.31's drafter decode manager under dynamic SD: the engine does not start.
 
@@ -220,7 +224,7 @@ def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -
             path,
             f"vLLM {inp.vllm_version} fails an assertion while capturing the drafter's decode "
             f"CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
-            "negative decode query lengths and request counts (fixed in vLLM 0.32.0)",
+            f"negative decode query lengths and request counts (fixed in vLLM {_TIERS_FIXED})",
         )
 
 

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgplan.core.rules import VllmRules
+from cgplan.core.vllm.releases import VllmRules
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from cgplan.core.attention import cudagraph_support, default_backend
 from cgplan.core.graphs import round_up
 from cgplan.core.modes import CGSupport, Mode
-from cgplan.core.rules import VllmRules
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
+from cgplan.core.vllm.releases import VllmRules, first_release
 
 # vllm/compilation/passes/fusion/sequence_parallelism.py: SP_MIN_HIDDEN_SIZE and
 # SP_MIN_PER_GPU_SIZE_MB, keyed by SM major (SM10x collapsed to 100).
@@ -25,6 +25,9 @@ def uses_dynamic_sd(inp: PlanInput) -> bool:
     return inp.speculative is not None and bool(inp.speculative.num_speculative_tokens_per_batch_size)
 
 
+_SP_REMOVED = first_release(lambda r: not r.sequence_parallel)
+
+
 def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) -> bool:
     """Whether `pass_config.enable_sp` survives vLLM's checks (≤ 0.31 only)."""
     if not inp.enable_sp:
@@ -32,7 +35,7 @@ def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) ->
     if not rules.sequence_parallel:
         raise Rejected(
             "compilation_config.pass_config.enable_sp",
-            f"vLLM {rules.version} has no sequence-parallelism pass (removed in 0.32.0); "
+            f"vLLM {rules.version} has no sequence-parallelism pass (removed in {_SP_REMOVED}); "
             "PassConfig rejects 'enable_sp' as an unexpected keyword argument",
         )
     if inp.tensor_parallel_size == 1:

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from cgplan import __version__
+from cgplan.gpu.nvml import driver_version
 
 
 def _dist_version(name: str) -> str | None:
@@ -56,13 +57,5 @@ def collect_environment(device_indices: list[int] | None = None) -> dict[str, An
         env["vllm"] = getattr(vllm, "__version__", env["vllm"])
     except Exception:
         pass
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        drv = pynvml.nvmlSystemGetDriverVersion()
-        env["driver"] = drv.decode() if isinstance(drv, bytes) else str(drv)
-        pynvml.nvmlShutdown()
-    except Exception:
-        pass
+    env["driver"] = driver_version()  # through gpu/nvml.py, the one pynvml importer
     return env

@@ -86,6 +86,24 @@ def nvml_unavailable_reason() -> str | None:
     return None
 
 
+def driver_version() -> str | None:
+    """The NVIDIA driver's version as NVML reports it, or None (no pynvml, no driver)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # ImportError, pynvml.NVMLError and driver-library load failures
+        return None
+    drv: object = None
+    with suppress(Exception):
+        drv = pynvml.nvmlSystemGetDriverVersion()
+    with suppress(Exception):
+        pynvml.nvmlShutdown()
+    if drv is None:
+        return None
+    return drv.decode() if isinstance(drv, bytes) else str(drv)
+
+
 def _visible_device(index: int, visible: str | None) -> int | str:
     """NVML's name for CUDA device `index`: NVML numbers every GPU of the host and ignores
     CUDA_VISIBLE_DEVICES, so CUDA device 0 under CUDA_VISIBLE_DEVICES=1 is NVML device 1.

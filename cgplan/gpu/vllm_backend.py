@@ -18,7 +18,6 @@ import dataclasses
 import inspect
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -27,17 +26,10 @@ from typing import Any
 from cgplan.core.measure import GraphMeasurement, MeasuredCapture, RankMeasurement, VllmFigures
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import DispatchRange
+from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.errors import GpuUnavailableError
 from cgplan.gpu.nvml import NvmlSession, nvml_session
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, hook_torch_graph_capture
-
-_FIGURES = {
-    "capture": re.compile(r"Graph capturing finished in ([\d.]+) secs, took ([\d.]+) GiB"),
-    "estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB total"),
-    "actual_vs_estimated": re.compile(r"CUDA graph pool memory: .*"),
-    "kv_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
-    "kv_gib": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
-}
 
 
 class _LogTap(logging.Handler):
@@ -54,21 +46,26 @@ class _LogTap(logging.Handler):
             self.lines.append(str(record.msg))
 
 
-def vllm_figures(lines: list[str], returned_bytes: int | None) -> VllmFigures:
-    """vLLM's own capture, estimate and KV-cache figures from its log lines."""
+def vllm_figures(
+    lines: list[str], returned_bytes: int | None, vllm_version: str | None = None
+) -> VllmFigures:
+    """vLLM's own capture, estimate and KV-cache figures from its log lines, read with the log
+    format of the release that printed them (`cgplan logs` reads them with the same table); the
+    last of each wins (V2's profiling capture prints "Graph capturing finished" first)."""
+    fmt = log_format_for(vllm_version)
     cap = est = kv_t = kv_g = None
     ave: str | None = None
     for line in lines:
-        if m := _FIGURES["capture"].search(line):
-            cap = (float(m.group(1)), float(m.group(2)))
-        if m := _FIGURES["estimate"].search(line):
-            est = float(m.group(1))
-        if m := _FIGURES["actual_vs_estimated"].search(line):
+        if m := fmt.capture_finished.search(line):
+            cap = (float(m.group("secs")), float(m.group("gib")))
+        if m := fmt.estimate.search(line):
+            est = float(m.group("gib"))
+        if m := fmt.pool_memory.search(line):
             ave = m.group(0)
-        if m := _FIGURES["kv_tokens"].search(line):
-            kv_t = int(m.group(1).replace(",", ""))
-        if m := _FIGURES["kv_gib"].search(line):
-            kv_g = float(m.group(1))
+        if m := fmt.kv_tokens.search(line):
+            kv_t = int(m.group("tokens").replace(",", ""))
+        if m := fmt.kv_memory.search(line):
+            kv_g = float(m.group("gib"))
     return VllmFigures(
         capture_finished_secs=cap[0] if cap else None,
         capture_took_gib=cap[1] if cap else None,
@@ -563,7 +560,7 @@ def measured_from_ranks(
     for g in graphs:
         mib += (g.nvml_delta_bytes or 0) / (1 << 20)
         recorder.progress.advance(f"{g.family} {g.mode} {g.num_tokens} tokens (rank 0)", mib)
-    figures = vllm_figures(log_lines, first.returned_bytes)
+    figures = vllm_figures(log_lines, first.returned_bytes, installed_vllm_version())
     kv_blocks = getattr(vllm_config.cache_config, "num_gpu_blocks", None)
     if figures.kv_cache_tokens is None and kv_blocks:
         tokens = kv_blocks * vllm_config.cache_config.block_size
@@ -644,7 +641,7 @@ def capture_vllm(
         uniform, mixed = probe_dispatch(runner, vc) if runner is not None else ({}, ())
         cc = vc.compilation_config
         kv_blocks = getattr(vc.cache_config, "num_gpu_blocks", None)
-        figures = vllm_figures(tap.lines, state.returned_bytes)
+        figures = vllm_figures(tap.lines, state.returned_bytes, installed_vllm_version())
         if figures.kv_cache_tokens is None and kv_blocks:
             figures = VllmFigures(
                 **{**figures.__dict__, "kv_cache_tokens": kv_blocks * vc.cache_config.block_size}

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from cgplan import config as cfg
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.modes import CGSupport, Mode, Platform
-from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS
 from cgplan.core.sweep import SETTERS
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.policy import KEYS as POLICY_KEYS
 from tests.fuzz.harness import EXAMPLES, H200, MODELS
 

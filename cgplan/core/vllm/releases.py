@@ -1,14 +1,22 @@
-"""vLLM's capture rules, release by release, as data.
+"""vLLM's capture rules, release by release, as data; the release list and its one lookup rule.
 
 Each release is the previous one plus the changes it shipped (`dataclasses.replace`),
 each change commented with the vLLM file and PR it mirrors. Adding a release is one
-entry at the bottom of `RELEASES`.
+entry at the bottom of `RELEASES` (CONTRIBUTING.md).
+
+`SUPPORTED_VERSIONS` keys every other table of `cgplan.core.vllm` (log formats, serve flags):
+those are `since`-keyed, an entry only where vLLM changed something, looked up by `since_entry`.
+Any version string people or logs give reaches a release through `release_for` (strict: plan with
+these rules) or `closest_release` (lenient: read what a build printed).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Protocol, TypeVar
 
 
 class DecodeSizes(Enum):
@@ -235,3 +243,111 @@ LATEST_VERSION: str = SUPPORTED_VERSIONS[-1]
 def rules_for(version: str) -> VllmRules:
     """The rules of `version`; KeyError for an unknown release (callers validate first)."""
     return RELEASES[version]
+
+
+def first_release(has: Callable[[VllmRules], bool]) -> str:
+    """The oldest supported release whose rules `has` a behaviour: how a message names the release
+    that brought or removed one without spelling a release number outside this package.
+
+    >>> first_release(lambda r: not r.sequence_parallel) > first_release(lambda r: r.sm100_ceiling_1024)
+    True
+    """
+    return next(version for version, rules in RELEASES.items() if has(rules))
+
+
+# ------------------------------------------------------------------------------- the lookup rule
+
+
+def numeric_release(text: str) -> tuple[int, ...] | None:
+    """`X.Y` or `X.Y.Z` as numbers; None for anything else (a dev, rc or local build, a word).
+
+    >>> numeric_release("0.33.1"), numeric_release("0.33"), numeric_release("0.33.1.dev5+gabc")
+    ((0, 33, 1), (0, 33), None)
+    """
+    parts = text.split(".")
+    if len(parts) in (2, 3) and all(p.isdigit() and len(p) < 6 for p in parts):
+        return tuple(int(p) for p in parts)
+    return None
+
+
+def _known() -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(int(x) for x in v.split(".")), v) for v in SUPPORTED_VERSIONS]
+
+
+def release_for(version: str) -> str | None:
+    """The supported release whose rules apply to `version`, or None: the one rule by which a
+    version string reaches the tables of `cgplan.core.vllm`.
+
+    A supported release is itself; a minor (`0.33`) is the newest supported release of that minor;
+    a patch release without an entry (`0.33.1`) is the newest supported release of its minor at or
+    below it (cgplan knows no change of capture between patch releases). Another minor, a dev, rc or
+    local build is None: its code may differ from every release cgplan knows (a `0.33.1.devN` build
+    is main on its way to the next minor).
+
+    >>> release_for(SUPPORTED_VERSIONS[-1]) == SUPPORTED_VERSIONS[-1], release_for("0.1"), release_for("x")
+    (True, None, None)
+    """
+    if version in RELEASES:
+        return version
+    nums = numeric_release(version)
+    if nums is None:
+        return None
+    same_minor = [v for n, v in _known() if n[:2] == nums[:2] and (len(nums) == 2 or n <= nums)]
+    return same_minor[-1] if same_minor else None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """The numeric release of any version string (dev and local suffixes dropped).
+
+    >>> version_key("0.26.1.dev5+gabc"), version_key("0.33.0")
+    ((0, 26, 1), (0, 33, 0))
+    """
+    parts: list[int] = []
+    for piece in version.split("+")[0].split("."):
+        m = re.match(r"\d+", piece)
+        if m is None:
+            break
+        parts.append(int(m.group(0)))
+        if m.group(0) != piece:
+            break
+    return tuple(parts)
+
+
+def closest_release(version: str | None) -> str:
+    """The release whose formats to read a build's own output with (a log): `release_for`'s, else
+    the newest supported release not newer than the build's numbers (a dev build reads like the
+    release it grew from), the oldest for an older one, the newest when there are no numbers.
+    Never for planning: a plan needs `release_for`.
+
+    >>> closest_release(None) == LATEST_VERSION, closest_release("0.0.1") == SUPPORTED_VERSIONS[0]
+    (True, True)
+    """
+    if version is None:
+        return LATEST_VERSION
+    strict = release_for(version)
+    if strict is not None:
+        return strict
+    key = version_key(version)
+    if not key:
+        return LATEST_VERSION
+    below = [v for n, v in _known() if n <= key]
+    return below[-1] if below else SUPPORTED_VERSIONS[0]
+
+
+class _Since(Protocol):
+    @property
+    def since(self) -> str: ...
+
+
+_E = TypeVar("_E", bound=_Since)
+
+
+def since_entry(table: Sequence[_E], release: str) -> _E:
+    """The entry of a `since`-keyed table (oldest first, each `since` a supported release) that
+    applies to the supported `release`: the last one whose `since` is not newer."""
+    at = SUPPORTED_VERSIONS.index(release)
+    chosen = table[0]
+    for entry in table:
+        if SUPPORTED_VERSIONS.index(entry.since) <= at:
+            chosen = entry
+    return chosen

@@ -1,0 +1,187 @@
+"""Which layer may import which library, and which layer (#15): a lint that `make lint` runs.
+
+Every import in cgplan/ counts, lazy ones inside functions too (`import torch` in a probe) and
+`importlib.import_module("...")` with a literal name. ruff's `banned-api` holds one list for the
+whole tree and `per-file-ignores` can only switch it off for a file wholesale, so "pynvml only in
+gpu/nvml.py, and rich not there either" needs this table rather than ruff configuration.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CGPLAN = ROOT / "cgplan"
+
+LIBRARIES: dict[str, tuple[str, ...]] = {
+    # the GPU stack: only the capture backends and their probes
+    "torch": ("cgplan/gpu/",),
+    "vllm": ("cgplan/gpu/",),
+    "pynvml": ("cgplan/gpu/nvml.py",),
+    "ray": ("cgplan/fleet_ray.py",),
+    # the user interface
+    "typer": ("cgplan/cli/",),
+    "click": ("cgplan/cli/",),
+    "rich": ("cgplan/cli/", "cgplan/render/"),
+    # file formats: every byte read or written goes through cgplan/io/
+    "yaml": ("cgplan/io/",),
+}
+"""Library → the files (a path, or a folder ending in /) that may import it. The core imports none:
+tests/test_import_boundaries.py holds it to the standard library."""
+
+LAYERS: dict[str, tuple[str, ...]] = {
+    "cgplan/core/": ("cgplan.core", "cgplan.errors"),
+    "cgplan/io/": ("cgplan.core", "cgplan.errors", "cgplan.io"),
+    "cgplan/render/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.render"),
+    "cgplan/gpu/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.gpu", "cgplan.io"),
+}
+"""Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""
+
+NOT_YET: dict[tuple[str, str], str] = {
+    ("cgplan/capture.py", "torch"): "the GPU probe; goes to cgplan/gpu/ with capture.py (#15 part B)",
+    ("cgplan/capture.py", "vllm"): "the GPU probe; goes to cgplan/gpu/ with capture.py (#15 part B)",
+    ("cgplan/cli/env.py", "torch"): "cgplan env's probe; goes to cgplan/gpu/probe.py (#15 part B)",
+    ("cgplan/cli/env.py", "vllm"): "cgplan env's probe; goes to cgplan/gpu/probe.py (#15 part B)",
+    ("cgplan/logs.py", "rich"): "render_logs; goes to cgplan/render/logs.py (#15 part B)",
+    ("cgplan/costs.py", "yaml"): "the coefficients writer; goes to cgplan/io/ (#15 part B)",
+    ("cgplan/gpu/torch_backend.py", "cgplan.capture"): "run_capture's loop; capture.py goes to gpu/ (#15 B)",
+}
+"""Imports where the tree does not follow the table yet, each with where it goes. An entry that is
+no longer needed fails the lint, so the list only shrinks."""
+
+
+def _allowed(rel: str, places: tuple[str, ...]) -> bool:
+    return any(rel.startswith(p) if p.endswith("/") else rel == p for p in places)
+
+
+def imports(path: Path, rel: str) -> list[tuple[int, str]]:
+    """(line, module) of every import in the file at `rel` (cgplan/...): `from a.b import c` is a.b.c
+    (a module or a name), a relative import resolved against the file's package."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(Path(rel).with_suffix("").parts[: -1 if path.name != "__init__.py" else None])
+    package = package.removesuffix(".__init__")
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            base = node.module or ""
+            if node.level:
+                up = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{up}.{base}" if base else up
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def violations(root: Path = CGPLAN) -> tuple[list[str], set[tuple[str, str]]]:
+    """Every import against the tables: (problems, the NOT_YET entries that were used)."""
+    problems: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        layer = next((folder for folder in LAYERS if rel.startswith(folder)), None)
+        for line, name in imports(path, rel):
+            top = name.split(".")[0]
+            if top in LIBRARIES and not _allowed(rel, LIBRARIES[top]):
+                if (rel, top) in NOT_YET:
+                    used.add((rel, top))
+                    continue
+                places = " or ".join(LIBRARIES[top])
+                problems.append(f"{rel}:{line}: imports {name}; {top} belongs in {places}")
+            if top == "cgplan" and layer is not None:
+                ok = LAYERS[layer]
+                if any(name == m or name.startswith(m + ".") for m in ok):
+                    continue
+                owner = next((k for (f, k) in NOT_YET if f == rel and name.startswith(k)), None)
+                if owner is not None:
+                    used.add((rel, owner))
+                    continue
+                problems.append(f"{rel}:{line}: imports {name}; {layer} imports only {', '.join(ok)}")
+    return problems, used
+
+
+def test_every_import_is_where_it_belongs() -> None:
+    problems, used = violations()
+    assert problems == []
+    stale = [f"{f} ({k}): {why}" for (f, k), why in NOT_YET.items() if (f, k) not in used]
+    assert stale == [], "no longer needed: remove these NOT_YET entries"
+
+
+@pytest.mark.parametrize(
+    ("rel", "code", "problem"),
+    [
+        ("cgplan/core/x.py", "import yaml", "imports yaml; yaml belongs in cgplan/io/"),
+        ("cgplan/gpu/environment.py", "def f():\n    import pynvml", "pynvml belongs in cgplan/gpu/nvml.py"),
+        (
+            "cgplan/gpu/nvml.py",
+            "from rich.table import Table",
+            "rich belongs in cgplan/cli/ or cgplan/render/",
+        ),
+        ("cgplan/render/x.py", "import importlib\nimportlib.import_module('typer')", "typer belongs in"),
+        ("cgplan/render/x.py", "from cgplan.cli import main", "cgplan/render/ imports only"),
+        (
+            "cgplan/io/x.py",
+            "from ..render import table",
+            "imports cgplan.render.table; cgplan/io/ imports only",
+        ),
+    ],
+)
+def test_the_lint_can_fail(rel: str, code: str, problem: str, tmp_path: Path) -> None:
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code + "\n")
+    problems, _ = violations(tmp_path / "cgplan")
+    assert len(problems) == 1 and problem in problems[0], problems
+
+
+# ------------------------------------------------------------- one place knows a release number
+
+RELEASE_NUMBER = re.compile(r"\b0\.\d{2}(?:\.\d+)?\b")
+SPELLED_ELSEWHERE: dict[str, str] = {
+    "cgplan/cli/_options.py": "--vllm-version's help: how a release may be spelled (0.33, v0.33.0, 0.33.1)",
+    "cgplan/cli/calibrate.py": "what the shipped coefficients were measured with (vLLM 0.26.0 on the H200)",
+    "cgplan/diffing.py": "an example in a usage message (house-15 folds diffing.py into api.py)",
+}
+"""Files outside cgplan/core/vllm/ whose code (not docstrings) spells a release, and why that is not
+a rule; every other release number a message needs comes from the tables (`first_release`)."""
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The string statements of every body: module, class, function and attribute docstrings."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    ids.add(id(stmt.value))
+    return ids
+
+
+def test_only_core_vllm_spells_a_release() -> None:
+    """Adding or dropping a release changes cgplan/core/vllm/ only, not a message somewhere else."""
+    spelled: dict[str, list[str]] = {}
+    for path in sorted(CGPLAN.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("cgplan/core/vllm/"):
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and id(node) not in docs else None
+            if isinstance(text, str) and RELEASE_NUMBER.search(text):
+                spelled.setdefault(rel, []).append(f"{rel}:{getattr(node, 'lineno', 0)}: {text[:60]!r}")
+    assert sorted(spelled) == sorted(SPELLED_ELSEWHERE), [s for f in spelled for s in spelled[f]]
