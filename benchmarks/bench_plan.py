@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from cgplan.config import load_config  # noqa: E402
 from cgplan.core.plan import build_plan  # noqa: E402
+from cgplan.io.config import load_config  # noqa: E402
 from cgplan.io.files import parse_yaml  # noqa: E402
 from cgplan.logs import parse_file  # noqa: E402
 

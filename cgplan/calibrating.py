@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cgplan.core.cost import CostCoefficients, FitCheck, FitError, check_coefficients, fit_coefficients
-from cgplan.costs import observation_from_report
 from cgplan.errors import ReportError
-from cgplan.reports import read_report
+from cgplan.io.cost_coefficients import observation_from_report
+from cgplan.io.reports import read_report
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def calibration_table(cal: Calibration) -> str:
 
 def calibration_json(cal: Calibration) -> str:
     """The calibration as JSON."""
-    from cgplan.costs import coefficients_to_dict
+    from cgplan.io.cost_coefficients import coefficients_to_dict
     from cgplan.render.json import SCHEMA_VERSION
 
     doc = {

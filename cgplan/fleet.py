@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cgplan import __version__
-from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
-from cgplan.files import write_atomically
 from cgplan.io import files
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.output import write_atomically
 
 AGGREGATE_NAME = "fleet"
 """The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""

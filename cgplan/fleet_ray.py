@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from cgplan.errors import GpuUnavailableError, ReportError
-from cgplan.files import write_atomically
 from cgplan.fleet import (
     INTERRUPT_GRACE_S,
     ChildOptions,
@@ -39,6 +38,7 @@ from cgplan.fleet import (
     report_stamp,
     same_environment,
 )
+from cgplan.io.output import write_atomically
 
 LOG_TAIL_BYTES = 256 << 10
 """How much of a child's console log comes back to the caller."""

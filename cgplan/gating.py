@@ -6,11 +6,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import STDIN, Overrides
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
 from cgplan.errors import CgplanError, ReportError
+from cgplan.io.config import STDIN, Overrides
+from cgplan.io.policies import load_policy
 from cgplan.planning import plan_file
-from cgplan.policy import load_policy
 from cgplan.sides import is_report, load_side
 
 

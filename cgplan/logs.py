@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
-from cgplan.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
@@ -44,6 +43,7 @@ from cgplan.core.rules import SUPPORTED_VERSIONS, rules_for
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import CgplanError, ConfigError, ConfigRejected
+from cgplan.io.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.planning import plan_file
 

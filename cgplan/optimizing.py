@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import Overrides, load_config
 from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import graph_count
@@ -31,10 +30,11 @@ from cgplan.core.plan import build_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.traffic_cost import TrafficCost, query_len_for, traffic_cost
 from cgplan.core.types import Plan
-from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.latency import shipped_latency
-from cgplan.traffic import Traffic, load_traffic
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.cost_coefficients import default_coefficients, with_cost
+from cgplan.io.latency_coefficients import shipped_latency
+from cgplan.io.traffic import Traffic, load_traffic
 
 OBJECTIVES = ("time", "padding")
 

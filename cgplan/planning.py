@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import FixSearch
 from cgplan.core.gate import DEFAULT_BUDGETS, GatePolicy, budgets_of
@@ -16,10 +15,11 @@ from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Plan
-from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.latency import shipped_latency, with_latency
-from cgplan.traffic import Traffic
+from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
+from cgplan.io.cost_coefficients import default_coefficients, with_cost
+from cgplan.io.latency_coefficients import shipped_latency, with_latency
+from cgplan.io.traffic import Traffic
 
 
 def plan_file(
@@ -95,7 +95,7 @@ def plan_vllm_args(
             also for a config the chosen release refuses (ConfigRejected).
     """
     # Imported here: plan FILE (the common path) does not pay for vLLM's flag table.
-    from cgplan.vllm_args import SOURCE, read_vllm_args
+    from cgplan.io.vllm_args import SOURCE, read_vllm_args
 
     base = base_dir if base_dir is not None else Path.cwd()
     parsed = read_vllm_args(argv, model_config=model_config, base_dir=base)

@@ -22,14 +22,14 @@ from cgplan.core.cost import (
     predict_cost,
 )
 from cgplan.core.spec import ModelShape
-from cgplan.costs import (
+from cgplan.errors import ConfigError
+from cgplan.io.cost_coefficients import (
     DEFAULT_COEFFICIENTS,
     coefficients_text,
     load_coefficients,
     observation_from_report,
     save_coefficients,
 )
-from cgplan.errors import ConfigError
 from cgplan.planning import plan_file
 from tests.cli_helpers import run
 
@@ -271,9 +271,9 @@ def test_calibrate_takes_a_folder_or_an_aggregate_report(
 
 
 def _planned(path: Path, **changes: object):  # type: ignore[no-untyped-def]
-    from cgplan.config import load_config
     from cgplan.core.cost import plan_cost
     from cgplan.core.plan import build_plan
+    from cgplan.io.config import load_config
 
     inp = dataclasses.replace(load_config(path).input, **changes)  # type: ignore[arg-type]
     plan = build_plan(inp, with_fixes=False)

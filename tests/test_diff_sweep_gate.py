@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import Overrides
 from cgplan.core.gate import DEFAULT_POLICY
+from cgplan.io.config import Overrides
+from cgplan.io.policies import load_policy
 from cgplan.planning import plan_file
-from cgplan.policy import load_policy
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgplan.config import load_config
 from cgplan.core import plan as plan_mod
 from cgplan.core.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
 from cgplan.core.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
@@ -23,7 +22,8 @@ from cgplan.core.modes import Mode
 from cgplan.core.plan import build_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Plan, Rejected
-from cgplan.costs import default_coefficients
+from cgplan.io.config import load_config
+from cgplan.io.cost_coefficients import default_coefficients
 from cgplan.planning import plan_file, plan_vllm_args
 from tests.test_properties import plan_inputs
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from cgplan import fleet
-from cgplan.config import Overrides
 from cgplan.errors import ConfigError
 from cgplan.fleet import ChildOptions, FleetJob, FleetRun, JobResult
+from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_markdown, fleet_table
 
 ROOT = Path(__file__).parent.parent

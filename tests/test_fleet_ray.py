@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cgplan import fleet
-from cgplan.config import Overrides
 from cgplan.fleet import ChildOptions
+from cgplan.io.config import Overrides
 from tests.test_fleet import write_config
 
 if os.environ.get("CI") == "true":

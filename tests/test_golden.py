@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from cgplan.config import Overrides, load_config
 from cgplan.core.plan import build_plan
 from cgplan.errors import ConfigError
+from cgplan.io.config import Overrides, load_config
 from cgplan.render.json import plan_to_dict
 from tests.oracle_expect import expected
 

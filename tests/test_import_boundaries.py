@@ -54,7 +54,7 @@ def test_plan_json_fast_path() -> None:
     assert not heavy, sorted(heavy)
     others = {f"cgplan.cli.{c}" for c in ("capture", "diff", "sweep", "gate", "logs", "optimize", "env")}
     assert not mods & others, sorted(mods & others)
-    assert "cgplan.vllm_args" not in mods
+    assert "cgplan.io.vllm_args" not in mods
     assert "cgplan.logs" not in mods
     assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 

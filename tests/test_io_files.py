@@ -327,5 +327,5 @@ def test_every_file_is_read_through_the_one_reader() -> None:
             r"^import (gzip|zlib)|gzip\.decompress|yaml\.safe_load|json\.loads?\(", p.read_text(), re.M
         )
     )
-    # vllm_args: JSON flag values, not files; logs: decompresses the stream io.files opened, bounded
-    assert users == ["io/files.py", "logs.py", "vllm_args.py"], users
+    # io/vllm_args: JSON flag values, not files; logs: decompresses the stream io.files opened, bounded
+    assert users == ["io/files.py", "io/vllm_args.py", "logs.py"], users

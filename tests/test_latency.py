@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import Overrides, load_config
 from cgplan.core.gate import GatePolicy, evaluate_gate
 from cgplan.core.latency import (
     LatencyObservation,
@@ -24,10 +23,17 @@ from cgplan.core.latency import (
 from cgplan.core.optimize_time import TimedShape, brute_force_time, optimal_timed_ladders
 from cgplan.core.spec import ModelShape
 from cgplan.errors import ConfigError
-from cgplan.latency import latency_to_dict, load_latency, load_runs, save_latency, shipped_latency
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.latency_coefficients import (
+    latency_to_dict,
+    load_latency,
+    load_runs,
+    save_latency,
+    shipped_latency,
+)
+from cgplan.io.policies import parse_policy
 from cgplan.optimizing import optimize_config
 from cgplan.planning import plan_file
-from cgplan.policy import parse_policy
 from cgplan.sides import load_side
 
 ROOT = Path(__file__).resolve().parent.parent

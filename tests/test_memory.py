@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from cgplan.config import Overrides
 from cgplan.core.gate import GatePolicy, evaluate_gate
 from cgplan.core.memory import compare_memory
-from cgplan.costs import _source_config
+from cgplan.io.config import Overrides
+from cgplan.io.cost_coefficients import _source_config
 from cgplan.logs import compare_with_config, parse_file
 from cgplan.sides import load_side
 

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgplan.cli import main
-from cgplan.config import Overrides, load_config
 from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.gaps import graph_count
 from cgplan.core.gate import DEFAULT_POLICY, evaluate_gate
@@ -25,8 +24,9 @@ from cgplan.core.policies import BUILTIN_POLICIES
 from cgplan.core.traffic_cost import traffic_cost
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.traffic import load_traffic
 from cgplan.optimizing import optimize_config
-from cgplan.traffic import load_traffic
 
 ROOT = Path(__file__).parent.parent
 PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import DispatchRange
-from cgplan.files import write_atomically
+from cgplan.io.output import write_atomically
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent

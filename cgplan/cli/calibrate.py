@@ -12,7 +12,7 @@ from cgplan.calibrating import calibrate as run_calibrate
 from cgplan.calibrating import calibration_json, calibration_table, expand_reports
 from cgplan.cli._options import JsonOpt
 from cgplan.cli._output import write_artifact, write_artifacts
-from cgplan.costs import coefficients_text
+from cgplan.io.cost_coefficients import coefficients_text
 
 
 def calibrate(
@@ -95,7 +95,7 @@ def _calibrate_latency(
 ) -> None:
     import json
 
-    from cgplan.latency import calibrate_latency, latency_to_dict, save_latency
+    from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:

@@ -106,8 +106,8 @@ def capture(
     from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.cli._progress import RichProgress
-    from cgplan.config import Overrides
-    from cgplan.files import write_stdout
+    from cgplan.io.config import Overrides
+    from cgplan.io.output import write_stdout
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 

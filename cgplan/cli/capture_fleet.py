@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
 from cgplan.errors import CaptureError
 from cgplan.fleet import (
     ChildOptions,
@@ -34,6 +33,7 @@ from cgplan.fleet import (
     visible_gpus,
     write_aggregate,
 )
+from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_table
 
 

@@ -65,7 +65,7 @@ def env(
 ) -> None:
     """Show what cgplan can see: Python, torch, vLLM, CUDA, NVML and GPUs, and why anything is missing."""
     from cgplan.cli._console import colorize, output_format, use_color
-    from cgplan.files import write_stdout
+    from cgplan.io.output import write_stdout
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = _probe()

@@ -11,9 +11,9 @@ import typer
 
 from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
 from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
+from cgplan.io.config import Overrides
 from cgplan.optimizing import Optimized, optimize_config
 from cgplan.render.json import SCHEMA_VERSION
 
@@ -165,7 +165,7 @@ def optimize(
 ) -> None:
     """Choose capture sizes minimising the expected step time (or padding plus eager steps) for the
     traffic, under size, graph, memory and capture-time budgets."""
-    from cgplan.latency import load_latency
+    from cgplan.io.latency_coefficients import load_latency
 
     o = optimize_config(
         config,

@@ -31,7 +31,7 @@ _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [
 def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, list[str] | None]:
     """CONFIG, or the `vllm serve` command line (from --vllm-args, or everything after `--`)."""
     if vllm_args is not None:
-        from cgplan.vllm_args import split_vllm_args
+        from cgplan.io.vllm_args import split_vllm_args
 
         if targets:
             raise typer.BadParameter(_ONE_INPUT)
@@ -96,13 +96,13 @@ def plan(
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
     release would. CONFIG `-` reads the YAML from stdin."""
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
-    from cgplan.capture_policies import load_capture_policy
     from cgplan.cli._console import note, output_format, use_color, width
     from cgplan.cli._output import write_artifacts
-    from cgplan.config import Overrides
     from cgplan.core.fingerprint import fingerprint
-    from cgplan.costs import load_coefficients
     from cgplan.errors import ExitCode
+    from cgplan.io.config import Overrides
+    from cgplan.io.cost_coefficients import load_coefficients
+    from cgplan.io.policies import load_capture_policy
     from cgplan.planning import plan_file, plan_vllm_args
     from cgplan.render import OutputFormat, render
 
@@ -115,11 +115,11 @@ def plan(
     coeffs = load_coefficients(coefficients) if coefficients is not None else None
     lat, hist = None, None
     if latency_coefficients is not None:
-        from cgplan.latency import load_latency
+        from cgplan.io.latency_coefficients import load_latency
 
         lat = load_latency(latency_coefficients)
     if traffic is not None:
-        from cgplan.traffic import load_traffic
+        from cgplan.io.traffic import load_traffic
 
         hist = load_traffic(traffic)
     if argv is not None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
 from cgplan.core.sweep import MAX_SWEEP_POINTS
 from cgplan.errors import ConfigError, ReportError
-from cgplan.reports import side_from_report
+from cgplan.io.config import MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
+from cgplan.io.reports import side_from_report
 from cgplan.sweeping import MAX_SWEEP_REQUESTS, parse_set
 from tests.fuzz.harness import EXAMPLES, MODELS, problems, run_cli
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import _err
 from cgplan.errors import ConfigError
+from cgplan.io.config import _err
 from cgplan.io.files import ReadError, parse_yaml, read_text
 from cgplan.io.numbers import human_readable_int
 
@@ -108,7 +108,7 @@ _FLAGS: tuple[_Flag, ...] = (
     _flag("dbo_prefill_token_threshold", role=_R),
     _flag("async_scheduling", arity="bool", role=_R),
     _flag("all2all_backend", role=_R),
-    # capture-neutral: the keys cgplan.config ignores in a YAML, plus front-end (HTTP server) flags
+    # capture-neutral: the keys cgplan.io.config ignores in a YAML, plus front-end (HTTP server) flags
     _flag("host", role=_I),
     _flag("port", role=_I),
     _flag("uds", role=_I),

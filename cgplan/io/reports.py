@@ -12,13 +12,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from cgplan.config import MAX_LIST, MAX_REASONABLE
 from cgplan.core.compare_sides import STATUSES, Side
 from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
 from cgplan.core.types import DispatchRange, Graph, Plan
 from cgplan.errors import ReportError, one_line, preview
-from cgplan.files import write_atomically
+from cgplan.io.config import MAX_LIST, MAX_REASONABLE
 from cgplan.io.files import ReadError, read_json
+from cgplan.io.output import write_atomically
 from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
 
 REPORT_KINDS = ("plan", "capture")

@@ -22,10 +22,10 @@ from cgplan.core.modes import Mode
 from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
-from cgplan.files import write_atomically
 from cgplan.io import files as io_files
+from cgplan.io.output import write_atomically
 
-DEFAULT_LATENCY = Path(__file__).parent / "data" / "latency-h200.json"
+DEFAULT_LATENCY = Path(__file__).parent.parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
 
 LATENCY_KIND = "cgplan-latency-coefficients"

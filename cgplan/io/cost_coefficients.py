@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
     CostObservation,
@@ -20,11 +19,12 @@ from cgplan.core.cost import (
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError, preview
-from cgplan.files import write_atomically
+from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
-from cgplan.reports import _bytes, _measurements, _number
+from cgplan.io.output import write_atomically
+from cgplan.io.reports import _bytes, _measurements, _number
 
-DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
+DEFAULT_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200.json"
 """Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md);
 JSON, because every `plan` reads it and the C JSON parser costs microseconds where YAML costs
 milliseconds."""
