@@ -153,7 +153,7 @@ def calibration_table(cal: Calibration) -> str:
 def calibration_json(cal: Calibration) -> str:
     """The calibration as JSON."""
     from cgplan.io.cost_coefficients import coefficients_to_dict
-    from cgplan.render.json import SCHEMA_VERSION
+    from cgplan.io.schema import SCHEMA_VERSION
 
     doc = {
         "schema_version": SCHEMA_VERSION,

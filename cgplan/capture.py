@@ -26,7 +26,8 @@ from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.files import read_yaml
-from cgplan.io.reports import capture_report, write_report
+from cgplan.io.reports import write_report
+from cgplan.io.schema.capture import capture_report
 
 BACKENDS = ("auto", "vllm", "torch", "fake")
 """`fake` is hidden: no GPU, for testing the scheduler around capture (cgplan/gpu/fake_backend.py)."""

@@ -668,7 +668,7 @@ def _rel(p: Path, base: Path) -> str:
 
 def aggregate(run: FleetRun) -> dict[str, Any]:
     """The aggregate report document (JSON, schema_version 1)."""
-    from cgplan.render.json import SCHEMA_VERSION
+    from cgplan.io.schema import SCHEMA_VERSION
 
     rows = [_row(r, run.out_dir) for r in run.results]
     counts: dict[str, int] = {}

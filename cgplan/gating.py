@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
 from cgplan.errors import CgplanError, ReportError
@@ -74,8 +73,3 @@ def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateRes
         dataclasses.replace(c, detail=c.detail + hint) if c in failed else c for c in result.checks
     )
     return dataclasses.replace(result, checks=checks)
-
-
-def policy_to_dict(policy: GatePolicy) -> dict[str, Any]:
-    """The policy as JSON."""
-    return dataclasses.asdict(policy)

@@ -45,10 +45,8 @@ from cgplan.core.types import Plan
 from cgplan.errors import CgplanError, ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
+from cgplan.io.schema import SCHEMA_VERSION
 from cgplan.planning import plan_file
-
-SCHEMA_VERSION = 1
-"""Bumped on any incompatible change of `logs_to_dict`'s JSON; fields may be added freely."""
 
 
 class LogError(CgplanError):

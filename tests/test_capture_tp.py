@@ -25,7 +25,8 @@ from cgplan.errors import ReportError
 from cgplan.gpu import vllm_backend as vb
 from cgplan.gpu.recorder import GraphRecorder, NullProgress
 from cgplan.io.config import Overrides, load_config
-from cgplan.io.reports import rank_to_dict, ranks_from_report, read_report, side_from_report
+from cgplan.io.reports import ranks_from_report, read_report, side_from_report
+from cgplan.io.schema.capture import rank_to_dict
 from cgplan.planning import plan_file
 from cgplan.render.capture import render_capture
 

@@ -293,7 +293,7 @@ def test_moe_mla_deployment_is_planned_but_gives_no_figure() -> None:
     assert any("MOE+MLA" in x for x in cost.domain.outside)
     assert any("TP 4" in x for x in cost.domain.outside)
     assert any("rtx-blackwell" in x for x in cost.domain.outside)
-    from cgplan.render.json import cost_to_dict
+    from cgplan.io.schema.plan import cost_to_dict
 
     doc = cost_to_dict(cost)
     assert doc is not None and doc["total_mib"] is None and doc["domain"]["figure"] is False

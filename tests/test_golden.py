@@ -17,7 +17,7 @@ import pytest
 from cgplan.core.plan import build_plan
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
-from cgplan.render.json import plan_to_dict
+from cgplan.io.schema.plan import plan_to_dict
 from tests.oracle_expect import expected
 
 DATA = Path(__file__).parent / "data"

@@ -25,7 +25,7 @@ from cgplan.core.plan import build_plan
 from cgplan.core.rules import SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
-from cgplan.render.json import plan_to_dict
+from cgplan.io.schema.plan import plan_to_dict
 from tests.oracle_expect import expected
 
 DATA = Path(__file__).parent / "data"

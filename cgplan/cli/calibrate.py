@@ -96,6 +96,7 @@ def _calibrate_latency(
     import json
 
     from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
+    from cgplan.io.schema import SCHEMA_VERSION
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:
@@ -103,7 +104,7 @@ def _calibrate_latency(
         sys.stderr.write(f"cgplan: latency coefficients written to {output}\n")
     if json_out:
         doc = {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "kind": "latency-calibration",
             "coefficients": latency_to_dict(cal.coefficients),
             "fit": {

@@ -54,7 +54,8 @@ def diff(
     from cgplan.cli._output import write_artifacts
     from cgplan.diffing import diff_paths
     from cgplan.errors import ExitCode
-    from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+    from cgplan.io.schema.compare import diff_to_dict
+    from cgplan.render.compare import render_diff, render_diff_markdown
 
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown

@@ -53,8 +53,9 @@ def gate(
     from cgplan.cli._console import github_annotations, output_format, use_color
     from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
-    from cgplan.gating import gate_targets, policy_to_dict
-    from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+    from cgplan.gating import gate_targets
+    from cgplan.io.schema.compare import gate_to_dict, policy_to_dict
+    from cgplan.render.compare import render_gate, render_gate_markdown, render_junit
 
     chosen = output_format(fmt, ("table", "json", "markdown"))
     results, pol = gate_targets(

@@ -14,8 +14,8 @@ from cgplan.cli._output import write_artifact
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
 from cgplan.io.config import Overrides
+from cgplan.io.schema import SCHEMA_VERSION
 from cgplan.optimizing import Optimized, optimize_config
-from cgplan.render.json import SCHEMA_VERSION
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:

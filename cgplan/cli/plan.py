@@ -149,8 +149,8 @@ def plan(
         source = loaded.source
     color = use_color(no_color, output)
     if chosen == "html":
+        from cgplan.io.schema.plan import plan_to_dict
         from cgplan.render.html import plan_html
-        from cgplan.render.json import plan_to_dict
 
         text = plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input)))
     else:
@@ -166,8 +166,8 @@ def plan(
         )
     artifacts = [(text, output)]
     if html is not None:
+        from cgplan.io.schema.plan import plan_to_dict
         from cgplan.render.html import plan_html
-        from cgplan.render.json import plan_to_dict
 
         artifacts.append(
             (plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html)

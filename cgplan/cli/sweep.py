@@ -76,7 +76,8 @@ def sweep(
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
-    from cgplan.render.compare import render_sweep, sweep_to_dict
+    from cgplan.io.schema.compare import sweep_to_dict
+    from cgplan.render.compare import render_sweep
     from cgplan.sweeping import sweep_config
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)

@@ -39,7 +39,8 @@ def render(
 
             return render_table(plan, source=source, full=full, width=width, color=color)
         case OutputFormat.json:
-            from cgplan.render.json import dumps, plan_to_dict
+            from cgplan.io.schema import dumps
+            from cgplan.io.schema.plan import plan_to_dict
 
             return dumps(
                 plan_to_dict(plan, source=source, ignored_keys=ignored_keys, fingerprint=fingerprint)

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import io
-from dataclasses import asdict
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from rich.console import Console
 from rich.table import Table
 
-from cgplan.core.compare_sides import Side, decode_gaps
-from cgplan.core.diff import Diff, TierPadding
+from cgplan.core.compare_sides import Side
+from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
 from cgplan.core.gate import GateResult
 from cgplan.core.memory import compare_memory
 from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
-from cgplan.render.json import SCHEMA_VERSION
 
 GIB = 1 << 30
 
@@ -28,78 +26,6 @@ def _console(buf: io.StringIO, width: int, color: bool) -> Console:
 def _ratio(p: int, r: int) -> str:
     x = TierPadding.ratio(p, r)
     return "-" if x is None else f"{x:.3f}"
-
-
-def diff_to_dict(d: Diff) -> dict[str, Any]:
-    """The diff as JSON."""
-
-    def g(x: Any) -> dict[str, Any]:
-        return {"mode": x.mode, "num_tokens": x.num_tokens, "num_reqs": x.num_reqs, "query_len": x.query_len}
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "diff",
-        "a": {
-            "label": d.a.label,
-            "kind": d.a.kind,
-            "vllm_version": d.a.vllm_version,
-            "fingerprint": d.a.fingerprint,
-            "rejected": d.a.rejected,
-            "status": d.a.status,
-            "failure": d.a.failure,
-        },
-        "b": {
-            "label": d.b.label,
-            "kind": d.b.kind,
-            "vllm_version": d.b.vllm_version,
-            "fingerprint": d.b.fingerprint,
-            "rejected": d.b.rejected,
-            "status": d.b.status,
-            "failure": d.b.failure,
-        },
-        "fingerprints_match": d.fingerprints_match,
-        "unchanged": d.unchanged,
-        "graphs": [
-            {
-                "family": f.family,
-                "mode": f.mode,
-                "count_a": f.count_a,
-                "count_b": f.count_b,
-                "added": [g(x) for x in f.added],
-                "removed": [g(x) for x in f.removed],
-            }
-            for f in d.families
-        ],
-        "coverage_moves": [asdict(m) for m in d.moves],
-        "padding": [
-            {
-                **asdict(p),
-                "ratio_a": TierPadding.ratio(p.padded_a, p.real_a),
-                "ratio_b": TierPadding.ratio(p.padded_b, p.real_b),
-            }
-            for p in d.padding
-        ],
-        "pool_bytes": {
-            "a": d.a.pool_bytes,
-            "b": d.b.pool_bytes,
-            "source_a": d.a.pool_source,
-            "source_b": d.b.pool_source,
-        },
-        "memory": _memory_dict(d),
-        "uniform_decode": {"a": _coverage(d.a), "b": _coverage(d.b)},
-        "model_runner": {"a": d.a.model_runner, "b": d.b.model_runner},
-        "size_changes": size_changes(d),
-        "shared_gaps": [
-            {"query_len": ql, "from_reqs": a, "to_reqs": b, "mode": m} for ql, a, b, m in shared_gaps(d)
-        ],
-        "capture_time_s": {"a": d.a.capture_time_s, "b": d.b.capture_time_s},
-        "expected_step_ms": {
-            "a": _round(d.a.expected_step_ms),
-            "b": _round(d.b.expected_step_ms),
-            "change": _round(_change(d.a.expected_step_ms, d.b.expected_step_ms)),
-        },
-        "eager_time_share": {"a": _round(d.a.eager_time_share), "b": _round(d.b.eager_time_share)},
-    }
 
 
 def _kind(side: Side) -> str:
@@ -116,14 +42,6 @@ def _partial_line(side: Side, name: str) -> str:
     )
 
 
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 4)
-
-
-def _change(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
-
-
 def step_time_line(d: Diff) -> str | None:
     """The change in expected step time (latency model), when a side has one."""
     a, b = d.a.expected_step_ms, d.b.expected_step_ms
@@ -137,75 +55,6 @@ def step_time_line(d: Diff) -> str | None:
     if a is not None and b is not None and a > 0:
         line += f" · {b - a:+.3f} ms per step ({(b - a) / a:+.1%})"
     return line + " (latency model, every uniform-decode batch once)"
-
-
-def _coverage(side: Any) -> dict[str, Any]:
-    """Per tier: its request-count runs and its dispatch rows (what the HTML chart draws)."""
-    out: dict[str, Any] = {}
-    if side.rejected:
-        return out
-    for ql in side.query_lens:
-        out[str(ql)] = {
-            "batches": [list(b) for b in side.tier_batches(ql)],
-            "rows": [
-                {"from_reqs": r.first, "to_reqs": r.last, "mode": r.mode, "padded_tokens": r.padded_tokens}
-                for r in side.uniform_decode.get(ql, ())
-            ],
-        }
-    return out
-
-
-def _memory_dict(d: Diff) -> dict[str, Any]:
-    m = compare_memory(d.a, d.b)
-    return {
-        "definition": "capture phase per rank (warmups included), as vLLM's 'took X GiB'",
-        "a_mib": None if m.a_mib is None else round(m.a_mib, 1),
-        "b_mib": None if m.b_mib is None else round(m.b_mib, 1),
-        "source_a": m.a_source,
-        "source_b": m.b_source,
-        "measured_over_predicted": None
-        if m.measured_over_predicted is None
-        else round(m.measured_over_predicted, 4),
-        "band": None if m.band is None else [round(x, 4) for x in m.band],
-        "within_band": m.within_band,
-        "caveats": list(m.caveats),
-        "detail_graph_sections_mib": {
-            "a": None if m.a_sections_mib is None else round(m.a_sections_mib, 1),
-            "b": None if m.b_sections_mib is None else round(m.b_sections_mib, 1),
-        },
-        "text": m.text(),
-        "kv_tokens": m.kv_tokens,
-        "vllm_kv_cache_tokens": m.vllm_kv_cache_tokens,
-        "kv_text": m.kv_text(),
-    }
-
-
-def _sizes(graphs: tuple[Any, ...]) -> str:
-    from cgplan.render.summary import ladder_text
-
-    return ladder_text(sorted({g.num_tokens for g in graphs}))
-
-
-def size_changes(d: Diff) -> list[str]:
-    """ "target PIECEWISE: +1024, 2048; -16" lines: the token counts of graphs added and removed."""
-    out = []
-    for f in d.families:
-        parts = []
-        if f.added:
-            parts.append(f"+{_sizes(f.added)}")
-        if f.removed:
-            parts.append(f"-{_sizes(f.removed)}")
-        if parts:
-            out.append(f"{f.family} {f.mode} tokens: {'; '.join(parts)}")
-    return out
-
-
-def shared_gaps(d: Diff) -> list[tuple[int, int, int, str]]:
-    """Gaps both sides have (same tier, same request counts, same outcome): no move, not all clear."""
-    if d.a.rejected or d.b.rejected:
-        return []
-    gb = set(decode_gaps(d.b))
-    return [g for g in decode_gaps(d.a) if g in gb]
 
 
 def _gap_text(g: tuple[int, int, int, str]) -> str:
@@ -355,38 +204,8 @@ def render_diff_markdown(d: Diff) -> str:
     return "\n".join(out) + "\n"
 
 
-def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
-    """The sweep as JSON (ranges, not points)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "sweep",
-        "axes": [
-            {"key": k, "values": len(v), "first": v[0] if v else None, "last": v[-1] if v else None}
-            for k, v in r.axes
-        ],
-        "versions": list(r.versions),
-        "plans": r.plans,
-        "ranges": [
-            {
-                "fixed": dict(x.fixed),
-                "axis": x.axis,
-                "first": x.first,
-                "last": x.last,
-                "points": x.points,
-                "values": list(x.values) if x.axis not in INT_KEYS else None,
-                "versions_disagree": x.disagree,
-                "worst_at": dict(zip(r.versions, x.worst_at, strict=False)),
-                "detail_varies": dict(zip(r.versions, x.detail_varies, strict=False)),
-                "outcomes": {v: asdict(o) for v, o in zip(r.versions, x.outcomes, strict=True)},
-            }
-            for x in r.ranges
-        ],
-    }
-
-
 def _span(x: Any) -> str:
     """A range of the last axis: first..last for a numeric axis, the values for a categorical one."""
-    from cgplan.core.sweep import INT_KEYS
 
     if x.points == 1:
         return str(x.first)
@@ -439,19 +258,6 @@ def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markd
         t.add_row(*row, style="red" if any(o.status != "ok" for o in x.outcomes) else "")
     c.print(t)
     return buf.getvalue()
-
-
-def gate_to_dict(results: list[GateResult], policy: dict[str, Any]) -> dict[str, Any]:
-    """The verdict as JSON."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "gate",
-        "passed": all(r.passed for r in results),
-        "policy": policy,
-        "targets": [
-            {"target": r.target, "passed": r.passed, "checks": [asdict(c) for c in r.checks]} for r in results
-        ],
-    }
 
 
 def render_gate(results: list[GateResult], *, width: int = 100, color: bool = False) -> str:
