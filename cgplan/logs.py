@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cgplan import __version__
+from cgplan.api.plan import plan_file
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.modes import Mode
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
@@ -46,7 +47,6 @@ from cgplan.errors import CgplanError, ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, resolve_vllm_version
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 from cgplan.io.schema import SCHEMA_VERSION
-from cgplan.planning import plan_file
 
 
 class LogError(CgplanError):

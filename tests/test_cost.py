@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.plan import plan_file
 from cgplan.core.cost import (
     CostInput,
     FitError,
@@ -30,7 +31,6 @@ from cgplan.io.cost_coefficients import (
     observation_from_report,
     save_coefficients,
 )
-from cgplan.planning import plan_file
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cgplan.api.plan import plan_file, plan_vllm_args
 from cgplan.core import plan as plan_mod
 from cgplan.core.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
 from cgplan.core.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
@@ -24,7 +25,6 @@ from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Plan, Rejected
 from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
-from cgplan.planning import plan_file, plan_vllm_args
 from tests.test_properties import plan_inputs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -62,4 +62,4 @@ def test_plan_json_fast_path() -> None:
 def test_other_commands_do_not_import_plan() -> None:
     mods = _modules_after("env", "--json")
     assert "cgplan.cli.plan" not in mods
-    assert "cgplan.planning" not in mods
+    assert "cgplan.api.plan" not in mods

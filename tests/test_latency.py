@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.optimize import optimize_config
+from cgplan.api.plan import plan_file
+from cgplan.api.sides import load_side
 from cgplan.core.gate import GatePolicy, evaluate_gate
 from cgplan.core.latency import (
     LatencyObservation,
@@ -32,9 +35,6 @@ from cgplan.io.latency_coefficients import (
     shipped_latency,
 )
 from cgplan.io.policies import parse_policy
-from cgplan.optimizing import optimize_config
-from cgplan.planning import plan_file
-from cgplan.sides import load_side
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "benchmarks/results/h200/latency"

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
+from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import DispatchRange
 from cgplan.io.output import write_atomically
 from tests.cli_helpers import run
@@ -607,12 +607,12 @@ def test_a_repeated_sweep_axis_counts_in_the_walk_bound(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Repeating an axis skipped the bound: 199 × 1,001 plans of a million requests each (days).
-    import cgplan.sweeping
+    import cgplan.api.sweep
 
     def walked(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the grid was walked, not refused")
 
-    monkeypatch.setattr(cgplan.sweeping, "sweep", walked)
+    monkeypatch.setattr(cgplan.api.sweep, "sweep", walked)
     code, out, err = run(
         monkeypatch,
         capsys,

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cgplan.api.plan import plan_vllm_args
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io import config as cfg
 from cgplan.io.numbers import human_readable_int
@@ -24,7 +25,6 @@ from cgplan.io.vllm_args import (
     parse_vllm_args,
     split_vllm_args,
 )
-from cgplan.planning import plan_vllm_args
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from cgplan.calibrating import calibrate as run_calibrate
-from cgplan.calibrating import calibration_json, calibration_table, expand_reports
+from cgplan.api.calibrate import calibrate as run_calibrate
+from cgplan.api.calibrate import calibration_json, calibration_table, expand_reports
 from cgplan.cli._options import JsonOpt
 from cgplan.cli._output import write_artifact, write_artifacts
 from cgplan.io.cost_coefficients import coefficients_text

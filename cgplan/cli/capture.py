@@ -102,7 +102,7 @@ def capture(
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
     # Imported here: the other commands (and `cgplan -h`) do not pay for the capture stack.
-    from cgplan.capture import BACKENDS, run_capture
+    from cgplan.api.capture import BACKENDS, run_capture
     from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.cli._progress import RichProgress
@@ -128,8 +128,8 @@ def capture(
         or gpus is not None
         or ray_address is not None
     ):
+        from cgplan.api.fleet import ChildOptions
         from cgplan.cli.capture_fleet import capture_fleet
-        from cgplan.fleet import ChildOptions
 
         capture_fleet(
             configs,

@@ -15,9 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from cgplan.cli._output import write_artifact
-from cgplan.errors import CaptureError
-from cgplan.fleet import (
+from cgplan.api.fleet import (
     ChildOptions,
     FleetJob,
     FleetRun,
@@ -33,6 +31,8 @@ from cgplan.fleet import (
     visible_gpus,
     write_aggregate,
 )
+from cgplan.cli._output import write_artifact
+from cgplan.errors import CaptureError
 from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_table
 
@@ -168,7 +168,7 @@ def capture_fleet(
     with FleetBar() as progress, _sigterm_as_interrupt():
         progress.start(len(jobs))
         if ray_address is not None:
-            from cgplan.fleet_ray import run_ray
+            from cgplan.api.fleet_ray import run_ray
 
             results, interrupted = run_ray(jobs, ray_address, options, force=force, progress=progress)
             slots: tuple[str, ...] = ()

@@ -50,9 +50,9 @@ def diff(
     no_color: NoColorOpt = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
+    from cgplan.api.diff import diff_paths
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifacts
-    from cgplan.diffing import diff_paths
     from cgplan.errors import ExitCode
     from cgplan.io.schema.compare import diff_to_dict
     from cgplan.render.compare import render_diff, render_diff_markdown

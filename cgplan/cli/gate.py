@@ -50,10 +50,10 @@ def gate(
 
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
+    from cgplan.api.gate import gate_targets
     from cgplan.cli._console import github_annotations, output_format, use_color
     from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
-    from cgplan.gating import gate_targets
     from cgplan.io.schema.compare import gate_to_dict, policy_to_dict
     from cgplan.render.compare import render_gate, render_gate_markdown, render_junit
 

@@ -9,13 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
+from cgplan.api.optimize import Optimized, optimize_config
 from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
 from cgplan.cli._output import write_artifact
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
 from cgplan.io.config import Overrides
 from cgplan.io.schema import SCHEMA_VERSION
-from cgplan.optimizing import Optimized, optimize_config
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:

@@ -74,11 +74,11 @@ def sweep(
     no_color: NoColorOpt = False,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
+    from cgplan.api.sweep import sweep_config
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.io.schema.compare import sweep_to_dict
     from cgplan.render.compare import render_sweep
-    from cgplan.sweeping import sweep_config
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     with SweepProgress() as bar:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.notation import ladder_text
+from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import Graph
 
 

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from cgplan.core.compare_sides import STATUSES, Side
 from cgplan.core.measure import GraphMeasurement, RankMeasurement
+from cgplan.core.sides import STATUSES, Side
 from cgplan.core.types import DispatchRange, Graph
 from cgplan.errors import ReportError, one_line, preview
 from cgplan.io.config import MAX_LIST, MAX_REASONABLE

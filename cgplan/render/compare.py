@@ -9,10 +9,10 @@ from xml.sax.saxutils import escape, quoteattr
 from rich.console import Console
 from rich.table import Table
 
-from cgplan.core.compare_sides import Side
 from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
 from cgplan.core.gate import GateResult
 from cgplan.core.memory import compare_memory
+from cgplan.core.sides import Side
 from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
 

@@ -492,9 +492,9 @@ def plan_inputs(draw: st.DrawFn) -> Input:
 
 def _base_reports() -> dict[str, str]:
     """Real reports to mutate: plan JSON of the examples and H200 capture reports."""
+    from cgplan.api.plan import plan_file
     from cgplan.core.fingerprint import fingerprint
     from cgplan.io.schema.plan import plan_to_dict
-    from cgplan.planning import plan_file
 
     out: dict[str, str] = {}
     for path in sorted(EXAMPLES.glob("*.yaml")):

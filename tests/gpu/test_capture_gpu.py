@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.capture import run_capture
+from cgplan.api.capture import run_capture
 from cgplan.io.config import Overrides
 
 ROOT = Path(__file__).parent.parent.parent

@@ -31,7 +31,7 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     Raises:
         ReportError: a path that is missing, or not JSON.
     """
-    from cgplan.fleet import AGGREGATE_NAME, iter_reports, read_json
+    from cgplan.api.fleet import AGGREGATE_NAME, iter_reports, read_json
 
     out: list[Path] = []
     notes: list[str] = []

@@ -142,8 +142,8 @@ def run_capture(
         plan = build_plan(inp)
     except ConfigRejected as e:
         raise e.located(str(config)) from None
+    from cgplan.api.plan import shipped_coefficients
     from cgplan.io.cost_coefficients import with_cost
-    from cgplan.planning import shipped_coefficients
 
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cgplan.errors import GpuUnavailableError, ReportError
-from cgplan.fleet import (
+from cgplan.api.fleet import (
     INTERRUPT_GRACE_S,
     ChildOptions,
     EnvironmentKey,
@@ -38,6 +37,7 @@ from cgplan.fleet import (
     report_stamp,
     same_environment,
 )
+from cgplan.errors import GpuUnavailableError, ReportError
 from cgplan.io.output import write_atomically
 
 LOG_TAIL_BYTES = 256 << 10

@@ -8,7 +8,7 @@ rebuilt from whatever reports exist when the run ends, Ctrl-C included.
 
 Scheduling on one host: configs start in the order given, each as soon as as many GPUs as its
 tensor_parallel_size are free (a later, smaller config may start while an earlier, larger one
-waits); with one GPU they run in turn. Ray (`cgplan.fleet_ray`) runs the same child command as
+waits); with one GPU they run in turn. Ray (`cgplan.api.fleet_ray`) runs the same child command as
 a Ray task instead.
 """
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cgplan.api.sides import is_report, load_side
 from cgplan.core.diff import Diff, diff_sides
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import Overrides
 from cgplan.io.policies import load_capture_policy
-from cgplan.sides import is_report, load_side
 
 
 def split_versions(values: list[str]) -> list[str]:
