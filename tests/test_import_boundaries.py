@@ -55,7 +55,7 @@ def test_plan_json_fast_path() -> None:
     others = {f"cgplan.cli.{c}" for c in ("capture", "diff", "sweep", "gate", "logs", "optimize", "env")}
     assert not mods & others, sorted(mods & others)
     assert "cgplan.io.vllm_args" not in mods
-    assert "cgplan.logs" not in mods
+    assert "cgplan.core.log_parse" not in mods
     assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 
 

@@ -647,7 +647,8 @@ def test_log_patterns_are_linear_on_a_crafted_long_line(name: str, tmp_path: Pat
     # 500,000 characters: these took minutes to hours (profiling_group: 18 s at 20,000);
     # linear patterns take milliseconds. The alarm is a generous bound that turns a hang into
     # a failure, not a timing assertion.
-    from cgplan.logs import LOG_FORMATS, LogError, parse_file
+    from cgplan.core.log_parse import LOG_FORMATS, LogError
+    from cgplan.io.logs import parse_file
 
     unit = CRAFTED_LINES[name]
     line = unit * (500_000 // len(unit))
