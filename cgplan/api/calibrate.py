@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,7 +152,7 @@ def calibration_table(cal: Calibration) -> str:
 def calibration_json(cal: Calibration) -> str:
     """The calibration as JSON."""
     from cgplan.io.cost_coefficients import coefficients_to_dict
-    from cgplan.io.schema import SCHEMA_VERSION
+    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -162,4 +161,4 @@ def calibration_json(cal: Calibration) -> str:
         "fit": [check_to_dict(c) for c in cal.fit],
         "held_out": [check_to_dict(c) for c in cal.held_out],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return dumps_ascii(doc)

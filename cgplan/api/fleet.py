@@ -15,7 +15,6 @@ a Ray task instead.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -710,12 +709,13 @@ def exit_code(doc: dict[str, Any]) -> int:
 
 def write_aggregate(doc: dict[str, Any], out_dir: Path) -> list[Path]:
     """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically."""
+    from cgplan.io.schema import dumps_ascii
     from cgplan.render.fleet import fleet_html, fleet_markdown
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for suffix, text in (
-        ("json", json.dumps(doc, indent=2, sort_keys=True) + "\n"),
+        ("json", dumps_ascii(doc)),
         ("md", fleet_markdown(doc)),
         ("html", fleet_html(doc)),
     ):

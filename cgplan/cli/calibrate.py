@@ -93,10 +93,9 @@ def _calibrate_latency(
     max_error: float | None,
     json_out: bool,
 ) -> None:
-    import json
 
     from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
-    from cgplan.io.schema import SCHEMA_VERSION
+    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:
@@ -118,7 +117,7 @@ def _calibrate_latency(
                 "within_10pct": cal.held_out_within_10pct,
             },
         }
-        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(doc)
     else:
         text = (
             f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "

@@ -4,7 +4,6 @@ or a Ray cluster, with one aggregate report."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -108,6 +107,7 @@ def capture(
     from cgplan.cli._progress import RichProgress
     from cgplan.io.config import Overrides
     from cgplan.io.output import write_stdout
+    from cgplan.io.schema import dumps_ascii
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 
@@ -157,7 +157,7 @@ def capture(
         )
     summary = render_capture(outcome.report)
     if json_out:
-        write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
+        write_artifact(dumps_ascii(outcome.report), None)
         if not quiet:
             sys.stderr.write(summary)
     elif chosen == "html":

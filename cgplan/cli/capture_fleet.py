@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
@@ -157,6 +156,8 @@ def capture_fleet(
     html: Path | None,
 ) -> None:
     """Capture every config, one engine process each; write the reports and the aggregate."""
+    from cgplan.io.schema import dumps_ascii
+
     requested = _parse_gpus(gpus)
     if ray_address is not None and requested is not None:
         raise typer.BadParameter("--gpus is for this host; Ray assigns its GPUs itself", param_hint="--gpus")
@@ -193,11 +194,11 @@ def capture_fleet(
     )
     written = write_aggregate(doc, out_dir)
     if json_out:
-        write_artifact(json.dumps(doc, indent=2, sort_keys=True) + "\n", None)
+        write_artifact(dumps_ascii(doc), None)
     else:
         sys.stdout.write(fleet_table(doc))
     if output is not None:
-        write_artifact(json.dumps(doc, indent=2, sort_keys=True) + "\n", output)
+        write_artifact(dumps_ascii(doc), output)
     if html is not None:
         write_artifact(fleet_html(doc), html)
     sys.stderr.write(f"cgplan: {len(jobs)} reports and the aggregate ({written[0].name}) in {out_dir}\n")

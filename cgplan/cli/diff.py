@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -54,6 +53,7 @@ def diff(
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifacts
     from cgplan.errors import ExitCode
+    from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.compare import diff_to_dict
     from cgplan.render.compare import render_diff, render_diff_markdown
 
@@ -64,7 +64,7 @@ def diff(
         a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
     )
     if chosen == "json":
-        text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(diff_to_dict(d))
     elif chosen == "markdown":
         text = render_diff_markdown(d)
     elif chosen == "html":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -19,11 +18,12 @@ def env(
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.gpu.probe import probe
     from cgplan.io.output import write_stdout
+    from cgplan.io.schema import dumps_ascii
     from cgplan.render.env import env_text
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = probe()
     if chosen == "json":
-        write_stdout(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        write_stdout(dumps_ascii(info))
         return
     write_stdout(colorize(env_text(info), use_color(no_color)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -54,6 +53,7 @@ def gate(
     from cgplan.cli._console import github_annotations, output_format, use_color
     from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
+    from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.compare import gate_to_dict, policy_to_dict
     from cgplan.render.compare import render_gate, render_gate_markdown, render_junit
 
@@ -62,7 +62,7 @@ def gate(
         targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
     )
     verdict = gate_to_dict(results, policy_to_dict(pol))
-    text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
+    text = dumps_ascii(verdict)
     artifacts = [
         (text, json_path),
         (render_gate_markdown(results), markdown_path),

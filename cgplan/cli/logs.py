@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -40,6 +39,7 @@ def logs(
     from cgplan.cli._console import output_format, use_color, width
     from cgplan.cli._output import write_artifact
     from cgplan.errors import ExitCode
+    from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.logs import logs_to_dict
     from cgplan.render.logs import render_logs
 
@@ -47,7 +47,7 @@ def logs(
     r = check_log(file, config, vllm_version, model_config)
     parsed, comparison = r.parsed, r.comparison
     if chosen == "json":
-        text = json.dumps(logs_to_dict(parsed, comparison), indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(logs_to_dict(parsed, comparison))
     else:
         color = use_color(no_color, output)
         text = render_logs(parsed, comparison, width=width(color), color=color)

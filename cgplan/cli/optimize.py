@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,7 +14,7 @@ from cgplan.cli._output import write_artifact
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
 from cgplan.io.config import Overrides
-from cgplan.io.schema import SCHEMA_VERSION
+from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:
@@ -181,7 +180,7 @@ def optimize(
         max_capture_s=max_capture_s,
         relax=tuple(relax or ()),
     )
-    text = json.dumps(_doc(o), indent=2, sort_keys=True) + "\n" if json_out else _text(o)
+    text = dumps_ascii(_doc(o)) if json_out else _text(o)
     write_artifact(text, output)
     if output is not None:
         sys.stderr.write(f"cgplan: written to {output}\n")

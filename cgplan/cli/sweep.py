@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any
 
@@ -77,6 +76,7 @@ def sweep(
     from cgplan.api.sweep import sweep_config
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
+    from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.compare import sweep_to_dict
     from cgplan.render.compare import render_sweep
 
@@ -84,7 +84,7 @@ def sweep(
     with SweepProgress() as bar:
         result = sweep_config(config, set_, vllm_version or [], policy, bar.update, model_config)
     if chosen == "json":
-        text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
+        text = dumps_ascii(sweep_to_dict(result))
     elif chosen == "markdown":
         text = render_sweep(result, markdown=True)
     else:

@@ -6,7 +6,6 @@ are checked; nothing is imported, evaluated or unpickled.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -18,14 +17,14 @@ from cgplan.errors import ReportError, one_line, preview
 from cgplan.io.config import MAX_LIST, MAX_REASONABLE
 from cgplan.io.files import ReadError, read_json
 from cgplan.io.output import write_atomically
-from cgplan.io.schema import SCHEMA_VERSION
+from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
 REPORT_KINDS = ("plan", "capture")
 
 
 def write_report(doc: dict[str, Any], path: Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename (never a half file)."""
-    text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
+    text = dumps_ascii(doc)
     write_atomically(path, text, "write the report")
 
 

@@ -37,5 +37,13 @@ def graph_key_to_dict(g: Graph) -> dict[str, Any]:
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    """Stable JSON text: sorted keys, two-space indent, trailing newline."""
+    """Stable JSON text: sorted keys, two-space indent, trailing newline, UTF-8 as is (the plan's
+    document: `cgplan plan --json`)."""
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def dumps_ascii(doc: dict[str, Any]) -> str:
+    """The same, with non-ASCII characters escaped: every other document (diff, sweep, gate,
+    logs, capture and its reports, fleet, optimize, calibrate, env) has always been written so,
+    and keeps its bytes; a value JSON has no type for (a Path) is written as its text."""
+    return json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
