@@ -233,7 +233,7 @@ def test_fix_line_is_unbroken_at_any_width(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: long flags were folded with newlines in the middle of numbers (…,128,136,1⏎44,…)."""
-    from cgplan.render.table import render_table
+    from cgplan.render.plan import render_table
 
     _, plan = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
     for width in (40, 80, 100, 200):

@@ -176,8 +176,8 @@ def test_gate_bounds_the_eager_time_share() -> None:
 
 def test_diff_shows_the_change_in_expected_step_time() -> None:
     from cgplan.core.diff import diff_sides
-    from cgplan.io.schema.compare import diff_to_dict
-    from cgplan.render.compare import step_time_line
+    from cgplan.io.schema.diff import diff_to_dict
+    from cgplan.render.diff import step_time_line
 
     a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml", Overrides())
     b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml", Overrides())

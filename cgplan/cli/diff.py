@@ -54,8 +54,8 @@ def diff(
     from cgplan.cli._output import write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
-    from cgplan.io.schema.compare import diff_to_dict
-    from cgplan.render.compare import render_diff, render_diff_markdown
+    from cgplan.io.schema.diff import diff_to_dict
+    from cgplan.render.diff import render_diff, render_diff_markdown
 
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown

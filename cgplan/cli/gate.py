@@ -54,8 +54,8 @@ def gate(
     from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
-    from cgplan.io.schema.compare import gate_to_dict, policy_to_dict
-    from cgplan.render.compare import render_gate, render_gate_markdown, render_junit
+    from cgplan.io.schema.gate import gate_to_dict, policy_to_dict
+    from cgplan.render.gate import render_gate, render_gate_markdown, render_junit
 
     chosen = output_format(fmt, ("table", "json", "markdown"))
     results, pol = gate_targets(

@@ -77,8 +77,8 @@ def sweep(
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.io.schema import dumps_ascii
-    from cgplan.io.schema.compare import sweep_to_dict
-    from cgplan.render.compare import render_sweep
+    from cgplan.io.schema.sweep import sweep_to_dict
+    from cgplan.render.sweep import render_sweep
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     with SweepProgress() as bar:

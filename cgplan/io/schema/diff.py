@@ -1,4 +1,4 @@
-"""Diff, sweep and gate results as JSON (`cgplan diff|sweep|gate --json`)."""
+"""Diff results as JSON (`cgplan diff --json`, and the document its HTML page draws)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
-from cgplan.core.gate import GatePolicy, GateResult
 from cgplan.core.memory import compare_memory
-from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.io.schema import SCHEMA_VERSION, graph_key_to_dict
 
 
@@ -120,53 +118,6 @@ def _memory_dict(d: Diff) -> dict[str, Any]:
         "vllm_kv_cache_tokens": m.vllm_kv_cache_tokens,
         "kv_text": m.kv_text(),
     }
-
-
-def sweep_to_dict(r: SweepResult) -> dict[str, Any]:
-    """The sweep as JSON (ranges, not points)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "sweep",
-        "axes": [
-            {"key": k, "values": len(v), "first": v[0] if v else None, "last": v[-1] if v else None}
-            for k, v in r.axes
-        ],
-        "versions": list(r.versions),
-        "plans": r.plans,
-        "ranges": [
-            {
-                "fixed": dict(x.fixed),
-                "axis": x.axis,
-                "first": x.first,
-                "last": x.last,
-                "points": x.points,
-                "values": list(x.values) if x.axis not in INT_KEYS else None,
-                "versions_disagree": x.disagree,
-                "worst_at": dict(zip(r.versions, x.worst_at, strict=False)),
-                "detail_varies": dict(zip(r.versions, x.detail_varies, strict=False)),
-                "outcomes": {v: asdict(o) for v, o in zip(r.versions, x.outcomes, strict=True)},
-            }
-            for x in r.ranges
-        ],
-    }
-
-
-def gate_to_dict(results: list[GateResult], policy: dict[str, Any]) -> dict[str, Any]:
-    """The verdict as JSON."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "gate",
-        "passed": all(r.passed for r in results),
-        "policy": policy,
-        "targets": [
-            {"target": r.target, "passed": r.passed, "checks": [asdict(c) for c in r.checks]} for r in results
-        ],
-    }
-
-
-def policy_to_dict(policy: GatePolicy) -> dict[str, Any]:
-    """The policy as JSON."""
-    return asdict(policy)
 
 
 def _round(x: float | None) -> float | None:

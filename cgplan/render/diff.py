@@ -1,19 +1,15 @@
-"""Text, markdown and JSON for diff, sweep and gate results."""
+"""Diff results as text and markdown (`cgplan diff`; its HTML is in render/html.py)."""
 
 from __future__ import annotations
 
 import io
-from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from rich.console import Console
 from rich.table import Table
 
 from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
-from cgplan.core.gate import GateResult
 from cgplan.core.memory import compare_memory
 from cgplan.core.sides import Side
-from cgplan.core.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
 
 GIB = 1 << 30
@@ -202,122 +198,3 @@ def render_diff_markdown(d: Diff) -> str:
         out += ["", timed]
     out.append("")
     return "\n".join(out) + "\n"
-
-
-def _span(x: Any) -> str:
-    """A range of the last axis: first..last for a numeric axis, the values for a categorical one."""
-
-    if x.points == 1:
-        return str(x.first)
-    if x.axis not in INT_KEYS:
-        return ", ".join(map(str, x.values)) if x.values else f"{x.first}, …, {x.last}"
-    return f"{x.first}..{x.last}"
-
-
-def _cell(x: Any, i: int, o: Any) -> str:
-    text = o.status if not o.detail else f"{o.status}: {o.detail}"
-    varies = bool(x.detail_varies) and x.detail_varies[i]
-    if varies and o.detail:
-        text = f"{o.status} (worst, at {x.worst_at[i]}): {o.detail}"
-    return text
-
-
-def render_sweep(r: SweepResult, *, width: int = 100, color: bool = False, markdown: bool = False) -> str:
-    """One row per range of the last axis with the same outcome; where the points' detail differs
-    the row shows the worst point and says where it is."""
-    if markdown:
-        head = ["fixed", r.ranges[0].axis if r.ranges else "value", *r.versions, "releases agree"]
-        out = ["### cgplan sweep", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for x in r.ranges:
-            fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
-            cells = [_cell(x, i, o) for i, o in enumerate(x.outcomes)]
-            out.append(
-                f"| {fixed} | {_span(x)} | " + " | ".join(cells) + f" | {'no' if x.disagree else 'yes'} |"
-            )
-        return "\n".join(out) + "\n"
-    buf = io.StringIO()
-    c = _console(buf, width, color)
-    axes = ", ".join(f"{k} ({len(v)} values)" for k, v in r.axes)
-    c.print(f"sweep over {axes} · vLLM {', '.join(r.versions)} · {r.plans:,} plans", soft_wrap=True)
-    t = Table(show_edge=False, box=None, header_style="bold")
-    t.add_column("fixed")
-    t.add_column(r.ranges[0].axis if r.ranges else "value")
-    for v in r.versions:
-        t.add_column(f"vLLM {v}")
-    if len(r.versions) > 1:
-        t.add_column("releases")
-    for x in r.ranges:
-        fixed = ", ".join(f"{k}={v}" for k, v in x.fixed) or "-"
-        cells = []
-        for i, o in enumerate(x.outcomes):
-            text = _cell(x, i, o)
-            cells.append(text if len(text) < 80 else text[:77] + "...")
-        row = [fixed, _span(x), *cells]
-        if len(r.versions) > 1:
-            row.append("differ" if x.disagree else "agree")
-        t.add_row(*row, style="red" if any(o.status != "ok" for o in x.outcomes) else "")
-    c.print(t)
-    return buf.getvalue()
-
-
-def render_gate(results: list[GateResult], *, width: int = 100, color: bool = False) -> str:
-    """Human verdict."""
-    buf = io.StringIO()
-    c = _console(buf, width, color)
-    for r in results:
-        c.print(
-            f"{'PASS' if r.passed else 'FAIL'} {r.target}",
-            style="green" if r.passed else "bold red",
-            soft_wrap=True,
-        )
-        for ch in r.checks:
-            mark = "skip" if ch.skipped else ("ok  " if ch.passed else "FAIL")
-            c.print(
-                f"  {mark} {ch.name}: {ch.detail}",
-                style="" if ch.passed or ch.skipped else "red",
-                soft_wrap=True,
-            )
-    ok = all(r.passed for r in results)
-    c.print(
-        f"gate {'passed' if ok else 'failed'}: {sum(r.passed for r in results)}/{len(results)} targets pass"
-    )
-    return buf.getvalue()
-
-
-def render_gate_markdown(results: list[GateResult]) -> str:
-    """Verdict for a PR comment."""
-    ok = all(r.passed for r in results)
-    out = [
-        f"### cgplan gate: {'passed ✅' if ok else 'failed ❌'}",
-        "",
-        "| target | check | result | detail |",
-        "|---|---|---|---|",
-    ]
-    for r in results:
-        for ch in r.checks:
-            res = "skipped" if ch.skipped else ("pass" if ch.passed else "**FAIL**")
-            out.append(f"| `{r.target}` | {ch.name} | {res} | {ch.detail} |")
-    return "\n".join(out) + "\n"
-
-
-def render_junit(results: list[GateResult]) -> str:
-    """JUnit XML: one test suite, one test case per (target, check)."""
-    cases = []
-    failures = skipped = 0
-    for r in results:
-        for ch in r.checks:
-            body = ""
-            if ch.skipped:
-                skipped += 1
-                body = f"<skipped message={quoteattr(ch.detail)}/>"
-            elif not ch.passed:
-                failures += 1
-                body = f"<failure message={quoteattr(ch.detail)}>{escape(ch.detail)}</failure>"
-            cases.append(
-                f"  <testcase classname={quoteattr(r.target)} name={quoteattr(ch.name)}>{body}</testcase>"
-            )
-    head = (
-        f'<testsuite name="cgplan gate" tests="{len(cases)}" failures="{failures}" errors="0" '
-        f'skipped="{skipped}">'
-    )
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + head + "\n" + "\n".join(cases) + "\n</testsuite>\n"
