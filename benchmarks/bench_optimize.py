@@ -16,13 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cgplan.config import Overrides, load_config  # noqa: E402
+from cgplan.api.optimize import optimize_config  # noqa: E402
 from cgplan.core.gaps import graph_count  # noqa: E402
 from cgplan.core.optimize import optimal_ladders  # noqa: E402
 from cgplan.core.plan import build_plan  # noqa: E402
 from cgplan.core.traffic_cost import query_len_for  # noqa: E402
-from cgplan.optimizing import optimize_config  # noqa: E402
-from cgplan.traffic import load_traffic  # noqa: E402
+from cgplan.io.config import Overrides, load_config  # noqa: E402
+from cgplan.io.traffic import load_traffic  # noqa: E402
 
 CASES = [
     ("configs/examples/pr50488-eagle-k16.yaml", "configs/traffic/decode-heavy-mns32.yaml"),

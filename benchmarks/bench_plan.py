@@ -49,10 +49,10 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from cgplan.config import load_config  # noqa: E402
 from cgplan.core.plan import build_plan  # noqa: E402
+from cgplan.io.config import load_config  # noqa: E402
 from cgplan.io.files import parse_yaml  # noqa: E402
-from cgplan.logs import parse_file  # noqa: E402
+from cgplan.io.logs import parse_file  # noqa: E402
 
 CONFIG = ROOT / "benchmarks" / "configs" / "eagle-k16-mns1024-dyn4.yaml"
 MODEL = ROOT / "configs" / "models" / "tiny-llama"
@@ -306,7 +306,7 @@ def make_log(kind: str, size_bytes: int, seed: int = 0) -> tuple[str, int]:
 
 def bench_logs(size_mb: int) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "what": f"cgplan.logs.parse_file on generated {size_mb} MB logs (bench_plan.make_log): CPU ms per "
+        "what": f"cgplan.io.logs.parse_file on generated {size_mb} MB logs (bench_plan.make_log): CPU ms per "
         "MB of log text (median of 3) and the peak of Python's traced memory",
         "target": "<= 20 ms/MB; peak <= 2x the largest engine start-up + a constant",
     }

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from cgplan import capture as capture_mod
-from cgplan.config import Overrides
+from cgplan.api import capture as capture_mod
+from cgplan.api.fleet import iter_reports
+from cgplan.api.plan import plan_file
 from cgplan.core.measure import GraphMeasurement, MeasuredCapture, compare
 from cgplan.core.types import DispatchRange
 from cgplan.errors import CaptureError, ConfigRejected, ExitCode, GpuUnavailableError
-from cgplan.fleet import iter_reports
 from cgplan.gpu.recorder import GraphRecorder
 from cgplan.gpu.vllm_backend import vllm_figures
-from cgplan.planning import plan_file
+from cgplan.io.config import Overrides
+from cgplan.io.reports import read_report
 from cgplan.render.capture import render_capture
-from cgplan.reports import read_report
 
 ROOT = Path(__file__).parent.parent
 H200 = ROOT / "benchmarks/results/h200"

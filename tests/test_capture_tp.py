@@ -18,16 +18,17 @@ from typing import Any
 import pytest
 import yaml
 
-from cgplan import capture as capture_mod
-from cgplan.config import Overrides, load_config
+from cgplan.api import capture as capture_mod
+from cgplan.api.plan import plan_file
 from cgplan.core.measure import GraphMeasurement, RankMeasurement
 from cgplan.core.types import Plan
 from cgplan.errors import ReportError
 from cgplan.gpu import vllm_backend as vb
 from cgplan.gpu.recorder import GraphRecorder, NullProgress
-from cgplan.planning import plan_file
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.reports import ranks_from_report, read_report, side_from_report
+from cgplan.io.schema.capture import rank_to_dict
 from cgplan.render.capture import render_capture
-from cgplan.reports import rank_to_dict, ranks_from_report, read_report, side_from_report
 
 ROOT = Path(__file__).parent.parent
 CONFIGS = ROOT / "configs/gpu"

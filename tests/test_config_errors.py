@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.plan import plan_file
 from cgplan.cli import main
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.planning import plan_file
 
 BAD = Path(__file__).parent / "data" / "bad"
 

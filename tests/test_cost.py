@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.plan import plan_file
 from cgplan.core.cost import (
     CostInput,
     FitError,
@@ -22,15 +23,14 @@ from cgplan.core.cost import (
     predict_cost,
 )
 from cgplan.core.spec import ModelShape
-from cgplan.costs import (
+from cgplan.errors import ConfigError
+from cgplan.io.cost_coefficients import (
     DEFAULT_COEFFICIENTS,
     coefficients_text,
     load_coefficients,
     observation_from_report,
     save_coefficients,
 )
-from cgplan.errors import ConfigError
-from cgplan.planning import plan_file
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,9 +271,9 @@ def test_calibrate_takes_a_folder_or_an_aggregate_report(
 
 
 def _planned(path: Path, **changes: object):  # type: ignore[no-untyped-def]
-    from cgplan.config import load_config
     from cgplan.core.cost import plan_cost
     from cgplan.core.plan import build_plan
+    from cgplan.io.config import load_config
 
     inp = dataclasses.replace(load_config(path).input, **changes)  # type: ignore[arg-type]
     plan = build_plan(inp, with_fixes=False)
@@ -293,7 +293,7 @@ def test_moe_mla_deployment_is_planned_but_gives_no_figure() -> None:
     assert any("MOE+MLA" in x for x in cost.domain.outside)
     assert any("TP 4" in x for x in cost.domain.outside)
     assert any("rtx-blackwell" in x for x in cost.domain.outside)
-    from cgplan.render.json import cost_to_dict
+    from cgplan.io.schema.plan import cost_to_dict
 
     doc = cost_to_dict(cost)
     assert doc is not None and doc["total_mib"] is None and doc["domain"]["figure"] is False

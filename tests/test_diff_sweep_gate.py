@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import Overrides
+from cgplan.api.plan import plan_file
 from cgplan.core.gate import DEFAULT_POLICY
-from cgplan.planning import plan_file
-from cgplan.policy import load_policy
+from cgplan.io.config import Overrides
+from cgplan.io.policies import load_policy
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
@@ -250,8 +250,8 @@ def test_gate_script_exit_codes(tmp_path: Path) -> None:
 
 def test_sweep_range_shows_its_worst_point_not_its_first() -> None:
     """Before: "31..2048 gaps: 31×17 eager" — the first point's detail for the whole range (#13.5)."""
-    from cgplan.render.compare import render_sweep
-    from cgplan.sweeping import sweep_config
+    from cgplan.api.sweep import sweep_config
+    from cgplan.render.sweep import render_sweep
 
     calls: list[tuple[int, int]] = []
     r = sweep_config(
@@ -267,8 +267,8 @@ def test_sweep_range_shows_its_worst_point_not_its_first() -> None:
 
 
 def test_sweep_categorical_axis_is_listed_not_a_range() -> None:
-    from cgplan.render.compare import render_sweep
-    from cgplan.sweeping import sweep_config
+    from cgplan.api.sweep import sweep_config
+    from cgplan.render.sweep import render_sweep
 
     r = sweep_config(PR, ["compilation_config.cudagraph_mode=FULL_AND_PIECEWISE,FULL,PIECEWISE"], ["0.33.0"])
     text = render_sweep(r)

@@ -10,7 +10,6 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.config import load_config
 from cgplan.core.dynamic_sd import (
     ScheduleError,
     build_lookup,
@@ -20,6 +19,7 @@ from cgplan.core.dynamic_sd import (
     widest_per_query_len,
 )
 from cgplan.core.plan import build_plan
+from cgplan.io.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgplan.config import load_config
+from cgplan.api.plan import plan_file, plan_vllm_args
 from cgplan.core import plan as plan_mod
 from cgplan.core.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
 from cgplan.core.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
@@ -23,8 +23,8 @@ from cgplan.core.modes import Mode
 from cgplan.core.plan import build_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Plan, Rejected
-from cgplan.costs import default_coefficients
-from cgplan.planning import plan_file, plan_vllm_args
+from cgplan.io.config import load_config
+from cgplan.io.cost_coefficients import default_coefficients
 from tests.test_properties import plan_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +233,7 @@ def test_fix_line_is_unbroken_at_any_width(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: long flags were folded with newlines in the middle of numbers (…,128,136,1⏎44,…)."""
-    from cgplan.render.table import render_table
+    from cgplan.render.plan import render_table
 
     _, plan = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
     for width in (40, 80, 100, 200):

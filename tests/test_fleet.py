@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan import fleet
-from cgplan.config import Overrides
+from cgplan.api import fleet
+from cgplan.api.fleet import ChildOptions, FleetJob, FleetRun, JobResult
 from cgplan.errors import ConfigError
-from cgplan.fleet import ChildOptions, FleetJob, FleetRun, JobResult
+from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_markdown, fleet_table
 
 ROOT = Path(__file__).parent.parent
@@ -154,7 +154,7 @@ def test_ctrl_c_signals_running_children_once_and_marks_the_rest(tmp_path: Path)
             raise KeyboardInterrupt
 
     monkeypatch_sleep = pytest.MonkeyPatch()
-    monkeypatch_sleep.setattr("cgplan.fleet.time.sleep", sleep)
+    monkeypatch_sleep.setattr("cgplan.api.fleet.time.sleep", sleep)
     try:
         results, interrupted = fleet.run_local(
             [*jobs, *_jobs(tmp_path, {"e": 1})], ["0", "1"], launcher, poll_s=1

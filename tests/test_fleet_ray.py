@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cgplan import fleet
-from cgplan.config import Overrides
-from cgplan.fleet import ChildOptions
+from cgplan.api import fleet
+from cgplan.api.fleet import ChildOptions
+from cgplan.io.config import Overrides
 from tests.test_fleet import write_config
 
 if os.environ.get("CI") == "true":
@@ -22,7 +22,7 @@ if os.environ.get("CI") == "true":
 else:
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'cgplan[ray]')")
 
-from cgplan import fleet_ray
+from cgplan.api import fleet_ray
 
 
 @pytest.fixture(scope="module")

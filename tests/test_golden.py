@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from cgplan.config import Overrides, load_config
 from cgplan.core.plan import build_plan
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError
-from cgplan.render.json import plan_to_dict
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.schema.plan import plan_to_dict
 from tests.oracle_expect import expected
 
 DATA = Path(__file__).parent / "data"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.plan import plan_file
+from cgplan.api.sides import load_side
 from cgplan.core.diff import diff_sides
-from cgplan.planning import plan_file
-from cgplan.render.compare import diff_to_dict
+from cgplan.io.schema.diff import diff_to_dict
+from cgplan.io.schema.plan import plan_to_dict
 from cgplan.render.html import capture_html, diff_html, plan_html
-from cgplan.render.json import plan_to_dict
-from cgplan.sides import load_side
 
 ROOT = Path(__file__).parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -178,12 +178,12 @@ def test_plan_json_fast_path() -> None:
     assert not heavy, sorted(heavy)
     others = {f"cgplan.cli.{c}" for c in ("capture", "diff", "sweep", "gate", "logs", "optimize", "env")}
     assert not mods & others, sorted(mods & others)
-    assert "cgplan.vllm_args" not in mods and "cgplan.core.vllm.serve_flags" not in mods
-    assert "cgplan.logs" not in mods and "cgplan.core.vllm.log_formats" not in mods
+    assert "cgplan.io.vllm_args" not in mods and "cgplan.core.vllm.serve_flags" not in mods
+    assert "cgplan.core.log_parse" not in mods and "cgplan.core.vllm.log_formats" not in mods
     assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 
 
 def test_other_commands_do_not_import_plan() -> None:
     mods = _modules_after("env", "--json")
     assert "cgplan.cli.plan" not in mods
-    assert "cgplan.planning" not in mods
+    assert "cgplan.api.plan" not in mods

@@ -183,7 +183,7 @@ def test_the_fix_search_is_skipped_above_its_bound_and_says_so(
     searched = run_cli(["plan", str(path), "--json"])
     assert searched.code in (0, 1), searched.err
     assert json.loads(searched.out)["fixes"], "the example must have fixes for this test to mean anything"
-    monkeypatch.setattr("cgplan.planning.FIX_SEARCH_WORK", 4096 * 63)
+    monkeypatch.setattr("cgplan.api.plan.FIX_SEARCH_WORK", 4096 * 63)
     run = run_cli(["plan", str(path), "--json"])
     assert run.code in (0, 1), run.err
     doc = json.loads(run.out)

@@ -110,7 +110,7 @@ def test_a_gzip_bomb_log_is_refused_at_the_limit(tmp_path: Path, monkeypatch: py
     """2 GiB of log text in a few MiB of gzip: gzip.decompress() held all of it; streamed, it
     still took minutes. The limit (256 MiB, parsed in about 20 s) is lowered here to keep the
     test fast; benchmarks/bench_bounds.py times the real one."""
-    monkeypatch.setattr("cgplan.logs.LOG_LIMIT_BYTES", 16 << 20)
+    monkeypatch.setattr("cgplan.io.logs.LOG_LIMIT_BYTES", 16 << 20)
     path = tmp_path / "big.log.gz"
     path.write_bytes(_gzip_expanding_to(2 << 30))
     run = refused(["logs", str(path)], path, r"larger than a log file may be once decompressed \(16 MiB\)")
@@ -327,5 +327,5 @@ def test_every_file_is_read_through_the_one_reader() -> None:
             r"^import (gzip|zlib)|gzip\.decompress|yaml\.safe_load|json\.loads?\(", p.read_text(), re.M
         )
     )
-    # vllm_args: JSON flag values, not files; logs: decompresses the stream io.files opened, bounded
-    assert users == ["io/files.py", "logs.py", "vllm_args.py"], users
+    # io/vllm_args: JSON flag values, not files; io/logs: decompresses the stream io.files opened, bounded
+    assert users == ["io/files.py", "io/logs.py", "io/vllm_args.py"], users

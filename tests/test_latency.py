@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import Overrides, load_config
+from cgplan.api.optimize import optimize_config
+from cgplan.api.plan import plan_file
+from cgplan.api.sides import load_side
 from cgplan.core.gate import GatePolicy, evaluate_gate
 from cgplan.core.latency import (
     LatencyObservation,
@@ -24,11 +26,15 @@ from cgplan.core.latency import (
 from cgplan.core.optimize_time import TimedShape, brute_force_time, optimal_timed_ladders
 from cgplan.core.spec import ModelShape
 from cgplan.errors import ConfigError
-from cgplan.latency import latency_to_dict, load_latency, load_runs, save_latency, shipped_latency
-from cgplan.optimizing import optimize_config
-from cgplan.planning import plan_file
-from cgplan.policy import parse_policy
-from cgplan.sides import load_side
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.latency_coefficients import (
+    latency_to_dict,
+    load_latency,
+    load_runs,
+    save_latency,
+    shipped_latency,
+)
+from cgplan.io.policies import parse_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "benchmarks/results/h200/latency"
@@ -170,7 +176,8 @@ def test_gate_bounds_the_eager_time_share() -> None:
 
 def test_diff_shows_the_change_in_expected_step_time() -> None:
     from cgplan.core.diff import diff_sides
-    from cgplan.render.compare import diff_to_dict, step_time_line
+    from cgplan.io.schema.diff import diff_to_dict
+    from cgplan.render.diff import step_time_line
 
     a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml", Overrides())
     b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml", Overrides())

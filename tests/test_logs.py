@@ -19,19 +19,12 @@ from typing import Any
 
 import pytest
 
+from cgplan.api.logs import compare_with_config
+from cgplan.core.log_parse import LogError, MetricsRow, MetricsTable, ProgressBar, parse_log
 from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
-from cgplan.logs import (
-    FIGURE_FIELDS,
-    LogError,
-    MetricsRow,
-    MetricsTable,
-    ProgressBar,
-    compare_with_config,
-    parse_file,
-    parse_log,
-    read_log,
-)
+from cgplan.io.logs import parse_file, read_log
+from cgplan.io.schema.logs import FIGURE_FIELDS
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent

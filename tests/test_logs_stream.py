@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from cgplan import logs
+from cgplan.core import log_parse as logs
+from cgplan.core.log_parse import GUARDS, KEYWORDS, parse_log
 from cgplan.core.vllm.log_formats import LOG_FORMATS
-from cgplan.logs import GUARDS, KEYWORDS, parse_file, parse_log, read_log
+from cgplan.io.logs import parse_file, read_log
 
 try:  # the regular-expression parser (re._parser from 3.11, sre_parse before)
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -63,7 +64,7 @@ def _line_patterns() -> list[tuple[str, str, re.Pattern[str]]]:
 def test_every_line_pattern_needs_its_guard(name: str, field: str, pattern: re.Pattern[str]) -> None:
     """A pattern is searched only where its GUARDS text is, and a segment with no KEYWORDS is
     skipped: sound only if no match of the pattern lacks the text."""
-    assert field in GUARDS, f"{name}: add the field to cgplan.logs.GUARDS"
+    assert field in GUARDS, f"{name}: add the field to cgplan.core.log_parse.GUARDS"
     assert _always_contains(sre_parse.parse(pattern.pattern), GUARDS[field]), name
     assert any(k in GUARDS[field] for k in KEYWORDS), f"{name}: no KEYWORDS entry covers its guard"
 
@@ -105,7 +106,7 @@ def test_memory_follows_one_engine_start_not_the_file(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert file_bytes > 3 * 2**20
-    # The constant: a few read blocks (cgplan.logs._BLOCK_BYTES) as bytes and text, gzip buffers.
+    # The constant: a few read blocks (cgplan.io.logs._BLOCK_BYTES) as bytes and text, gzip buffers.
     assert peak_bytes <= 2 * largest_start_bytes + 2**20, (peak_bytes, largest_start_bytes)
     # The last engine is read, as from its own lines alone (the previous start-up ended with
     # its "init engine ... took" line).

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from cgplan.config import Overrides
+from cgplan.api.logs import compare_with_config
+from cgplan.api.sides import load_side
 from cgplan.core.gate import GatePolicy, evaluate_gate
 from cgplan.core.memory import compare_memory
-from cgplan.costs import _source_config
-from cgplan.logs import compare_with_config, parse_file
-from cgplan.sides import load_side
+from cgplan.io.config import Overrides
+from cgplan.io.cost_coefficients import _source_config
+from cgplan.io.logs import parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "benchmarks" / "results" / "h200"

@@ -14,19 +14,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cgplan.api.optimize import optimize_config
 from cgplan.cli import main
-from cgplan.config import Overrides, load_config
-from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.gaps import graph_count
 from cgplan.core.gate import DEFAULT_POLICY, evaluate_gate
 from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_sizes
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import BUILTIN_POLICIES
+from cgplan.core.sides import side_from_plan
 from cgplan.core.traffic_cost import traffic_cost
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError
-from cgplan.optimizing import optimize_config
-from cgplan.traffic import load_traffic
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.traffic import load_traffic
 
 ROOT = Path(__file__).parent.parent
 PR = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
@@ -85,7 +85,7 @@ def test_pow2_drafter_prefill_keeps_max_num_seqs_when_not_a_power_of_two() -> No
 
 
 def test_predicted_memory_per_policy() -> None:
-    from cgplan.planning import plan_file
+    from cgplan.api.plan import plan_file
 
     eagle = ROOT / "configs/gpu/llama8b-eagle-k3-mns64.yaml"  # dense, inside the cost model's domain
     _, up = plan_file(eagle)

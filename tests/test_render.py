@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cgplan.api.plan import plan_file
 from cgplan.core.fingerprint import fingerprint
-from cgplan.planning import plan_file
 from cgplan.render import OutputFormat, render
 
 ROOT = Path(__file__).parent.parent

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.compare_sides import Side, coverage_moves, decode_gaps, padding
+from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import DispatchRange
-from cgplan.files import write_atomically
+from cgplan.io.output import write_atomically
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
@@ -607,12 +607,12 @@ def test_a_repeated_sweep_axis_counts_in_the_walk_bound(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Repeating an axis skipped the bound: 199 × 1,001 plans of a million requests each (days).
-    import cgplan.sweeping
+    import cgplan.api.sweep
 
     def walked(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the grid was walked, not refused")
 
-    monkeypatch.setattr(cgplan.sweeping, "sweep", walked)
+    monkeypatch.setattr(cgplan.api.sweep, "sweep", walked)
     code, out, err = run(
         monkeypatch,
         capsys,
@@ -647,8 +647,9 @@ def test_log_patterns_are_linear_on_a_crafted_long_line(name: str, tmp_path: Pat
     # 500,000 characters: these took minutes to hours (profiling_group: 18 s at 20,000);
     # linear patterns take milliseconds. The alarm is a generous bound that turns a hang into
     # a failure, not a timing assertion.
+    from cgplan.core.log_parse import LogError
     from cgplan.core.vllm.log_formats import LOG_FORMATS
-    from cgplan.logs import LogError, parse_file
+    from cgplan.io.logs import parse_file
 
     unit = CRAFTED_LINES[name]
     line = unit * (500_000 // len(unit))

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan import config as cfg
+from cgplan.api.plan import plan_vllm_args
 from cgplan.errors import ConfigError, ConfigRejected
+from cgplan.io import config as cfg
 from cgplan.io.numbers import human_readable_int
-from cgplan.planning import plan_vllm_args
-from cgplan.vllm_args import (
+from cgplan.io.vllm_args import (
     IGNORED_FLAGS,
     UNMODELLED_FLAGS,
     parse_vllm_args,

@@ -11,7 +11,7 @@ import typer
 
 from cgplan import __version__
 from cgplan.errors import CgplanError, ExitCode, one_line
-from cgplan.files import flush_stdout, guard_closed_stdout, silence_stdout
+from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "

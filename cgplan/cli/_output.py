@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.files import STDOUT, write_all
+from cgplan.io.output import STDOUT, write_all
 
 
 def is_stdout(output: Path | None) -> bool:
@@ -20,5 +20,5 @@ def write_artifact(text: str, output: Path | None) -> None:
 
 
 def write_artifacts(items: Sequence[tuple[str, Path | None]]) -> None:
-    """Write several artifacts of one command, all or nothing (see `cgplan.files.write_all`)."""
+    """Write several artifacts of one command, all or nothing (see `cgplan.io.output.write_all`)."""
     write_all([(p, text) for text, p in items])

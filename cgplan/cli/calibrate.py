@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from cgplan.calibrating import calibrate as run_calibrate
-from cgplan.calibrating import calibration_json, calibration_table, expand_reports
+from cgplan.api.calibrate import calibrate as run_calibrate
+from cgplan.api.calibrate import calibration_json, calibration_table, expand_reports
 from cgplan.cli._options import JsonOpt
 from cgplan.cli._output import write_artifact, write_artifacts
-from cgplan.costs import coefficients_text
+from cgplan.io.cost_coefficients import coefficients_text
 
 
 def calibrate(
@@ -93,9 +93,9 @@ def _calibrate_latency(
     max_error: float | None,
     json_out: bool,
 ) -> None:
-    import json
 
-    from cgplan.latency import calibrate_latency, latency_to_dict, save_latency
+    from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
+    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:
@@ -103,7 +103,7 @@ def _calibrate_latency(
         sys.stderr.write(f"cgplan: latency coefficients written to {output}\n")
     if json_out:
         doc = {
-            "schema_version": 1,
+            "schema_version": SCHEMA_VERSION,
             "kind": "latency-calibration",
             "coefficients": latency_to_dict(cal.coefficients),
             "fit": {
@@ -117,7 +117,7 @@ def _calibrate_latency(
                 "within_10pct": cal.held_out_within_10pct,
             },
         }
-        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(doc)
     else:
         text = (
             f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "

@@ -4,7 +4,6 @@ or a Ray cluster, with one aggregate report."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -102,12 +101,13 @@ def capture(
 ) -> None:
     """Capture every CUDA graph of CONFIG on the GPU; per-graph memory (NVML) and time; dispatch probe."""
     # Imported here: the other commands (and `cgplan -h`) do not pay for the capture stack.
-    from cgplan.capture import BACKENDS, run_capture
+    from cgplan.api.capture import BACKENDS, run_capture
     from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
     from cgplan.cli._progress import RichProgress
-    from cgplan.config import Overrides
-    from cgplan.files import write_stdout
+    from cgplan.io.config import Overrides
+    from cgplan.io.output import write_stdout
+    from cgplan.io.schema import dumps_ascii
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 
@@ -128,8 +128,8 @@ def capture(
         or gpus is not None
         or ray_address is not None
     ):
+        from cgplan.api.fleet import ChildOptions
         from cgplan.cli.capture_fleet import capture_fleet
-        from cgplan.fleet import ChildOptions
 
         capture_fleet(
             configs,
@@ -157,7 +157,7 @@ def capture(
         )
     summary = render_capture(outcome.report)
     if json_out:
-        write_artifact(json.dumps(outcome.report, indent=2, sort_keys=True, default=str) + "\n", None)
+        write_artifact(dumps_ascii(outcome.report), None)
         if not quiet:
             sys.stderr.write(summary)
     elif chosen == "html":

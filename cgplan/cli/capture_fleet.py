@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
@@ -15,10 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
-from cgplan.errors import CaptureError
-from cgplan.fleet import (
+from cgplan.api.fleet import (
     ChildOptions,
     FleetJob,
     FleetRun,
@@ -34,6 +30,9 @@ from cgplan.fleet import (
     visible_gpus,
     write_aggregate,
 )
+from cgplan.cli._output import write_artifact
+from cgplan.errors import CaptureError
+from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_table
 
 
@@ -157,6 +156,8 @@ def capture_fleet(
     html: Path | None,
 ) -> None:
     """Capture every config, one engine process each; write the reports and the aggregate."""
+    from cgplan.io.schema import dumps_ascii
+
     requested = _parse_gpus(gpus)
     if ray_address is not None and requested is not None:
         raise typer.BadParameter("--gpus is for this host; Ray assigns its GPUs itself", param_hint="--gpus")
@@ -168,7 +169,7 @@ def capture_fleet(
     with FleetBar() as progress, _sigterm_as_interrupt():
         progress.start(len(jobs))
         if ray_address is not None:
-            from cgplan.fleet_ray import run_ray
+            from cgplan.api.fleet_ray import run_ray
 
             results, interrupted = run_ray(jobs, ray_address, options, force=force, progress=progress)
             slots: tuple[str, ...] = ()
@@ -193,11 +194,11 @@ def capture_fleet(
     )
     written = write_aggregate(doc, out_dir)
     if json_out:
-        write_artifact(json.dumps(doc, indent=2, sort_keys=True) + "\n", None)
+        write_artifact(dumps_ascii(doc), None)
     else:
         sys.stdout.write(fleet_table(doc))
     if output is not None:
-        write_artifact(json.dumps(doc, indent=2, sort_keys=True) + "\n", output)
+        write_artifact(dumps_ascii(doc), output)
     if html is not None:
         write_artifact(fleet_html(doc), html)
     sys.stderr.write(f"cgplan: {len(jobs)} reports and the aggregate ({written[0].name}) in {out_dir}\n")

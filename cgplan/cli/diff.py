@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -50,11 +49,13 @@ def diff(
     no_color: NoColorOpt = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
+    from cgplan.api.diff import diff_paths
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifacts
-    from cgplan.diffing import diff_paths
     from cgplan.errors import ExitCode
-    from cgplan.render.compare import diff_to_dict, render_diff, render_diff_markdown
+    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.schema.diff import diff_to_dict
+    from cgplan.render.diff import render_diff, render_diff_markdown
 
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
@@ -63,7 +64,7 @@ def diff(
         a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
     )
     if chosen == "json":
-        text = json.dumps(diff_to_dict(d), indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(diff_to_dict(d))
     elif chosen == "markdown":
         text = render_diff_markdown(d)
     elif chosen == "html":

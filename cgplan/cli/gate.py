@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -50,18 +49,20 @@ def gate(
 
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
+    from cgplan.api.gate import gate_targets
     from cgplan.cli._console import github_annotations, output_format, use_color
     from cgplan.cli._output import is_stdout, write_artifacts
     from cgplan.errors import ExitCode
-    from cgplan.gating import gate_targets, policy_to_dict
-    from cgplan.render.compare import gate_to_dict, render_gate, render_gate_markdown, render_junit
+    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.schema.gate import gate_to_dict, policy_to_dict
+    from cgplan.render.gate import render_gate, render_gate_markdown, render_junit
 
     chosen = output_format(fmt, ("table", "json", "markdown"))
     results, pol = gate_targets(
         targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
     )
     verdict = gate_to_dict(results, policy_to_dict(pol))
-    text = json.dumps(verdict, indent=2, sort_keys=True) + "\n"
+    text = dumps_ascii(verdict)
     artifacts = [
         (text, json_path),
         (render_gate_markdown(results), markdown_path),

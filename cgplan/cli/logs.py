@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -36,18 +35,19 @@ def logs(
     model_config: ModelConfigOpt = None,
 ) -> None:
     """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache."""
+    from cgplan.api.logs import check_log
     from cgplan.cli._console import output_format, use_color, width
     from cgplan.cli._output import write_artifact
     from cgplan.errors import ExitCode
-    from cgplan.logs import compare_with_config, logs_to_dict, parse_file, render_logs
+    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.schema.logs import logs_to_dict
+    from cgplan.render.logs import render_logs
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
-    parsed = parse_file(file)
-    comparison = (
-        compare_with_config(parsed, config, vllm_version, model_config) if config is not None else None
-    )
+    r = check_log(file, config, vllm_version, model_config)
+    parsed, comparison = r.parsed, r.comparison
     if chosen == "json":
-        text = json.dumps(logs_to_dict(parsed, comparison), indent=2, sort_keys=True) + "\n"
+        text = dumps_ascii(logs_to_dict(parsed, comparison))
     else:
         color = use_color(no_color, output)
         text = render_logs(parsed, comparison, width=width(color), color=color)

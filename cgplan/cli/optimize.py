@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from cgplan.api.optimize import Optimized, optimize_config
 from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
 from cgplan.cli._output import write_artifact
-from cgplan.config import Overrides
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
-from cgplan.optimizing import Optimized, optimize_config
-from cgplan.render.json import SCHEMA_VERSION
+from cgplan.io.config import Overrides
+from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
 
 def _cost(c: TrafficCost) -> dict[str, Any]:
@@ -165,7 +164,7 @@ def optimize(
 ) -> None:
     """Choose capture sizes minimising the expected step time (or padding plus eager steps) for the
     traffic, under size, graph, memory and capture-time budgets."""
-    from cgplan.latency import load_latency
+    from cgplan.io.latency_coefficients import load_latency
 
     o = optimize_config(
         config,
@@ -181,7 +180,7 @@ def optimize(
         max_capture_s=max_capture_s,
         relax=tuple(relax or ()),
     )
-    text = json.dumps(_doc(o), indent=2, sort_keys=True) + "\n" if json_out else _text(o)
+    text = dumps_ascii(_doc(o)) if json_out else _text(o)
     write_artifact(text, output)
     if output is not None:
         sys.stderr.write(f"cgplan: written to {output}\n")

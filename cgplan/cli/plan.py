@@ -4,7 +4,7 @@ dispatches, no GPU."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,7 +31,7 @@ _ONE_INPUT = "give exactly one of CONFIG, --vllm-args '...' and -- serve MODEL [
 def _vllm_argv(targets: list[str], vllm_args: str | None) -> tuple[Path | None, list[str] | None]:
     """CONFIG, or the `vllm serve` command line (from --vllm-args, or everything after `--`)."""
     if vllm_args is not None:
-        from cgplan.vllm_args import split_vllm_args
+        from cgplan.io.vllm_args import split_vllm_args
 
         if targets:
             raise typer.BadParameter(_ONE_INPUT)
@@ -96,88 +96,63 @@ def plan(
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
     release would. CONFIG `-` reads the YAML from stdin."""
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
-    from cgplan.capture_policies import load_capture_policy
+    from cgplan.api.plan import plan as plan_config
     from cgplan.cli._console import note, output_format, use_color, width
     from cgplan.cli._output import write_artifacts
-    from cgplan.config import Overrides
-    from cgplan.core.fingerprint import fingerprint
-    from cgplan.costs import load_coefficients
     from cgplan.errors import ExitCode
-    from cgplan.planning import plan_file, plan_vllm_args
-    from cgplan.render import OutputFormat, render
+    from cgplan.io.config import Overrides
 
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
-    pol = load_capture_policy(policy)
-    coeffs = load_coefficients(coefficients) if coefficients is not None else None
-    lat, hist = None, None
-    if latency_coefficients is not None:
-        from cgplan.latency import load_latency
-
-        lat = load_latency(latency_coefficients)
-    if traffic is not None:
-        from cgplan.traffic import load_traffic
-
-        hist = load_traffic(traffic)
-    if argv is not None:
-        loaded, result = plan_vllm_args(
-            argv,
-            overrides,
-            model_config=model_config,
-            base_dir=Path.cwd(),
-            policy=pol,
-            coefficients=coeffs,
-            latency=lat,
-            traffic=hist,
-            allow_over_budget=allow_over_budget,
-        )
-        source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
-    else:
-        assert config is not None
-        loaded, result = plan_file(
-            config,
-            overrides,
-            policy=pol,
-            coefficients=coeffs,
-            latency=lat,
-            traffic=hist,
-            allow_over_budget=allow_over_budget,
-        )
-        source = loaded.source
+    r = plan_config(
+        config,
+        argv,
+        overrides,
+        model_config=model_config,
+        policy=policy,
+        coefficients=coefficients,
+        latency_coefficients=latency_coefficients,
+        traffic=traffic,
+        allow_over_budget=allow_over_budget,
+    )
     color = use_color(no_color, output)
-    if chosen == "html":
-        from cgplan.render.html import plan_html
-        from cgplan.render.json import plan_to_dict
 
-        text = plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input)))
+    def doc() -> dict[str, Any]:
+        from cgplan.io.schema.plan import plan_to_dict
+
+        return plan_to_dict(
+            r.plan, source=r.source, ignored_keys=r.loaded.ignored_keys, fingerprint=r.fingerprint
+        )
+
+    if chosen == "json":
+        from cgplan.io.schema import dumps
+
+        text = dumps(doc())
+    elif chosen == "html":
+        from cgplan.render.html import plan_html
+
+        text = plan_html(doc())
     else:
+        from cgplan.render import OutputFormat, render
+
         text = render(
-            result,
-            OutputFormat(chosen),
-            source=source,
-            full=full,
-            ignored_keys=loaded.ignored_keys,
-            width=width(color),
-            color=color,
-            fingerprint=fingerprint(loaded.input),
+            r.plan, OutputFormat(chosen), source=r.source, full=full, width=width(color), color=color
         )
     artifacts = [(text, output)]
     if html is not None:
         from cgplan.render.html import plan_html
-        from cgplan.render.json import plan_to_dict
 
-        artifacts.append(
-            (plan_html(plan_to_dict(result, source=source, fingerprint=fingerprint(loaded.input))), html)
-        )
+        artifacts.append((plan_html(doc()), html))
     write_artifacts(artifacts)
+    pol, loaded = r.policy, r.loaded
     if pol.name != "upstream" and chosen == "table":
         note(f"policy {pol.name}: {pol.description}", quiet)
     for line in loaded.notes:
         note(f"note: {line}", quiet)
     if loaded.ignored_keys and chosen == "table":
         note(f"note: keys that do not change capture, ignored: {', '.join(loaded.ignored_keys)}", quiet)
-    if fail_on_gap and result.gaps:
+    if fail_on_gap and r.plan.gaps:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

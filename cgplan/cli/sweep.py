@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any
 
@@ -74,16 +73,18 @@ def sweep(
     no_color: NoColorOpt = False,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
+    from cgplan.api.sweep import sweep_config
     from cgplan.cli._console import colorize, output_format, use_color
     from cgplan.cli._output import write_artifact
-    from cgplan.render.compare import render_sweep, sweep_to_dict
-    from cgplan.sweeping import sweep_config
+    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.schema.sweep import sweep_to_dict
+    from cgplan.render.sweep import render_sweep
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     with SweepProgress() as bar:
         result = sweep_config(config, set_, vllm_version or [], policy, bar.update, model_config)
     if chosen == "json":
-        text = json.dumps(sweep_to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
+        text = dumps_ascii(sweep_to_dict(result))
     elif chosen == "markdown":
         text = render_sweep(result, markdown=True)
     else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.compare_sides import Side, coverage_moves, padding
+from cgplan.core.notation import ladder_text
+from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import Graph
 
 
@@ -94,3 +95,29 @@ def diff_sides(a: Side, b: Side) -> Diff:
         pb, rb = padding(b, ql)
         pads.append(TierPadding(ql, pa, ra, pb, rb))
     return Diff(a, b, tuple(families), tuple(moves), tuple(pads))
+
+
+def _sizes(graphs: tuple[Graph, ...]) -> str:
+    return ladder_text(sorted({g.num_tokens for g in graphs}))
+
+
+def size_changes(d: Diff) -> list[str]:
+    """ "target PIECEWISE: +1024, 2048; -16" lines: the token counts of graphs added and removed."""
+    out = []
+    for f in d.families:
+        parts = []
+        if f.added:
+            parts.append(f"+{_sizes(f.added)}")
+        if f.removed:
+            parts.append(f"-{_sizes(f.removed)}")
+        if parts:
+            out.append(f"{f.family} {f.mode} tokens: {'; '.join(parts)}")
+    return out
+
+
+def shared_gaps(d: Diff) -> list[tuple[int, int, int, str]]:
+    """Gaps both sides have (same tier, same request counts, same outcome): no move, not all clear."""
+    if d.a.rejected or d.b.rejected:
+        return []
+    gb = set(decode_gaps(d.b))
+    return [g for g in decode_gaps(d.a) if g in gb]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
-from cgplan.core.compare_sides import Side, decode_gaps, padding
 from cgplan.core.diff import diff_sides
+from cgplan.core.sides import Side, decode_gaps, padding
 
 GIB = 1 << 30
 

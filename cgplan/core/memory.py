@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgplan.core.compare_sides import Side
+from cgplan.core.sides import Side
 
 MIB = 1 << 20
 

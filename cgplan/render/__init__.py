@@ -1,4 +1,5 @@
-"""Renderers: plan → text, one module per output format behind `render()`."""
+"""Renderers: a typed result → text, one module per result (plan, diff, sweep, gate, logs, capture,
+fleet, env; html.py holds the HTML pages); `render()` picks the plan's text format."""
 
 from __future__ import annotations
 
@@ -35,17 +36,18 @@ def render(
     """Render `plan` in `fmt` (pure: model → string)."""
     match fmt:
         case OutputFormat.table:
-            from cgplan.render.table import render_table
+            from cgplan.render.plan import render_table
 
             return render_table(plan, source=source, full=full, width=width, color=color)
         case OutputFormat.json:
-            from cgplan.render.json import dumps, plan_to_dict
+            from cgplan.io.schema import dumps
+            from cgplan.io.schema.plan import plan_to_dict
 
             return dumps(
                 plan_to_dict(plan, source=source, ignored_keys=ignored_keys, fingerprint=fingerprint)
             )
         case OutputFormat.markdown:
-            from cgplan.render.markdown import render_markdown
+            from cgplan.render.plan import render_markdown
 
             return render_markdown(plan, source=source)
         case _:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from cgplan.core.gaps import graph_count, range_padding, step_padding, tier_batches
 from cgplan.core.modes import Mode
+from cgplan.core.notation import ladder_text
 from cgplan.core.types import DispatchRange, Fix, Plan
 
 FAMILY_LABELS = {
@@ -149,30 +150,6 @@ def pieces_line(plan: Plan) -> str | None:
         )
     parts = [f"{n} CUDA graphs in the {FAMILY_LABELS.get(f, f)}" for f, n in plan.piecewise_pieces]
     return f"(a PIECEWISE descriptor is {', '.join(parts)}: one per compiled piece)"
-
-
-def ladder_text(sizes: tuple[int, ...] | list[int]) -> str:
-    """The capture sizes, arithmetic runs of four or more written first..last/step.
-
-    >>> ladder_text([1, 2, 4, 8, 16, 24, 32, 40, 17, 34])
-    '1, 2, 4, 8..40/8, 17, 34'
-    """
-    out: list[str] = []
-    xs = list(sizes)
-    i = 0
-    while i < len(xs):
-        j = i + 1
-        if j < len(xs):
-            step = xs[j] - xs[i]
-            while j + 1 < len(xs) and xs[j + 1] - xs[j] == step:
-                j += 1
-            if j - i + 1 >= 4 and step > 0:
-                out.append(f"{xs[i]}..{xs[j]}/{step}")
-                i = j + 1
-                continue
-        out.append(str(xs[i]))
-        i += 1
-    return ", ".join(out)
 
 
 def ladder_lines(plan: Plan) -> list[str]:

@@ -23,7 +23,7 @@ from cgplan.core.latency import (
     fit_latency,
     step_ms,
 )
-from cgplan.latency import load_runs, save_latency
+from cgplan.io.latency_coefficients import load_runs, save_latency
 
 HELD_OUT_RUNS = ("llama-3.1-8b-mns256", "qwen2.5-14b-mns256", "llama-3.1-8b-eagle-k16-mns32-max544")
 HELD_OUT_BATCHES = (

@@ -15,13 +15,13 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from cgplan import config as cfg
 from cgplan.core.attention import KNOWN_BACKENDS
 from cgplan.core.modes import CGSupport, Mode, Platform
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS
 from cgplan.core.sweep import SETTERS
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
-from cgplan.policy import KEYS as POLICY_KEYS
+from cgplan.io import config as cfg
+from cgplan.io.policies import KEYS as POLICY_KEYS
 from tests.fuzz.harness import EXAMPLES, H200, MODELS
 
 Files = dict[str, bytes]
@@ -328,7 +328,7 @@ YAML_TEMPLATES = (
     # tags safe_load must refuse, and tags it accepts
     "model: {model}\n{key}: !!python/object/apply:os.system ['true']\n",
     "model: !!python/name:os.system\n",
-    "!!python/object:cgplan.config.Overrides {{}}\n",
+    "!!python/object:cgplan.io.config.Overrides {{}}\n",
     "model: {model}\n{key}: !!binary aGVsbG8=\n",
     "model: {model}\n{key}: !!set {{a, b}}\n",
     "model: {model}\n{key}: !!omap [a: 1, b: 2]\n",
@@ -492,9 +492,9 @@ def plan_inputs(draw: st.DrawFn) -> Input:
 
 def _base_reports() -> dict[str, str]:
     """Real reports to mutate: plan JSON of the examples and H200 capture reports."""
+    from cgplan.api.plan import plan_file
     from cgplan.core.fingerprint import fingerprint
-    from cgplan.planning import plan_file
-    from cgplan.render.json import plan_to_dict
+    from cgplan.io.schema.plan import plan_to_dict
 
     out: dict[str, str] = {}
     for path in sorted(EXAMPLES.glob("*.yaml")):

@@ -142,7 +142,7 @@ def test_reading_a_report_executes_nothing(tmp_path: Path, nothing_executes: Pat
     [
         "max_num_seqs: !!python/object/apply:os.system ['touch {marker}']\n",
         "model: !!python/object/new:os.system ['touch {marker}']\n",
-        "!!python/object:cgplan.config.Overrides {{vllm_version: 0.26.0}}\n",
+        "!!python/object:cgplan.io.config.Overrides {{vllm_version: 0.26.0}}\n",
         "max_num_seqs: !!python/name:os.system\n",
         "cgplan: !!python/module:os\n",
     ],

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.capture import run_capture
-from cgplan.config import Overrides
+from cgplan.api.capture import run_capture
+from cgplan.io.config import Overrides
 
 ROOT = Path(__file__).parent.parent.parent
 

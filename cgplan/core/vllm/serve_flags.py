@@ -94,7 +94,7 @@ _V0_26 = ServeFlags(
         serve_flag("dbo_prefill_token_threshold", role=READ),
         serve_flag("async_scheduling", arity="bool", role=READ),
         serve_flag("all2all_backend", role=READ),
-        # capture-neutral: the keys cgplan.config ignores in a YAML, plus front-end (HTTP server) flags
+        # capture-neutral: the keys cgplan.io.config ignores in a YAML, plus front-end (HTTP server) flags
         serve_flag("host", role=IGNORED),
         serve_flag("port", role=IGNORED),
         serve_flag("uds", role=IGNORED),

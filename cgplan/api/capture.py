@@ -18,15 +18,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.measure import MeasuredCapture, compare
 from cgplan.core.plan import build_plan
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
+from cgplan.io.config import Overrides, load_config
 from cgplan.io.files import read_yaml
-from cgplan.reports import capture_report, write_report
+from cgplan.io.reports import write_report
+from cgplan.io.schema.capture import capture_report
 
 BACKENDS = ("auto", "vllm", "torch", "fake")
 """`fake` is hidden: no GPU, for testing the scheduler around capture (cgplan/gpu/fake_backend.py)."""
@@ -143,8 +144,8 @@ def run_capture(
         plan = build_plan(inp)
     except ConfigRejected as e:
         raise e.located(str(config)) from None
-    from cgplan.costs import with_cost
-    from cgplan.planning import shipped_coefficients
+    from cgplan.api.plan import shipped_coefficients
+    from cgplan.io.cost_coefficients import with_cost
 
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.

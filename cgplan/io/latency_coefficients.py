@@ -22,10 +22,11 @@ from cgplan.core.modes import Mode
 from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
-from cgplan.files import write_atomically
 from cgplan.io import files as io_files
+from cgplan.io.output import write_atomically
+from cgplan.io.schema import SCHEMA_VERSION
 
-DEFAULT_LATENCY = Path(__file__).parent / "data" / "latency-h200.json"
+DEFAULT_LATENCY = Path(__file__).parent.parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
 
 LATENCY_KIND = "cgplan-latency-coefficients"
@@ -34,7 +35,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(LatencyCoefficients)}
 
 def latency_to_dict(c: LatencyCoefficients) -> dict[str, Any]:
     """The JSON document of a coefficient set."""
-    doc: dict[str, Any] = {"kind": LATENCY_KIND, "schema_version": 1}
+    doc: dict[str, Any] = {"kind": LATENCY_KIND, "schema_version": SCHEMA_VERSION}
     for name in _FIELDS:
         v = getattr(c, name)
         if name == "eager_layer_factor":

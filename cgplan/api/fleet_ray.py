@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cgplan.errors import GpuUnavailableError, ReportError
-from cgplan.files import write_atomically
-from cgplan.fleet import (
+from cgplan.api.fleet import (
     INTERRUPT_GRACE_S,
     ChildOptions,
     EnvironmentKey,
@@ -39,6 +37,8 @@ from cgplan.fleet import (
     report_stamp,
     same_environment,
 )
+from cgplan.errors import GpuUnavailableError, ReportError
+from cgplan.io.output import write_atomically
 
 LOG_TAIL_BYTES = 256 << 10
 """How much of a child's console log comes back to the caller."""

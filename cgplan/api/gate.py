@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
-from cgplan.config import STDIN, Overrides
+from cgplan.api.plan import plan_file
+from cgplan.api.sides import is_report, load_side
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
 from cgplan.errors import CgplanError, ReportError
-from cgplan.planning import plan_file
-from cgplan.policy import load_policy
-from cgplan.sides import is_report, load_side
+from cgplan.io.config import STDIN, Overrides
+from cgplan.io.policies import load_policy
 
 
 def gate_targets(
@@ -74,8 +73,3 @@ def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateRes
         dataclasses.replace(c, detail=c.detail + hint) if c in failed else c for c in result.checks
     )
     return dataclasses.replace(result, checks=checks)
-
-
-def policy_to_dict(policy: GatePolicy) -> dict[str, Any]:
-    """The policy as JSON."""
-    return dataclasses.asdict(policy)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgplan.config import Overrides
-from cgplan.core.compare_sides import Side, rejected_side, side_from_plan
+from cgplan.api.plan import plan_file
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.policies import UPSTREAM, CapturePolicy
+from cgplan.core.sides import Side, rejected_side, side_from_plan
 from cgplan.errors import ConfigRejected, ReportError, one_line
-from cgplan.planning import plan_file
-from cgplan.reports import read_report, side_from_report
+from cgplan.io.config import Overrides
+from cgplan.io.reports import read_report, side_from_report
 
 
 def is_report(path: Path) -> bool:

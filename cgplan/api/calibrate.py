@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cgplan.core.cost import CostCoefficients, FitCheck, FitError, check_coefficients, fit_coefficients
-from cgplan.costs import observation_from_report
 from cgplan.errors import ReportError
-from cgplan.reports import read_report
+from cgplan.io.cost_coefficients import observation_from_report
+from cgplan.io.reports import read_report
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     Raises:
         ReportError: a path that is missing, or not JSON.
     """
-    from cgplan.fleet import AGGREGATE_NAME, iter_reports, read_json
+    from cgplan.api.fleet import AGGREGATE_NAME, iter_reports, read_json
 
     out: list[Path] = []
     notes: list[str] = []
@@ -152,8 +151,8 @@ def calibration_table(cal: Calibration) -> str:
 
 def calibration_json(cal: Calibration) -> str:
     """The calibration as JSON."""
-    from cgplan.costs import coefficients_to_dict
-    from cgplan.render.json import SCHEMA_VERSION
+    from cgplan.io.cost_coefficients import coefficients_to_dict
+    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -162,4 +161,4 @@ def calibration_json(cal: Calibration) -> str:
         "fit": [check_to_dict(c) for c in cal.fit],
         "held_out": [check_to_dict(c) for c in cal.held_out],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return dumps_ascii(doc)

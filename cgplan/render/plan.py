@@ -1,14 +1,11 @@
-"""The terminal report: rich tables, rendered to a string at a fixed width."""
+"""The plan for people: the terminal report (rich tables, rendered to a string at a fixed width)
+and markdown for a PR comment; its HTML page is in render/html.py, its JSON in io/schema/plan.py."""
 
 from __future__ import annotations
 
 import io
 
-from rich.table import Table
-from rich.text import Text
-
 from cgplan.core.types import Plan
-from cgplan.render._console import buffer_console
 from cgplan.render.summary import (
     EAGER,
     assumed_lines,
@@ -32,6 +29,12 @@ def render_table(
     plan: Plan, *, source: str | None = None, full: bool = False, width: int = 100, color: bool = False
 ) -> str:
     """The human report of `cgplan plan`."""
+    # rich is imported here: the markdown report (and --json) do not pay for it
+    from rich.table import Table
+    from rich.text import Text
+
+    from cgplan.render._console import buffer_console
+
     buf = io.StringIO()
     console = buffer_console(buf, width, color)
     for line in headline(plan, source):
@@ -134,3 +137,53 @@ def render_table(
                 "(every candidate was planned again or bounded; --allow-over-budget to see more)"
             )
     return buf.getvalue()
+
+
+def render_markdown(plan: Plan, *, source: str | None = None) -> str:
+    """The plan as GitHub-flavoured markdown."""
+    out = [f"### cgplan plan{f' · `{source}`' if source else ''}", ""]
+    out += [f"{line}  " for line in headline(plan, None)]
+    out += ["", "| graph family | PIECEWISE | FULL | sizes |", "|---|---:|---:|---|"]
+    for r in family_rows(plan):
+        out.append(f"| {r.label} | {r.piecewise} | {r.full} | {r.sizes} |")
+    pieces = pieces_line(plan)
+    out.append("")
+    if pieces:
+        out.append(f"{pieces}  ")
+    out += [f"{line}  " for line in ladder_lines(plan)]
+    assumed = assumed_lines(plan)
+    if assumed:
+        out += ["", "Assumed (not in the config):", ""] + [f"- {line}" for line in assumed]
+    cost = cost_lines(plan)
+    if cost:
+        out += ["", f"{cost[0]}  "] + [f"- {line.strip()}" for line in cost[1:]]
+    timed = latency_lines(plan)
+    if timed:
+        out += ["", f"{timed[0]}  "] + [f"- {line.strip()}" for line in timed[1:]]
+    for ql in sorted(plan.uniform_decode):
+        rows = tier_rows(plan, ql, full=False)
+        if not rows:
+            continue
+        out += [
+            "",
+            f"**uniform decode, {ql} tokens/request**",
+            "",
+            "| requests | outcome | tokens |",
+            "|---|---|---|",
+        ]
+        out += [f"| {a} | {'**EAGER**' if b == EAGER else b} | {c} |" for a, b, c in rows]
+    out += ["", padding_line(plan), "", "**mixed and prefill batches** (by tokens, eager first)", ""]
+    out += ["| tokens | outcome | why |", "|---|---|---|"]
+    out += [f"| {t} | {'**EAGER**' if o == EAGER else o} | {w} |" for t, o, w in mixed_rows(plan)]
+    out.append("")
+    if plan.gaps:
+        out.append(f"**{len(plan.gaps)} gap(s)**")
+        out += [f"- {gap_title(g)} — {g.reason}" for g in gap_groups(plan)]
+        for i, f in enumerate(plan.fixes):
+            out.append(f"- {fix_title(plan, i)}: `{f.command_line}`")
+            out += [f"  - {line}" for line in fix_details(f)]
+        if not plan.fixes:
+            out.append("- no flag change closes them within the default gate's budgets")
+    else:
+        out.append("No gaps: every uniform decode batch of every tier replays a graph of the decode mode.")
+    return "\n".join(out) + "\n"

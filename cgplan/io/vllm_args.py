@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import _err
 from cgplan.core.vllm.serve_flags import IGNORED, READ, UNMODELLED, ServeFlag, ServeFlags, serve_flags_for
 from cgplan.errors import ConfigError
+from cgplan.io.config import _err
 from cgplan.io.files import ReadError, parse_yaml, read_text
 from cgplan.io.numbers import human_readable_int
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cgplan.config import Overrides, load_config
-from cgplan.core.compare_sides import side_from_plan
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import graph_count
 from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, evaluate_gate
@@ -28,13 +26,15 @@ from cgplan.core.modes import Mode
 from cgplan.core.optimize import optimal_ladders
 from cgplan.core.optimize_time import TimedShape, optimal_timed_ladders
 from cgplan.core.plan import build_plan
+from cgplan.core.sides import side_from_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.traffic_cost import TrafficCost, query_len_for, traffic_cost
 from cgplan.core.types import Plan
-from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.latency import shipped_latency
-from cgplan.traffic import Traffic, load_traffic
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.cost_coefficients import default_coefficients, with_cost
+from cgplan.io.latency_coefficients import shipped_latency
+from cgplan.io.traffic import Traffic, load_traffic
 
 OBJECTIVES = ("time", "padding")
 

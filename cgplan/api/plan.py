@@ -1,13 +1,16 @@
-"""The library entry point behind `cgplan plan`: a config file or a `vllm serve` line in, a plan out."""
+"""`cgplan plan` as a library: a config file or a `vllm serve` line in, a plan out.
+
+`plan()` is the command's one call (paths in, a `PlanResult` out); `plan_file` and
+`plan_vllm_args` are its two halves for callers that already hold the coefficient, latency and
+traffic objects (diff, gate, sweep, capture, logs)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cgplan.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import FixSearch
 from cgplan.core.gate import DEFAULT_BUDGETS, GatePolicy, budgets_of
@@ -16,10 +19,86 @@ from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Plan
-from cgplan.costs import default_coefficients, with_cost
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.latency import shipped_latency, with_latency
-from cgplan.traffic import Traffic
+from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
+from cgplan.io.cost_coefficients import default_coefficients, with_cost
+from cgplan.io.latency_coefficients import shipped_latency, with_latency
+from cgplan.io.traffic import Traffic
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """What `cgplan plan` computed: the loaded config, its plan and how outputs name them."""
+
+    loaded: LoadedConfig
+    plan: Plan
+    policy: CapturePolicy
+    source: str
+    """The config's name in outputs (its path, `-`, or `vllm-args`)."""
+    fingerprint: str
+    """The config's fingerprint (`config_fingerprint` of the JSON)."""
+
+
+def plan(
+    config: Path | None,
+    argv: Sequence[str] | None,
+    overrides: Overrides,
+    *,
+    model_config: Path | None = None,
+    policy: str | None = None,
+    coefficients: Path | None = None,
+    latency_coefficients: Path | None = None,
+    traffic: Path | None = None,
+    allow_over_budget: bool = False,
+) -> PlanResult:
+    """Plan `config` (a YAML path, `-` for stdin) or `argv` (a `vllm serve` command line): the
+    files named by `policy` (a built-in name or a YAML), `coefficients`, `latency_coefficients`
+    and `traffic` are read here.
+
+    Raises:
+        ConfigError: bad input, located in the file or at the flag; a config the release refuses.
+    """
+    from cgplan.core.fingerprint import fingerprint
+    from cgplan.io.cost_coefficients import load_coefficients
+    from cgplan.io.policies import load_capture_policy
+
+    pol = load_capture_policy(policy)
+    coeffs = load_coefficients(coefficients) if coefficients is not None else None
+    lat, hist = None, None
+    if latency_coefficients is not None:
+        from cgplan.io.latency_coefficients import load_latency
+
+        lat = load_latency(latency_coefficients)
+    if traffic is not None:
+        from cgplan.io.traffic import load_traffic
+
+        hist = load_traffic(traffic)
+    if argv is not None:
+        loaded, result = plan_vllm_args(
+            argv,
+            overrides,
+            model_config=model_config,
+            policy=pol,
+            coefficients=coeffs,
+            latency=lat,
+            traffic=hist,
+            allow_over_budget=allow_over_budget,
+        )
+        source = "vllm-args"  # vllm_args.SOURCE, not imported on the plan FILE path
+    else:
+        if config is None:
+            raise ConfigError("<input>", "give a config file or a vllm serve command line")
+        loaded, result = plan_file(
+            config,
+            overrides,
+            policy=pol,
+            coefficients=coeffs,
+            latency=lat,
+            traffic=hist,
+            allow_over_budget=allow_over_budget,
+        )
+        source = loaded.source
+    return PlanResult(loaded, result, pol, source, fingerprint(loaded.input))
 
 
 def plan_file(
@@ -95,7 +174,7 @@ def plan_vllm_args(
             also for a config the chosen release refuses (ConfigRejected).
     """
     # Imported here: plan FILE (the common path) does not pay for vLLM's flag table.
-    from cgplan.vllm_args import SOURCE, read_vllm_args
+    from cgplan.io.vllm_args import SOURCE, read_vllm_args
 
     base = base_dir if base_dir is not None else Path.cwd()
     release = overrides.vllm_version if overrides is not None else None

@@ -1,28 +1,15 @@
-"""Machine-readable output: the `cgplan plan --json` contract (schema_version 1)."""
+"""The plan as JSON: `cgplan plan --json`, and the `plan` of every report."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from cgplan import __version__
 from cgplan.core.cost import CostPrediction
 from cgplan.core.gaps import graph_count, padding_tokens, step_padding
 from cgplan.core.latency import LatencyPrediction
-from cgplan.core.types import DispatchRange, Graph, Plan, StepPadding
-
-SCHEMA_VERSION = 1
-"""Bumped on any incompatible change of the JSON below; fields may be added freely."""
-
-
-def _range(r: DispatchRange, unit: str) -> dict[str, Any]:
-    return {
-        f"from_{unit}": r.first,
-        f"to_{unit}": r.last,
-        "mode": r.mode,
-        "padded_tokens": r.padded_tokens,
-        "padded_reqs": r.padded_reqs,
-    }
+from cgplan.core.types import Graph, Plan, StepPadding
+from cgplan.io.schema import SCHEMA_VERSION, range_to_dict
 
 
 def _padding(p: StepPadding | None) -> dict[str, Any] | None:
@@ -177,13 +164,14 @@ def plan_to_dict(
         else None,
         "predicted_latency": latency_to_dict(plan.latency),
         "uniform_decode": {
-            str(ql): [_range(r, "reqs") for r in ranges] for ql, ranges in sorted(plan.uniform_decode.items())
+            str(ql): [range_to_dict(r, "reqs") for r in ranges]
+            for ql, ranges in sorted(plan.uniform_decode.items())
         },
-        "mixed": [_range(r, "tokens") for r in plan.mixed],
+        "mixed": [range_to_dict(r, "tokens") for r in plan.mixed],
         **(
             {
                 "uniform_decode_lora1": {
-                    str(ql): [_range(r, "reqs") for r in ranges]
+                    str(ql): [range_to_dict(r, "reqs") for r in ranges]
                     for ql, ranges in sorted(plan.uniform_decode_lora.items())
                 }
             }
@@ -250,8 +238,3 @@ def plan_to_dict(
         "notes": [{"kind": n.kind, "message": n.message} for n in plan.notes],
         "ignored_keys": list(ignored_keys),
     }
-
-
-def dumps(doc: dict[str, Any]) -> str:
-    """Stable JSON text: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

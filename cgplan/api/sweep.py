@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cgplan.capture_policies import load_capture_policy
-from cgplan.config import MAX_REASONABLE, Overrides, load_config, parse_platform, resolve_vllm_version
 from cgplan.core.modes import Mode
 from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES
 from cgplan.core.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS, SweepResult, sweep
 from cgplan.errors import ConfigError
+from cgplan.io.config import MAX_REASONABLE, Overrides, load_config, parse_platform, resolve_vllm_version
+from cgplan.io.policies import load_capture_policy
 
 MAX_SWEEP_REQUESTS = 200_000_000
 """Bound on the request counts a sweep walks, summed over its plans: every plan walks each

@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 
-from cgplan.config import load_config
 from cgplan.core.cost import (
     CostCoefficients,
     CostObservation,
@@ -20,11 +19,13 @@ from cgplan.core.cost import (
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError, preview
-from cgplan.files import write_atomically
+from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
-from cgplan.reports import _bytes, _measurements, _number
+from cgplan.io.output import write_atomically
+from cgplan.io.reports import _bytes, _measurements, _number
+from cgplan.io.schema import SCHEMA_VERSION
 
-DEFAULT_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200.json"
+DEFAULT_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200.json"
 """Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md);
 JSON, because every `plan` reads it and the C JSON parser costs microseconds where YAML costs
 milliseconds."""
@@ -35,7 +36,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
 
 def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
     """The document of a coefficient set (JSON or YAML)."""
-    doc: dict[str, Any] = {"kind": COEFFICIENTS_KIND, "schema_version": 1}
+    doc: dict[str, Any] = {"kind": COEFFICIENTS_KIND, "schema_version": SCHEMA_VERSION}
     for name in _FIELDS:
         v = getattr(c, name)
         doc[name] = list(v) if isinstance(v, tuple) else (round(v, 6) if isinstance(v, float) else v)

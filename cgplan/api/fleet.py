@@ -8,14 +8,13 @@ rebuilt from whatever reports exist when the run ends, Ctrl-C included.
 
 Scheduling on one host: configs start in the order given, each as soon as as many GPUs as its
 tensor_parallel_size are free (a later, smaller config may start while an earlier, larger one
-waits); with one GPU they run in turn. Ray (`cgplan.fleet_ray`) runs the same child command as
+waits); with one GPU they run in turn. Ray (`cgplan.api.fleet_ray`) runs the same child command as
 a Ray task instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -27,12 +26,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cgplan import __version__
-from cgplan.config import Overrides, load_config
 from cgplan.core.fingerprint import fingerprint
 from cgplan.core.vllm.releases import release_for
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
-from cgplan.files import write_atomically
 from cgplan.io import files
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.output import write_atomically
 
 AGGREGATE_NAME = "fleet"
 """The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""
@@ -668,7 +667,7 @@ def _rel(p: Path, base: Path) -> str:
 
 def aggregate(run: FleetRun) -> dict[str, Any]:
     """The aggregate report document (JSON, schema_version 1)."""
-    from cgplan.render.json import SCHEMA_VERSION
+    from cgplan.io.schema import SCHEMA_VERSION
 
     rows = [_row(r, run.out_dir) for r in run.results]
     counts: dict[str, int] = {}
@@ -710,12 +709,13 @@ def exit_code(doc: dict[str, Any]) -> int:
 
 def write_aggregate(doc: dict[str, Any], out_dir: Path) -> list[Path]:
     """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically."""
+    from cgplan.io.schema import dumps_ascii
     from cgplan.render.fleet import fleet_html, fleet_markdown
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for suffix, text in (
-        ("json", json.dumps(doc, indent=2, sort_keys=True) + "\n"),
+        ("json", dumps_ascii(doc)),
         ("md", fleet_markdown(doc)),
         ("html", fleet_html(doc)),
     ):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.capture_policies import load_capture_policy
-from cgplan.config import Overrides
+from cgplan.api.sides import is_report, load_side
 from cgplan.core.diff import Diff, diff_sides
 from cgplan.errors import ConfigError, ReportError
-from cgplan.sides import is_report, load_side
+from cgplan.io.config import Overrides
+from cgplan.io.policies import load_capture_policy
 
 
 def split_versions(values: list[str]) -> list[str]:

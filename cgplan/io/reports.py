@@ -6,151 +6,25 @@ are checked; nothing is imported, evaluated or unpickled.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from cgplan.config import MAX_LIST, MAX_REASONABLE
-from cgplan.core.compare_sides import STATUSES, Side
-from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
-from cgplan.core.types import DispatchRange, Graph, Plan
+from cgplan.core.measure import GraphMeasurement, RankMeasurement
+from cgplan.core.sides import STATUSES, Side
+from cgplan.core.types import DispatchRange, Graph
 from cgplan.errors import ReportError, one_line, preview
-from cgplan.files import write_atomically
+from cgplan.io.config import MAX_LIST, MAX_REASONABLE
 from cgplan.io.files import ReadError, read_json
-from cgplan.render.json import SCHEMA_VERSION, plan_to_dict
+from cgplan.io.output import write_atomically
+from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
 REPORT_KINDS = ("plan", "capture")
 
 
-def _ranges(ranges: tuple[DispatchRange, ...], unit: str) -> list[dict[str, Any]]:
-    return [
-        {
-            f"from_{unit}": r.first,
-            f"to_{unit}": r.last,
-            "mode": r.mode,
-            "padded_tokens": r.padded_tokens,
-            "padded_reqs": r.padded_reqs,
-        }
-        for r in ranges
-    ]
-
-
-def rank_to_dict(r: RankMeasurement) -> dict[str, Any]:
-    """One rank of a tensor-parallel capture, as JSON."""
-    return {
-        "rank": r.rank,
-        "local_rank": r.local_rank,
-        "device_name": r.device_name,
-        "nvml_index": r.nvml_index,
-        "graphs": [asdict(g) for g in r.graphs],
-        "capture_wall_s": r.capture_wall_s,
-        "capture_nvml_delta_bytes": r.capture_nvml_delta_bytes,
-        "graph_nvml_total_bytes": r.graph_nvml_total_bytes,
-        "graph_torch_reserved_total_bytes": sum(g.torch_reserved_delta_bytes for g in r.graphs),
-    }
-
-
-def measured_to_dict(m: MeasuredCapture) -> dict[str, Any]:
-    """The measured part of a capture report (`ranks` only when the engine ran workers, so
-    single-process reports keep their exact shape)."""
-    out = _measured_dict(m)
-    if m.ranks:
-        out["ranks"] = [rank_to_dict(r) for r in m.ranks]
-    return out
-
-
-def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
-    return {
-        "backend": m.backend,
-        "model_runner": m.model_runner,
-        "cudagraph_mode": m.cudagraph_mode,
-        "capture_sizes": list(m.capture_sizes),
-        "max_capture_size": m.max_capture_size,
-        "graphs": [asdict(g) for g in m.graphs],
-        "uniform_decode": {str(ql): _ranges(r, "reqs") for ql, r in sorted(m.uniform_decode.items())},
-        "mixed": _ranges(m.mixed, "tokens"),
-        "capture_wall_s": m.capture_wall_s,
-        "capture_nvml_delta_bytes": m.capture_nvml_delta_bytes,
-        "instrumentation_s": m.instrumentation_s,
-        "instrumentation_nvml_s": m.instrumentation_nvml_s,
-        "graph_nvml_total_bytes": sum(g.nvml_delta_bytes or 0 for g in m.graphs),
-        "graph_torch_reserved_total_bytes": sum(g.torch_reserved_delta_bytes for g in m.graphs),
-        "vllm": asdict(m.vllm),
-    }
-
-
-def comparison_to_dict(c: Comparison) -> dict[str, Any]:
-    """Plan vs measured, as JSON."""
-
-    def g(x: Any) -> dict[str, Any]:
-        return {"mode": x.mode, "num_tokens": x.num_tokens, "num_reqs": x.num_reqs, "query_len": x.query_len}
-
-    return {
-        "matches": c.matches,
-        "graphs": [
-            {
-                "family": d.family,
-                "matched": d.matched,
-                "missing": [g(x) for x in d.missing],
-                "unexpected": [g(x) for x in d.unexpected],
-            }
-            for d in c.graphs
-        ],
-        "dispatch_checked": c.dispatch_checked,
-        "dispatch_mismatches": [asdict(d) for d in c.dispatch],
-        "eager_uniform_decode_measured": [
-            {"query_len": ql, "from_reqs": a, "to_reqs": b} for ql, a, b in c.eager_measured
-        ],
-    }
-
-
-def capture_report(
-    *,
-    source: str,
-    fingerprint: str,
-    plan: Plan,
-    measured: MeasuredCapture,
-    comparison: Comparison | None,
-    environment: dict[str, Any],
-    log_lines: list[str],
-    created_utc: str,
-) -> dict[str, Any]:
-    """The whole capture report document."""
-    keep = (
-        "Capturing",
-        "capturing",
-        "CUDA graph",
-        "cudagraph",
-        "KV cache",
-        "Graph capturing",
-        "Truncating",
-        "not supported",
-        "Overriding",
-        "model runner",
-        "Model Runner",
-    )
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "capture",
-        "status": measured.status,
-        "failure": measured.failure,
-        "source": source,
-        "config_fingerprint": fingerprint,
-        "created_utc": created_utc,
-        "environment": environment,
-        "plan": plan_to_dict(plan, source=source),
-        "measured": measured_to_dict(measured),
-        "summary": [asdict(s) for s in summarize(measured.graphs)],
-        "comparison": comparison_to_dict(comparison) if comparison is not None else None,
-        "vllm_log": [line for line in log_lines if any(k in line for k in keep)][-400:],
-    }
-
-
 def write_report(doc: dict[str, Any], path: Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename (never a half file)."""
-    text = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
+    text = dumps_ascii(doc)
     write_atomically(path, text, "write the report")
 
 

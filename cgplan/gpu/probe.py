@@ -1,0 +1,58 @@
+"""What this machine can capture with (`cgplan env`): torch, vLLM, CUDA, NVML and the GPUs.
+
+torch and vLLM are imported inside `probe()` only (this package is their only importer)."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from cgplan import __version__
+
+
+def probe() -> dict[str, Any]:
+    """What this machine has for capturing: versions of Python, torch, vLLM and CUDA, the driver,
+    the GPUs, and for each missing piece why (the `cgplan env` document)."""
+    from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
+    from cgplan.gpu.environment import collect_environment
+
+    info: dict[str, Any] = {
+        "cgplan": __version__,
+        "python": platform.python_version(),
+        "vllm_rules": list(SUPPORTED_VERSIONS),
+        "missing": {},
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["cuda"] = torch.version.cuda
+        if not torch.cuda.is_available():
+            info["missing"]["gpu"] = (
+                "torch sees no CUDA GPU (CUDA_VISIBLE_DEVICES, driver, or a CPU build of torch)"
+            )
+    except ImportError:
+        info["missing"]["torch"] = (
+            "not installed: pip install 'cgplan[gpu]' (plan, diff, sweep and gate need no torch)"
+        )
+    try:
+        import vllm
+
+        info["vllm"] = getattr(vllm, "__version__", "unknown")
+        if info["vllm"] not in SUPPORTED_VERSIONS:
+            info["missing"]["vllm_rules"] = (
+                f"vLLM {info['vllm']} is installed; cgplan has rules for {', '.join(SUPPORTED_VERSIONS)}"
+            )
+    except ImportError:
+        info["missing"]["vllm"] = "not installed: capture can use --backend torch; plan needs no vLLM"
+    except Exception as e:  # a broken vLLM install should not break `cgplan env`
+        info["missing"]["vllm"] = f"import failed: {type(e).__name__}: {e}"
+    from cgplan.gpu.nvml import nvml_unavailable_reason
+
+    reason = nvml_unavailable_reason()
+    if reason:
+        info["missing"]["nvml"] = reason
+    env = collect_environment()
+    info["driver"] = env.get("driver")
+    info["gpus"] = env.get("gpus", [])
+    return info

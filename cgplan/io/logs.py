@@ -1,0 +1,94 @@
+"""Reading a vLLM log: a plain or gzip-compressed file, as blocks of whole decoded lines, bounded
+(the parse itself is `cgplan.core.log_parse`, pure)."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cgplan.core.log_parse import LogError, ParsedLog, parse_blocks
+from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
+
+_SNIFF_BYTES = 65536
+"""How far into the (decompressed) file a NUL byte means binary data."""
+
+
+_MAX_LINE_BYTES = 8 << 20
+"""The longest line read (vLLM's longest, its non-default args, is a few KiB): the streamed
+parser holds one line, so one line of gigabytes must not be."""
+
+
+_BLOCK_BYTES = 1 << 16
+"""How much of the file is read at a time."""
+
+
+def log_blocks(path: str | Path) -> Iterator[str]:
+    """A plain or gzip-compressed log, decoded, as blocks of whole lines: "\n".join(blocks) is
+    the text (memory: a block, or the longest line).
+
+    Raises:
+        LogError: (exit 2) the file cannot be read, is corrupt gzip, binary, empty, larger than
+            LOG_LIMIT_BYTES once decompressed, or has a line longer than _MAX_LINE_BYTES.
+    """
+    try:  # a regular file (or `-`), refused by name otherwise: a FIFO or /dev/zero never blocks
+        raw = open_binary(path, what="log file", limit=LOG_LIMIT_BYTES)
+    except ReadError as e:
+        raise LogError(e.message) from None
+    with raw:
+        try:
+            if hasattr(raw, "peek"):  # a pipe cannot seek back: look at the first bytes in place
+                gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
+            else:
+                gzipped = raw.read(2) == b"\x1f\x8b"
+                raw.seek(0)
+        except OSError as e:
+            raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+
+        def read() -> bytes:
+            try:
+                data: bytes = stream.read(_BLOCK_BYTES)
+                return data
+            except (OSError, EOFError, zlib.error) as e:
+                if gzipped:
+                    raise LogError(f"{path}: corrupt gzip file ({e})") from None
+                raise LogError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+
+        offset = 0
+        has_text = False
+        rest = b""
+        while chunk := read():
+            if offset < _SNIFF_BYTES and b"\x00" in chunk[: _SNIFF_BYTES - offset]:
+                while gzipped and read():
+                    pass  # a corrupt gzip file is reported as such, whatever it holds
+                raise LogError(f"{path}: binary data, not a vLLM log")
+            offset += len(chunk)
+            if offset > LOG_LIMIT_BYTES:  # a small gzip expanding to gigabytes stops here
+                limit = LOG_LIMIT_BYTES >> 20
+                raise LogError(f"{path}: larger than a log file may be once decompressed ({limit} MiB)")
+            has_text = has_text or bool(chunk.strip())
+            data = rest + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                if len(data) > _MAX_LINE_BYTES:
+                    raise LogError(f"{path}: a line longer than {_MAX_LINE_BYTES >> 20} MiB, not a vLLM log")
+                rest = data  # a line longer than a block: read on
+                continue
+            rest = data[cut + 1 :]
+            yield data[:cut].decode("utf-8", errors="replace")
+        if not has_text:
+            raise LogError(f"{path}: empty file, not a vLLM log")
+        yield rest.decode("utf-8", errors="replace")
+
+
+def read_log(path: str | Path) -> str:
+    """The text of a plain or gzip-compressed log; LogError (exit 2) when it cannot be one."""
+    return "\n".join(log_blocks(path))
+
+
+def parse_file(path: str | Path) -> ParsedLog:
+    """`parse_log` of the file, streamed: the file is never held in memory whole."""
+    return parse_blocks(log_blocks(path), "<stdin>" if str(path) == "-" else str(path))
