@@ -25,8 +25,13 @@ sys.path.insert(0, str(ROOT))
 
 from cgplan.gpu.recorder import GraphRecorder  # noqa: E402
 
-REPORT = ROOT / "benchmarks/results/h200/overhead/med-llama-mns256-desc-full2.json"
+# Today's hooks on the H200 (fleet call 3, 2026-12-01): the descriptor sequence replayed and the
+# NVML cost per query; the pairs run's engine measured the same hooks once more (ENGINE).
+REPORT = ROOT / "benchmarks/results/h200/fleet/call3/med-llama-mns256.json"
+ENGINE = ROOT / "benchmarks/results/h200/overhead/med-llama-mns256-engine-pairs-call3.json"
+# The only capture of this config on record without the per-graph hooks.
 TIMING = ROOT / "benchmarks/results/h200/overhead/med-llama-mns256-desc-timing2.json"
+BEFORE = ROOT / "benchmarks/results/h200/overhead/med-llama-mns256-desc-full2.json"
 
 
 class _Nvml:
@@ -68,6 +73,7 @@ def main() -> int:
     m = doc["measured"]
     nvml_per_query_s = m["instrumentation_nvml_s"] / queries
     timing_capture_s = json.loads(TIMING.read_text())["measured"]["capture_wall_s"]
+    engine = json.loads(ENGINE.read_text())["engine"]
     total_s = median_s + nvml_per_query_s * queries
     result = {
         "command": "python benchmarks/bench_hooks.py --out benchmarks/results/hooks.json",
@@ -82,7 +88,14 @@ def main() -> int:
         "capture_model_s_without_hooks_on_h200": timing_capture_s,
         "estimated_share": round(total_s / timing_capture_s, 4),
         "target_share": 0.02,
-        "measured_on_h200_before_the_last_cuts_s": m["instrumentation_s"],
+        "measured_on_h200_s": {
+            "fleet_call3": {"hook_s": m["instrumentation_s"], "capture_model_s": m["capture_wall_s"]},
+            "pairs_engine_call3": {
+                "hook_s": engine["first_capture_hook_s"],
+                "capture_model_s": engine["first_capture_wall_s"],
+            },
+            "before_the_last_cuts": json.loads(BEFORE.read_text())["measured"]["instrumentation_s"],
+        },
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -2,19 +2,25 @@
 # On the lent H200 (issue #19, #18 item 3), in one call:
 #  1. one `cgplan capture --gpu CONFIG...` over six configs, in turn on the one GPU, with its
 #     per-config reports, logs and aggregate (fleet.json/.md/.html) under $OUT/r/fleet;
-#  2. the hook-overhead pairs: the same config captured alternately with `--instrument timing`
+#  2. the hook-overhead pairs on the same config, alternately with `--instrument timing`
 #     (capture_model timed, no per-graph hooks) and with the full hooks, the order swapped every
-#     other pair (timing,full / full,timing, ...), reports under $OUT/r/overhead.
-# Everything is packed into $OUT/fleet19.tgz (the device tool returns few files).
+#     other pair (timing,full / full,timing, ...). PAIR_METHOD=engine (default): one engine,
+#     vLLM's capture_model re-run for every cycle (scripts/device/hook_pairs.py), results in
+#     $OUT/hook_pairs.json; PAIR_METHOD=process: one engine process per run, reports under
+#     $OUT/r/overhead.
+# The fleet is packed into $OUT/fleet19.tgz as soon as it is done, so a call cut short by its
+# time limit still brings it back.
 # usage: bash scripts/device/fleet_suite.sh   (from the repository root or a snapshot of it)
-# env: OUT, LIMIT (whole suite), FLEET_LIMIT (the fleet command; default LIMIT - 200), PREV_FLEET, LIMIT (seconds for the whole suite), PAIRS (last pair, default 5), START_PAIR (default 1;
-# with FLEET=none a later call runs only the pairs that did not fit), PAIR_CONFIG, FLEET (configs)
+# env: OUT, LIMIT (seconds for the whole suite), FLEET_LIMIT (the fleet command; default LIMIT - 200),
+# PREV_FLEET (a folder of reports of an earlier call: the fleet resumes from them), PAIRS (last
+# pair, default 5), START_PAIR (default 1; process method only), PAIR_CONFIG, PAIR_METHOD,
+# FLEET (configs, or none)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/cgplan-out}; R=$OUT/r; mkdir -p "$R/overhead"
 T0=$(date +%s); LIMIT=${LIMIT:-575}; PAIRS=${PAIRS:-5}; BACKEND=${BACKEND:-vllm}
 PAIR_CONFIG=${PAIR_CONFIG:-configs/gpu/med-llama-mns256.yaml}
-FLEET=${FLEET:-"configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/tiny-ngram-k16.yaml configs/gpu/tiny-ngram-dyn.yaml configs/gpu/med-llama-mns256.yaml"}
+FLEET=${FLEET:-"configs/gpu/med-llama-mns256.yaml configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/tiny-ngram-k16.yaml configs/gpu/tiny-ngram-dyn.yaml"}
 DEVX=${DEVX:-$(pwd)/.devx}
 # Relative paths are the caller's: resolve them before the cd below (a relative PREV_FLEET was
 # lost that way on 2026-12-01).
@@ -36,10 +42,23 @@ s=$(date +%s)
 timeout -s INT "${FLEET_LIMIT:-$(( LIMIT - 200 ))}" python3 -m cgplan capture --gpu $FLEET --backend "$BACKEND" --out-dir "$R/fleet" \
   > "$R/fleet.out" 2> "$R/fleet.err"
 echo "fleet rc=$? $(( $(date +%s) - s ))s"; cat "$R/fleet.out"; tail -n 12 "$R/fleet.err"
+for f in "$R"/fleet/*.log; do [ -f "$f" ] && gzip -f "$f"; done
+tar -C "$R" -czf "$OUT/fleet19.tgz" fleet fleet.out fleet.err gpus.csv
 fi
 
 # 2. overhead pairs (a pair is started only if two runs as long as the longest so far still fit)
 name=$(basename "$PAIR_CONFIG" .yaml); longest=45
+if [ "${PAIR_METHOD:-engine}" = engine ]; then
+  left=$(( LIMIT - $(el) ))
+  if [ $left -lt 75 ]; then echo "SKIP hook pairs ($left s left)"; else
+    s=$(date +%s)
+    timeout -s INT $(( left - 5 )) python3 scripts/device/hook_pairs.py "$PAIR_CONFIG" --pairs "$PAIRS" \
+      --out "$OUT/hook_pairs.json" --deadline-s $(( left - 12 )) > "$OUT/hook_pairs.log" 2>&1
+    echo "hook pairs rc=$? $(( $(date +%s) - s ))s"; grep -E "^(engine|cycle|summary|error)" "$OUT/hook_pairs.log"
+    gzip -f "$OUT/hook_pairs.log"
+  fi
+  PAIRS=0  # the per-process loop below is not run
+fi
 for i in $(seq "${START_PAIR:-1}" "$PAIRS"); do
   if [ $(( LIMIT - $(el) )) -lt $(( 2 * longest + 10 )) ]; then echo "SKIP pair $i ($(( LIMIT - $(el) )) s left)"; break; fi
   if [ $(( i % 2 )) -eq 1 ]; then order="timing full"; else order="full timing"; fi
@@ -67,6 +86,6 @@ for i, r in sorted(runs.items()):
 if ratios:
     print(f"median of per-pair ratios: {statistics.median(ratios):.4f} over {len(ratios)} pairs")
 PY
-for f in "$R"/fleet/*.log; do [ -f "$f" ] && gzip -f "$f"; done
-tar -C "$OUT" -czf "$OUT/fleet19.tgz" r && rm -rf "$R"
+if ls "$R"/overhead/*.json >/dev/null 2>&1; then tar -C "$R" -czf "$OUT/overhead19.tgz" overhead; fi
+rm -rf "$R"
 echo "suite done in $(el)s"
