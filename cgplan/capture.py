@@ -142,11 +142,11 @@ def run_capture(
     except ConfigRejected as e:
         raise e.located(str(config)) from None
     from cgplan.costs import with_cost
-    from cgplan.planning import shipped_coefficients
+    from cgplan.planning import shipped_coefficients_for
 
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.
-    plan = with_cost(plan, inp, shipped_coefficients())
+    plan = with_cost(plan, inp, shipped_coefficients_for(inp))
     raw = read_yaml(config, what="config file")  # load_config read it a moment ago
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session
