@@ -144,12 +144,12 @@ def run_capture(
         plan = build_plan(inp)
     except ConfigRejected as e:
         raise e.located(str(config)) from None
-    from cgplan.api.plan import shipped_coefficients
+    from cgplan.api.plan import shipped_coefficients_for
     from cgplan.io.cost_coefficients import with_cost
 
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.
-    plan = with_cost(plan, inp, shipped_coefficients())
+    plan = with_cost(plan, inp, shipped_coefficients_for(inp))
     raw = read_yaml(config, what="config file")  # load_config read it a moment ago
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session

@@ -21,7 +21,7 @@ from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Plan
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
-from cgplan.io.cost_coefficients import default_coefficients, with_cost
+from cgplan.io.cost_coefficients import coefficients_for, default_coefficients, moe_coefficients, with_cost
 from cgplan.io.latency_coefficients import shipped_latency, with_latency
 from cgplan.io.traffic import Traffic
 
@@ -124,7 +124,7 @@ def plan_file(
         plan = _build(loaded.input, with_fixes, policy, search)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
-    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
     return loaded, _timed(plan, loaded.input, latency, traffic)
 
 
@@ -187,7 +187,7 @@ def plan_vllm_args(
         plan = _build(loaded.input, with_fixes, policy, search)
     except ConfigError as e:
         raise parsed.locate(e) from None
-    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients())
+    plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
     return loaded, _timed(plan, loaded.input, latency, traffic)
 
 
@@ -219,3 +219,13 @@ def fix_search(
 def shipped_coefficients() -> CostCoefficients:
     """The H200 coefficients shipped with cgplan (read once)."""
     return default_coefficients()
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_moe() -> CostCoefficients | None:
+    return moe_coefficients()
+
+
+def shipped_coefficients_for(inp: PlanInput) -> CostCoefficients:
+    """The shipped set for this config's model: the MoE/MLA set where one is shipped (#16)."""
+    return coefficients_for(inp, shipped_coefficients(), _shipped_moe())

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from cgplan.core.types import Plan
 
 MIB = 1 << 20
+SPLIT_KV_BACKENDS = ("FLASH_ATTN", "FLASH_ATTN_MLA")
+"""Backends whose FULL graphs allocate FlashAttention's split-KV accumulators during capture: vLLM's
+FlashAttention and FlashAttnMLA metadata builders both set `max_num_splits` to
+`flash_attn_max_num_splits_for_cuda_graph` (32) for batches a FULL graph covers, and FA3 then
+holds [splits, heads, tokens, value width] fp32 partial outputs (vllm/v1/attention/backends/
+flash_attn.py, mla/flashattn_mla.py). A fit measures the term only on these backends."""
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "auto": 2}
 SPLIT_KV_ACCUM_BYTES = 4
 """FlashAttention's split-KV partial outputs are fp32."""
@@ -226,10 +232,17 @@ def activation_mib(num_tokens: int, shape: ModelShape) -> float:
     return num_tokens * shape.hidden_size * DTYPE_BYTES.get(shape.dtype, 2) / MIB
 
 
+def accumulator_width(shape: ModelShape) -> int:
+    """Width of one token's split-KV partial output over all query heads: heads x head_dim, or for
+    MLA decode (FlashAttnMLA: the latent value, `headdim_v = kv_lora_rank`) heads x kv_lora_rank."""
+    value_width = shape.kv_lora_rank if shape.use_mla and shape.kv_lora_rank else shape.head_dim
+    return shape.num_attention_heads * value_width
+
+
 def split_kv_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int, splits: int) -> float:
     """FlashAttention's split-KV accumulators for a FULL graph of `num_tokens` (query heads are
     sharded across tensor-parallel ranks)."""
-    query_width = shape.num_attention_heads * shape.head_dim // max(1, tensor_parallel_size)
+    query_width = accumulator_width(shape) // max(1, tensor_parallel_size)
     return splits * num_tokens * query_width * SPLIT_KV_ACCUM_BYTES / MIB
 
 
@@ -356,7 +369,7 @@ def predict_cost(
 def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
     # Token-width product of a FULL graph's accumulators: a later FULL graph fits in the freed
     # accumulators of an earlier one when this is no larger.
-    return tokens * shape.num_attention_heads * shape.head_dim
+    return tokens * accumulator_width(shape)
 
 
 def _pool_mib(
@@ -393,8 +406,12 @@ def _caveats(inp: CostInput, c: CostCoefficients, any_graphs: bool) -> tuple[str
     lo, hi = c.hidden_size_range
     if not lo <= inp.target.hidden_size <= hi:
         out.append(f"hidden size {inp.target.hidden_size} is outside the fitted {lo}..{hi}")
-    if inp.target.is_moe or inp.target.use_mla:
-        out.append("MoE/MLA layers were not in the fit (dense-layer terms used)")
+    unfitted = [k for k in model_kinds(inp.target) if k != "dense" and k not in c.fitted_model_kinds]
+    if unfitted:
+        names = {"moe": "MoE", "mla": "MLA"}
+        out.append(
+            f"{'/'.join(names[k] for k in unfitted)} layers were not in the fit (dense-layer terms used)"
+        )
     if inp.attention_backend not in c.split_kv_backends:
         out.append(f"attention backend {inp.attention_backend} was not measured (FULL pools are a guess)")
     if inp.tensor_parallel_size > 1:
@@ -553,7 +570,7 @@ def fit_coefficients(
                 pw_rows.append([1.0, act])
                 pw_y.append(pool)
             elif family == "target" and mode == "FULL":
-                splits = 32 if o.inp.attention_backend in draft.split_kv_backends else 0
+                splits = 32 if o.inp.attention_backend in SPLIT_KV_BACKENDS else 0
                 kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
                 full_base[o.inp.model_runner].append(pool - kv)
             elif family != "target" and mode == "PIECEWISE":
@@ -585,6 +602,8 @@ def fit_coefficients(
         raise FitError("no report with target FULL graphs")
     widths = [o.inp.target.hidden_size for o in observations]
     kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
+    # the backends the fit saw: only there is the split-KV term measured (others: no figure)
+    backends = tuple(b for b in SPLIT_KV_BACKENDS if any(o.inp.attention_backend == b for o in observations))
     coeffs = replace(
         draft,
         piecewise_pool_base_mib=pw_base,
@@ -601,6 +620,7 @@ def fit_coefficients(
         fitted_on=tuple(o.name for o in observations),
         fitted_dtypes=tuple(sorted({o.inp.target.dtype for o in observations})),
         fitted_model_kinds=tuple(kinds),
+        split_kv_backends=backends or draft.split_kv_backends,
     )
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]

@@ -50,6 +50,9 @@ class ModelShape:
     """Mixture-of-experts layers present (n_routed_experts / num_local_experts > 0)."""
     use_mla: bool = False
     """Multi-head latent attention (DeepSeek-V2/V3 style, `kv_lora_rank` set)."""
+    kv_lora_rank: int = field(default=0, metadata={"fingerprint": False})
+    """MLA's latent width (`kv_lora_rank`; 0 without MLA): the value width of MLA decode, which
+    sizes FlashAttnMLA's split-KV accumulators (cost model only; capture does not depend on it)."""
     num_nextn_predict_layers: int = 0
     """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
     max_position_embeddings: int = 2048

@@ -470,6 +470,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         dtype=dtype if isinstance(dtype, str) and dtype else "bfloat16",
         is_moe=bool(isinstance(experts, int) and experts > 0),
         use_mla=bool(text.get("kv_lora_rank")),
+        kv_lora_rank=num("kv_lora_rank", 0, minimum=0) if text.get("kv_lora_rank") else 0,
         num_nextn_predict_layers=num("num_nextn_predict_layers", 0, minimum=0),
         max_position_embeddings=num("max_position_embeddings", 2048, maximum=1 << 31),
         derived_max_model_len=num("max_position_embeddings", 0, maximum=1 << 31) or None
