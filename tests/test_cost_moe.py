@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import load_config
 from cgplan.core.cost import (
     MIB,
     SPLIT_KV_BACKENDS,
@@ -31,6 +30,7 @@ from cgplan.core.cost import (
 from cgplan.core.plan import build_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan
+from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -207,10 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     ):
         os.environ.setdefault(key, value)
 
-    from cgplan.config import load_config
     from cgplan.gpu.nvml import nvml_session
     from cgplan.gpu.recorder import GraphRecorder
     from cgplan.gpu.vllm_backend import _State, engine_kwargs, installed_vllm_version, instrument
+    from cgplan.io.config import load_config
     from cgplan.io.files import read_yaml
 
     inp = load_config(args.config).input
