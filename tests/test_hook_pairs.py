@@ -264,8 +264,8 @@ def test_committed_h200_hooks_own_time_is_under_two_percent_of_capture() -> None
     """The hooks' own host time in the committed H200 captures with today's per-descriptor hooks
     (fleet call 3's med-llama, the engine of the pairs run): under 2% of vLLM's capture_model.
     This is the recorder's time measured inside the process, not the paired wall-time figure
-    #18 asks for (the pairs run stopped at its second capture: see overhead/README in
-    benchmarks/results/h200/README.md)."""
+    #18 asks for (the pairs run stopped at its second capture: see "Cost of the instrumentation"
+    in benchmarks/results/h200/README.md)."""
     h200 = ROOT / "benchmarks/results/h200"
     fleet = json.loads((h200 / "fleet/call3/med-llama-mns256.json").read_text())["measured"]
     pairs = json.loads((h200 / "overhead/med-llama-mns256-engine-pairs-call3.json").read_text())
