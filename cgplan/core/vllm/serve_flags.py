@@ -35,7 +35,7 @@ def serve_flag(
     dest: str, *aliases: str, arity: str = "one", role: str, default: str | None = None
 ) -> ServeFlag:
     """The flag of EngineArgs field `dest`: `--dest-with-dashes` plus `aliases`. A boolean's negative
-    forms depend on the release: `ServeFlags` adds them (`negative_forms`)."""
+    forms depend on the release: `serve_flags` adds them (`negative_forms`)."""
     return ServeFlag(dest, ("--" + dest.replace("_", "-"), *aliases), arity, role, default)
 
 
