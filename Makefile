@@ -67,11 +67,15 @@ oracle-venvs:
 		test -x $(ORACLE_VENVS)/venv-$$v/bin/python || scripts/oracle/setup-venv.sh $$v $(ORACLE_VENVS)/venv-$$v || exit 1; \
 	done
 
-## golden: re-record vLLM's answers for the corpus with vLLM's own code (scripts/oracle/, scripts/record_golden.py)
+## golden: re-record vLLM's answers for the corpus and its `vllm serve` flags with vLLM's own code
+## (scripts/oracle/, scripts/record_golden.py)
 golden: oracle-venvs
 	$(PY) scripts/record_golden.py --venv-root $(ORACLE_VENVS) tests/data/corpus/*.yaml
 	$(PY) scripts/record_golden.py --venv-root $(ORACLE_VENVS) --out-dir tests/data/oracle-deploy \
 		tests/data/corpus-deploy/*.yaml
+	for v in $(VLLM_VERSIONS); do \
+		$(ORACLE_VENVS)/venv-$$v/bin/python scripts/oracle/serve_flags.py > tests/data/oracle-serve-flags/$$v.json || exit 1; \
+	done
 
 ## clean: remove .venv and the test caches
 clean:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cgplan.api.sides import is_report, load_side
 from cgplan.core.diff import Diff, diff_sides
+from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import Overrides
 from cgplan.io.policies import load_capture_policy
@@ -83,7 +84,8 @@ def diff_paths(
         if len(vs) != 2:
             raise ConfigError(
                 "--vllm-version",
-                "one config needs two releases to compare, e.g. --vllm-version 0.26.0..0.33.0",
+                "one config needs two releases to compare, e.g. --vllm-version "
+                f"{SUPPORTED_VERSIONS[0]}..{LATEST_VERSION}",
             )
         return diff_sides(
             load_side(a, Overrides(vllm_version=vs[0], model_config=model_config), f"{a} @ {vs[0]}", pa),

@@ -76,7 +76,6 @@ IGNORED_TOP_KEYS = (
     "load_format",
     "seed",
     "block_size",
-    "swap_space",
     "disable_log_stats",
     "disable_log_requests",
     "enable_chunked_prefill",

@@ -9,7 +9,8 @@ FrontendArgs field (`dest`), its long option derived the way vLLM's argparse der
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from cgplan.core.vllm.releases import closest_release, since_entry
 
@@ -33,16 +34,24 @@ class ServeFlag:
 def serve_flag(
     dest: str, *aliases: str, arity: str = "one", role: str, default: str | None = None
 ) -> ServeFlag:
-    """The flag of EngineArgs field `dest`: `--dest-with-dashes` plus `aliases`, and for a boolean
-    the negative forms argparse.BooleanOptionalAction and vLLM's EnableDisableAction add."""
-    long = "--" + dest.replace("_", "-")
-    negatives: tuple[str, ...] = ()
-    if arity == "bool":  # argparse.BooleanOptionalAction + vLLM's EnableDisableAction
-        negatives = ("--no-" + long[2:],)
+    """The flag of EngineArgs field `dest`: `--dest-with-dashes` plus `aliases`. A boolean's negative
+    forms depend on the release: `serve_flags` adds them (`negative_forms`)."""
+    return ServeFlag(dest, ("--" + dest.replace("_", "-"), *aliases), arity, role, default)
+
+
+def negative_forms(flag: ServeFlag, *, inverse_forms: bool) -> tuple[str, ...]:
+    """The option strings that set a boolean flag false: `--no-x` (argparse.BooleanOptionalAction),
+    and with `inverse_forms` (vLLM's EnableDisableAction, 0.33+) `--disable-x` for `--enable-x` and
+    the reverse (vllm/utils/argparse_utils.py; `--no-enable-x` stays accepted, hidden from help)."""
+    if flag.arity != "bool":
+        return ()
+    long = flag.names[0]
+    negatives: tuple[str, ...] = ("--no-" + long[2:],)
+    if inverse_forms:
         for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
             if long.startswith(prefix):
                 negatives += (inverse + long.removeprefix(prefix),)
-    return ServeFlag(dest, (long, *aliases), arity, role, default, negatives)
+    return negatives
 
 
 @dataclass(frozen=True)
@@ -51,17 +60,33 @@ class ServeFlags:
 
     since: str
     flags: tuple[ServeFlag, ...]
+    inverse_forms: bool
+    """Booleans named enable_x/disable_x also take the other word (EnableDisableAction)."""
 
     def names(self, role: str) -> tuple[str, ...]:
         """The canonical long names of the flags with `role`."""
         return tuple(f.names[0] for f in self.flags if f.role == role)
 
 
-# vLLM 0.26.0's EngineArgs / FrontendArgs (vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py);
-# unchanged, for what cgplan reads, through 0.33.0.
-_V0_26 = ServeFlags(
-    since="0.26.0",
-    flags=(
+def serve_flags(since: str, flags: Iterable[ServeFlag], *, inverse_forms: bool) -> ServeFlags:
+    """A table entry, each boolean given the negative forms of its release."""
+    return ServeFlags(
+        since,
+        tuple(replace(f, negatives=negative_forms(f, inverse_forms=inverse_forms)) for f in flags),
+        inverse_forms,
+    )
+
+
+def _with_aliases(flags: Iterable[ServeFlag], dest: str, *aliases: str) -> tuple[ServeFlag, ...]:
+    return tuple(replace(f, names=(*f.names, *aliases)) if f.dest == dest else f for f in flags)
+
+
+# vLLM 0.26.0's EngineArgs / FrontendArgs (vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py).
+# Each release's accepted option strings are recorded from vLLM's own parser by
+# scripts/oracle/serve_flags.py (tests/data/oracle-serve-flags/, make golden) and held to this table.
+_V0_26 = serve_flags(
+    "0.26.0",
+    (
         # what cgplan reads
         serve_flag("model", role=READ),
         serve_flag("hf_config_path", role=READ),
@@ -100,7 +125,7 @@ _V0_26 = ServeFlags(
         serve_flag("uds", role=IGNORED),
         serve_flag("served_model_name", arity="many", role=IGNORED),
         serve_flag("dtype", role=IGNORED),
-        serve_flag("gpu_memory_utilization", "--device-memory-utilization", role=IGNORED),
+        serve_flag("gpu_memory_utilization", role=IGNORED),
         serve_flag("kv_cache_dtype", role=IGNORED),
         serve_flag("enable_prefix_caching", arity="bool", role=IGNORED),
         serve_flag("trust_remote_code", arity="bool", role=IGNORED),
@@ -110,10 +135,8 @@ _V0_26 = ServeFlags(
         serve_flag("load_format", role=IGNORED),
         serve_flag("seed", role=IGNORED),
         serve_flag("block_size", role=IGNORED),
-        serve_flag("swap_space", role=IGNORED),
         serve_flag("disable_log_stats", arity="none", role=IGNORED),
-        # 0.33: the inverse of --enable-log-requests
-        serve_flag("disable_log_requests", arity="bool", role=IGNORED),
+        serve_flag("enable_log_requests", arity="bool", role=IGNORED),
         serve_flag("enable_chunked_prefill", arity="bool", role=IGNORED),
         serve_flag("api_key", arity="many", role=IGNORED),
         serve_flag("uvicorn_log_level", role=IGNORED),
@@ -166,9 +189,19 @@ _V0_26 = ServeFlags(
         serve_flag("data_parallel_address", "-dpa", role=IGNORED),
         serve_flag("data_parallel_rpc_port", "-dpp", role=IGNORED),
     ),
+    inverse_forms=False,
 )
 
-SERVE_FLAGS: tuple[ServeFlags, ...] = (_V0_26,)
+# 0.31.0: --device-memory-utilization, an alias of --gpu-memory-utilization.
+_V0_31 = serve_flags(
+    "0.31.0",
+    _with_aliases(_V0_26.flags, "gpu_memory_utilization", "--device-memory-utilization"),
+    inverse_forms=False,
+)
+# 0.33.0: booleans are EnableDisableAction: --disable-x for --enable-x (and the reverse).
+_V0_33 = serve_flags("0.33.0", _V0_31.flags, inverse_forms=True)
+
+SERVE_FLAGS: tuple[ServeFlags, ...] = (_V0_26, _V0_31, _V0_33)
 """Oldest first; a release uses the last entry whose `since` is not newer than it."""
 
 
