@@ -49,14 +49,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 """Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""
 
-NOT_YET: dict[tuple[str, str], str] = {
-    ("cgplan/api/capture.py", "torch"): "the GPU probe of capture; goes to cgplan/gpu/probe.py",
-    ("cgplan/api/capture.py", "vllm"): "the GPU probe of capture; goes to cgplan/gpu/probe.py",
-    (
-        "cgplan/gpu/torch_backend.py",
-        "cgplan.api.capture",
-    ): "short_reason; goes to cgplan/gpu/ with the capture loop",
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 """Imports where the tree does not follow the table yet, each with where it goes. An entry that is
 no longer needed fails the lint, so the list only shrinks."""
 

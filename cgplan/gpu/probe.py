@@ -1,6 +1,7 @@
-"""What this machine can capture with (`cgplan env`): torch, vLLM, CUDA, NVML and the GPUs.
+"""What this machine can capture with: `cgplan env`'s probe, the reason capture cannot run here,
+the backend `auto` picks, and the short form of a GPU failure.
 
-torch and vLLM are imported inside `probe()` only (this package is their only importer)."""
+torch and vLLM are imported inside the functions only (cgplan/gpu/ is their only importer)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,36 @@ def probe() -> dict[str, Any]:
     info["driver"] = env.get("driver")
     info["gpus"] = env.get("gpus", [])
     return info
+
+
+def short_reason(e: BaseException) -> str:
+    """The first sentence of an exception (PyTorch's OOM text runs to a paragraph)."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    for cut in (". GPU ", ". Including", ". Of the allocated"):
+        if cut in text:
+            text = text.split(cut)[0] + "."
+    return text[:300]
+
+
+def gpu_unavailable_reason() -> str | None:
+    """Why this machine cannot capture, or None."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed (pip install 'cgplan[gpu]')"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to PyTorch (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
+    from cgplan.gpu.nvml import nvml_unavailable_reason
+
+    return nvml_unavailable_reason()
+
+
+def choose_backend(requested: str) -> str:
+    """`auto` → vllm when importable, else torch."""
+    if requested != "auto":
+        return requested
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return "torch"
+    return "vllm"
