@@ -24,6 +24,8 @@ def env(
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
     info = probe()
     if chosen == "json":
-        write_stdout(dumps_ascii(info))
+        from cgplan.io.schema.env import env_to_dict
+
+        write_stdout(dumps_ascii(env_to_dict(info)))
         return
     write_stdout(colorize(env_text(info), use_color(no_color)))
