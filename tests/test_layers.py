@@ -37,14 +37,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "cgplan/core/": ("cgplan.core", "cgplan.errors"),
     # documents are stamped with the cgplan version that wrote them
     "cgplan/io/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.io"),
-    # the JSON format renders the one schema's document (io/schema), it does not build its own
-    "cgplan/render/": (
-        "cgplan.__version__",
-        "cgplan.core",
-        "cgplan.errors",
-        "cgplan.io.schema",
-        "cgplan.render",
-    ),
+    # JSON is not rendered: it is the contract, io/schema/ (the CLI writes it from there)
+    "cgplan/render/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.render"),
     "cgplan/gpu/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.gpu", "cgplan.io"),
 }
 """Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""
