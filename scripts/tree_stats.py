@@ -4,7 +4,8 @@ between top-level units (a subpackage such as `core/` or a flat module such as `
     python scripts/tree_stats.py            # the summary and every edge
     python scripts/tree_stats.py --summary  # the totals only
 
-Edges count every `import cgplan.X` / `from cgplan.X import ...` / `from cgplan import X` in the
+It also prints the import cycles between units (none is the goal). Edges count every
+`import cgplan.X` / `from cgplan.X import ...` / `from cgplan import X` in the
 package, lazy ones inside functions included (they are dependencies all the same), resolved
 relative imports included; an edge from a unit to itself is not counted. Used for #15's closing
 note (the tree before and after the restructuring).
@@ -62,6 +63,34 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """Each strongly connected group of two or more units (an import loop), as a closed path."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        # start's strongly connected group: what it reaches that reaches it back
+        group = sorted(u for u in _reachable(graph, start) if start in _reachable(graph, u))
+        seen.update(group)
+        if len(group) > 1:
+            found.append([*group, group[0]])
+    return found
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    reach, stack = {start}, [start]
+    while stack:
+        for nxt in graph[stack.pop()]:
+            if nxt not in reach:
+                reach.add(nxt)
+                stack.append(nxt)
+    return reach
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--summary", action="store_true", help="totals only")
@@ -84,6 +113,8 @@ def main() -> int:
         print(f"{unit + kind:<20} {files[unit]:>5} {lines[unit]:>6}")
     print(f"{'total':<20} {sum(files.values()):>5} {sum(lines.values()):>6}")
     print(f"top-level units: {len(units)}; import edges between them: {len(edges)}")
+    loops = cycles(edges)
+    print("import cycles between units: " + ("; ".join(" -> ".join(c) for c in loops) or "none"))
     if not args.summary:
         for source in units:
             targets = sorted(t for s, t in edges if s == source)

@@ -122,3 +122,12 @@ def test_diff_page_has_coverage_charts_and_memory(tmp_path: Path) -> None:
     text = pages(tmp_path)["diff"].read_text()
     assert text.count('class="tier-chart"') == 2
     assert "<h2>Graph memory</h2>" in text and "capture phase, per rank" in text
+
+
+def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
+    """An MoE/MLA plan has no memory figure (outside the fitted domain): the page says so, as the
+    table does, instead of failing on the missing number (it raised TypeError before)."""
+    _, plan = plan_file(ROOT / "configs/examples/mtp-dsv3-k3.yaml")
+    assert plan.cost is not None and not plan.cost.domain.figure
+    page = plan_html(plan_to_dict(plan, source="mtp-dsv3-k3.yaml"))
+    assert "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: MOE+MLA" in page

@@ -8,6 +8,8 @@ import pytest
 
 from cgplan.api.plan import plan_file
 from cgplan.core.fingerprint import fingerprint
+from cgplan.io.schema import dumps
+from cgplan.io.schema.plan import plan_to_dict
 from cgplan.render import OutputFormat, render
 
 ROOT = Path(__file__).parent.parent
@@ -18,21 +20,27 @@ CASES = {
     "ngram-k16-v1": ROOT / "configs/examples/ngram-k16-v1.yaml",
     "mtp-dsv3-k3": ROOT / "configs/examples/mtp-dsv3-k3.yaml",
 }
-SUFFIX = {OutputFormat.table: "table.txt", OutputFormat.json: "json", OutputFormat.markdown: "md"}
+SUFFIX = {OutputFormat.table: "table.txt", OutputFormat.markdown: "md"}
 
 
 @pytest.mark.parametrize("fmt", list(OutputFormat))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden_output(case: str, fmt: OutputFormat, update_golden: bool) -> None:
+    _, plan = plan_file(CASES[case])
+    text = render(plan, fmt, source=f"configs/examples/{CASES[case].name}", width=100)
+    _check_golden(GOLDEN / f"{case}.{SUFFIX[fmt]}", text, update_golden)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden_json(case: str, update_golden: bool) -> None:
+    """`cgplan plan --json`'s document (io.schema, not a renderer), byte for byte."""
     cfg, plan = plan_file(CASES[case])
-    text = render(
-        plan,
-        fmt,
-        source=f"configs/examples/{CASES[case].name}",
-        width=100,
-        fingerprint=fingerprint(cfg.input),
-    )
-    path = GOLDEN / f"{case}.{SUFFIX[fmt]}"
+    source = f"configs/examples/{CASES[case].name}"
+    text = dumps(plan_to_dict(plan, source=source, fingerprint=fingerprint(cfg.input)))
+    _check_golden(GOLDEN / f"{case}.json", text, update_golden)
+
+
+def _check_golden(path: Path, text: str, update_golden: bool) -> None:
     if update_golden:
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)

@@ -23,6 +23,7 @@ from cgplan.core.measure import MeasuredCapture, compare
 from cgplan.core.plan import build_plan
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
+from cgplan.gpu.probe import choose_backend, gpu_unavailable_reason, short_reason
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.files import read_yaml
@@ -59,39 +60,6 @@ class CaptureOutcome:
 
     report: dict[str, Any]
     failure: CaptureError | None
-
-
-def short_reason(e: BaseException) -> str:
-    """The first sentence of an exception (PyTorch's OOM text runs to a paragraph)."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    for cut in (". GPU ", ". Including", ". Of the allocated"):
-        if cut in text:
-            text = text.split(cut)[0] + "."
-    return text[:300]
-
-
-def gpu_unavailable_reason() -> str | None:
-    """Why this machine cannot capture, or None."""
-    try:
-        import torch
-    except ImportError:
-        return "PyTorch is not installed (pip install 'cgplan[gpu]')"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU is visible to PyTorch (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
-    from cgplan.gpu.nvml import nvml_unavailable_reason
-
-    return nvml_unavailable_reason()
-
-
-def choose_backend(requested: str) -> str:
-    """`auto` → vllm when importable, else torch."""
-    if requested != "auto":
-        return requested
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        return "torch"
-    return "vllm"
 
 
 def run_capture(

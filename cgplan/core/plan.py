@@ -27,7 +27,7 @@ from cgplan.core.resolve import (
     validate_ubatching_backend,
 )
 from cgplan.core.spec import PlanInput
-from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected
+from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected, as_dispatch_mode, as_model_runner
 from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 
 
@@ -113,7 +113,7 @@ def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
             lasts.append(n)
             outcomes.append(o)
     return tuple(
-        DispatchRange(a, b, o.mode.value, o.padded_tokens, o.padded_reqs)
+        DispatchRange(a, b, as_dispatch_mode(o.mode.value), o.padded_tokens, o.padded_reqs)
         for a, b, o in zip(firsts, lasts, outcomes, strict=True)
     )
 
@@ -155,7 +155,7 @@ def dispatch_table(
         ):
             out[-1] = DispatchRange(last.first, hi, last.mode, last.padded_tokens, last.padded_reqs)
         else:
-            out.append(DispatchRange(lo, hi, o.mode.value, o.padded_tokens, o.padded_reqs))
+            out.append(DispatchRange(lo, hi, as_dispatch_mode(o.mode.value), o.padded_tokens, o.padded_reqs))
     return tuple(out)
 
 
@@ -403,7 +403,7 @@ def build_plan(
     plan = Plan(
         vllm_version=inp.vllm_version,
         platform=inp.platform.value,
-        model_runner=runner,
+        model_runner=as_model_runner(runner),
         requested_cudagraph_mode=decision.mode.value,
         cudagraph_mode=mode.value,
         attention_backend=attn.backend,

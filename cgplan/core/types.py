@@ -3,13 +3,52 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cgplan.errors import ConfigRejected
 
 if TYPE_CHECKING:
     from cgplan.core.cost import CostPrediction
     from cgplan.core.latency import LatencyPrediction
+
+
+GraphMode = Literal["FULL", "PIECEWISE"]
+"""The mode a CUDA graph is captured in (vLLM's CUDAGraphMode member names)."""
+DispatchMode = Literal["FULL", "PIECEWISE", "NONE"]
+"""What a batch runs: a FULL or a PIECEWISE graph, or eager ("NONE", as vLLM names it)."""
+ModelRunner = Literal["v1", "v2"]
+"""vLLM's two GPU model runners."""
+GapFamily = Literal["uniform_decode", "mixed"]
+"""The two kinds of batch a gap is found in."""
+
+
+_GRAPH_MODES: dict[str, GraphMode] = {"FULL": "FULL", "PIECEWISE": "PIECEWISE"}
+_DISPATCH_MODES: dict[str, DispatchMode] = {**_GRAPH_MODES, "NONE": "NONE"}
+_RUNNERS: dict[str, ModelRunner] = {"v1": "v1", "v2": "v2"}
+
+
+def as_graph_mode(name: str) -> GraphMode:
+    """`name` as a GraphMode (ValueError for anything else: a mode vLLM does not capture in)."""
+    try:
+        return _GRAPH_MODES[name]
+    except KeyError:
+        raise ValueError(f"not a graph mode: {name!r} (expected FULL or PIECEWISE)") from None
+
+
+def as_dispatch_mode(name: str) -> DispatchMode:
+    """`name` as a DispatchMode (ValueError for anything else)."""
+    try:
+        return _DISPATCH_MODES[name]
+    except KeyError:
+        raise ValueError(f"not a dispatch mode: {name!r} (expected FULL, PIECEWISE or NONE)") from None
+
+
+def as_model_runner(name: str) -> ModelRunner:
+    """`name` as a ModelRunner (ValueError for anything else)."""
+    try:
+        return _RUNNERS[name]
+    except KeyError:
+        raise ValueError(f"not a model runner: {name!r} (expected v1 or v2)") from None
 
 
 class Rejected(ConfigRejected):
@@ -45,8 +84,7 @@ class Assumed:
 class Graph:
     """One CUDA graph vLLM captures (one batch descriptor)."""
 
-    mode: str
-    """"FULL" or "PIECEWISE"."""
+    mode: GraphMode
     num_tokens: int
     """Padded token count the graph is captured at."""
     num_reqs: int | None
@@ -67,8 +105,7 @@ class DispatchRange:
     """First request count (uniform decode) or token count (mixed) of the run."""
     last: int
     """Last one, inclusive."""
-    mode: str
-    """"FULL", "PIECEWISE" or "NONE" (eager)."""
+    mode: DispatchMode
     padded_tokens: int | None
     """Token count of the graph replayed (None when eager)."""
     padded_reqs: int | None = None
@@ -79,15 +116,14 @@ class DispatchRange:
 class Gap:
     """A range of batches that runs eager (or a downgraded mode), and why."""
 
-    family: str
-    """"uniform_decode" or "mixed"."""
+    family: GapFamily
     query_len: int | None
     """Decode tier (tokens per request) for uniform decode; None for mixed."""
     first: int
     """First request count (decode) or token count (mixed)."""
     last: int
     """Last one, inclusive."""
-    mode: str
+    mode: DispatchMode
     """What runs there: "NONE" (eager) or "PIECEWISE" where FULL was expected."""
     reason: str
     """Why, in words, naming the vLLM rule."""
@@ -169,8 +205,7 @@ class Plan:
 
     vllm_version: str
     platform: str
-    model_runner: str
-    """"v1" or "v2"."""
+    model_runner: ModelRunner
     requested_cudagraph_mode: str
     """Mode after config-time defaults and overrides, before the attention downgrade."""
     cudagraph_mode: str

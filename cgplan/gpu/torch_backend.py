@@ -175,7 +175,7 @@ def capture_plan_torch(
                                     attention(j, g.num_tokens)
                     recorder.end()
         except torch.cuda.OutOfMemoryError as e:
-            from cgplan.api.capture import short_reason
+            from cgplan.gpu.probe import short_reason
 
             status, failure = "partial", f"out of memory during capture: {short_reason(e)}"
         except KeyboardInterrupt:

@@ -25,7 +25,7 @@ from typing import Any
 
 from cgplan.core.measure import GraphMeasurement, MeasuredCapture, RankMeasurement, VllmFigures
 from cgplan.core.spec import PlanInput
-from cgplan.core.types import DispatchRange
+from cgplan.core.types import DispatchRange, as_dispatch_mode
 from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.errors import GpuUnavailableError
 from cgplan.gpu.nvml import NvmlSession, nvml_session
@@ -386,9 +386,9 @@ def _compress(rows: list[tuple[int, str, int | None, int | None]]) -> tuple[Disp
             and (last.mode, last.padded_tokens, last.padded_reqs) == (mode, tokens, reqs)
             and last.last == n - 1
         ):
-            out[-1] = DispatchRange(last.first, n, mode, tokens, reqs)
+            out[-1] = DispatchRange(last.first, n, as_dispatch_mode(mode), tokens, reqs)
         else:
-            out.append(DispatchRange(n, n, mode, tokens, reqs))
+            out.append(DispatchRange(n, n, as_dispatch_mode(mode), tokens, reqs))
     return tuple(out)
 
 

@@ -15,10 +15,9 @@ def assert_never(value: NoReturn) -> NoReturn:  # typing.assert_never is 3.11+
 
 
 class OutputFormat(str, Enum):
-    """Output formats of `cgplan plan`."""
+    """The text formats of `cgplan plan` (its JSON is the contract: `cgplan.io.schema.plan`)."""
 
     table = "table"
-    json = "json"
     markdown = "markdown"
 
 
@@ -28,10 +27,8 @@ def render(
     *,
     source: str | None = None,
     full: bool = False,
-    ignored_keys: tuple[str, ...] = (),
     width: int = 100,
     color: bool = False,
-    fingerprint: str | None = None,
 ) -> str:
     """Render `plan` in `fmt` (pure: model → string)."""
     match fmt:
@@ -39,13 +36,6 @@ def render(
             from cgplan.render.plan import render_table
 
             return render_table(plan, source=source, full=full, width=width, color=color)
-        case OutputFormat.json:
-            from cgplan.io.schema import dumps
-            from cgplan.io.schema.plan import plan_to_dict
-
-            return dumps(
-                plan_to_dict(plan, source=source, ignored_keys=ignored_keys, fingerprint=fingerprint)
-            )
         case OutputFormat.markdown:
             from cgplan.render.plan import render_markdown
 

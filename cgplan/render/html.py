@@ -224,7 +224,17 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
             + " (one per compiled piece)</p>"
         )
     cost = plan.get("predicted_cost")
-    if cost:
+    if cost and cost["total_mib"] is None:
+        # outside the cost model's domain there is no figure (as in the table: the domain says why)
+        domain = cost["domain"]
+        out.append(
+            "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
+            + escape("; ".join(domain["outside"]))
+            + f'</p><p class="muted">validated domain ({escape(cost["gpu"])} cost model): '
+            + escape(domain["fitted"])
+            + "</p>"
+        )
+    elif cost:
         kv = (plan.get("kv_cache") or {}).get("graph_memory_tokens")
         per_token = (plan.get("kv_cache") or {}).get("bytes_per_token")
         out.append(

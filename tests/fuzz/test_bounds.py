@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.api.sweep import MAX_SWEEP_REQUESTS, parse_set
+from cgplan.api.sweep import MAX_SWEEP_REQUESTS
 from cgplan.core.sweep import MAX_SWEEP_POINTS
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
 from cgplan.io.reports import side_from_report
+from cgplan.io.sweep_axes import parse_set
 from tests.fuzz.harness import EXAMPLES, MODELS, problems, run_cli
 
 PR = EXAMPLES / "pr50488-eagle-k16.yaml"

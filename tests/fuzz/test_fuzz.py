@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgplan.api.sweep import parse_set
 from cgplan.errors import CgplanError
 from cgplan.io.config import load_config
+from cgplan.io.sweep_axes import parse_set
 from tests.fuzz.file_kinds import FILE_KINDS
 from tests.fuzz.harness import ROOT, TIME_LIMIT_S, Run, Tally, materialize, problems, run_cli
 from tests.fuzz.strategies import (
