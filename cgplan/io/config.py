@@ -427,7 +427,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     try:
         cfg_file = folder / "config.json" if folder.is_dir() else folder
-        found = cfg_file.is_file()
+        found = str(folder) == "-" or cfg_file.is_file()  # `-`: standard input
     except (OSError, ValueError) as e:  # a name too long, a NUL byte
         reason = getattr(e, "strerror", None) or e
         raise _err(path, f"cannot use the model path: {reason}", str(folder)) from None
@@ -579,8 +579,9 @@ def parse_config(
             "a local folder with a Hugging Face config.json",
         )
     if overrides.model_config is not None:
+        given = str(overrides.model_config)
         shape = read_model_shape(
-            _local_path(str(overrides.model_config), base_dir, "--model-config"), "--model-config"
+            Path("-") if given == "-" else _local_path(given, base_dir, "--model-config"), "--model-config"
         )
     elif cg.get("model_config") is not None:
         mc = cg["model_config"]

@@ -275,7 +275,7 @@ def _merge(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
             "mean_wall_s": round(tally.process_s_total / max(1, tally.processes), 3),
         },
         "cpu_time_limit_s": TIME_LIMIT_S
-        if kind != "sweep"
+        if kind.split(":")[0] != "sweep"
         else f"{TIME_LIMIT_S} + {SWEEP_S_PER_PLAN} per plan + {SWEEP_S_PER_REQUEST} per request count walked",
     }
     failures = [f for f in doc.get("failure_samples", []) if f.get("kind") != kind]
@@ -289,7 +289,7 @@ def _merge(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
             + "".join(
                 f" {k}={os.environ[k]}"
                 for k in sorted(os.environ)
-                if k.startswith("FUZZ_") and k not in ("FUZZ_SEED", "FUZZ_JOBS", "FUZZ_SHARD")
+                if k.startswith("FUZZ_") and k not in ("FUZZ_SEED", "FUZZ_JOBS", "FUZZ_SHARD", "FUZZ_SKIP")
             ),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seed": SEED,
@@ -327,44 +327,62 @@ def _merge(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
     RESULTS.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
 
 
-def shard(kinds: dict[str, int], spec: str) -> set[str]:
-    """The kinds shard `spec` ("I/N") runs: kinds dealt largest first to the lightest shard, so
-    N processes (FUZZ_JOBS) take about the same number of inputs each."""
+PART = int(os.environ.get("FUZZ_PART", "2000"))
+"""A kind's inputs run in parts of at most this many (each its own test and seed), so FUZZ_JOBS
+processes share even the 10,000 configs."""
+PARTS = {
+    (kind if part == 0 else f"{kind}:{part}"): (kind, part, min(PART, count - part * PART))
+    for kind, count in sorted(FULL.items())
+    for part in range(max(1, -(-count // PART)))
+}
+"""Record key → (kind, part, inputs)."""
+
+
+def shard(parts: dict[str, int], spec: str) -> set[str]:
+    """The parts shard `spec` ("I/N") runs: dealt largest first to the lightest shard (configs
+    weigh twice: they cost about twice the CPU per input), so N processes (FUZZ_JOBS) take
+    about the same time each."""
     index, _, total = spec.partition("/")
     n = max(1, int(total or 1))
-    loads = [0] * n
+    loads = [0.0] * n
     mine: set[str] = set()
-    for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+    weight = {k: count * (2.0 if k.split(":")[0] == "config" else 1.0) for k, count in parts.items()}
+    for key, load in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
         lightest = loads.index(min(loads))
-        loads[lightest] += count
+        loads[lightest] += load
         if lightest == int(index or 0):
-            mine.add(kind)
+            mine.add(key)
     return mine
 
 
-SHARD = shard(FULL, os.environ.get("FUZZ_SHARD", "0/1"))
+SHARD = shard({k: n for k, (_, _, n) in PARTS.items()}, os.environ.get("FUZZ_SHARD", "0/1"))
+SKIP = set(filter(None, os.environ.get("FUZZ_SKIP", "").split(",")))
+"""Parts already recorded in fuzz.json under this seed (a time-boxed run resumed)."""
 
 
 @pytest.mark.fuzz
-@pytest.mark.parametrize("kind", sorted(FULL))
-def test_fuzz_full(kind: str) -> None:
-    if kind not in SHARD:
-        pytest.skip(f"kind {kind} runs in another shard (FUZZ_SHARD={os.environ.get('FUZZ_SHARD')})")
+@pytest.mark.parametrize("key", sorted(PARTS))
+def test_fuzz_full(key: str) -> None:
+    if key not in SHARD:
+        pytest.skip(f"{key} runs in another shard (FUZZ_SHARD={os.environ.get('FUZZ_SHARD')})")
+    if key in SKIP:
+        pytest.skip(f"{key} is recorded already (FUZZ_SKIP)")
+    kind, part, count = PARTS[key]
     tally = Tally()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "case"
 
-        @settings(COMMON, max_examples=FULL[kind], derandomize=False)
-        @hypothesis.seed(SEED + sorted(FULL).index(kind))
+        @settings(COMMON, max_examples=count, derandomize=False)
+        @hypothesis.seed(SEED + sorted(FULL).index(kind) + 1000 * part)
         @given(STRATEGIES[kind]())
         def check(inp: Input) -> None:
             as_process = PROCESS_EVERY > 0 and tally.tried % PROCESS_EVERY == 0
             run, found, slow = judge(inp, folder, tally, as_process=as_process)
             tally.add(run, found, inp.sample(), slow)
             if found:
-                sys.stderr.write(f"\nFUZZ FAILURE ({kind}): {found}\n{inp.sample()[:1500]}\n")
+                sys.stderr.write(f"\nFUZZ FAILURE ({key}): {found}\n{inp.sample()[:1500]}\n")
 
         check()
-        _record(kind, tally, time.perf_counter() - start, tmp)
+        _record(key, tally, time.perf_counter() - start, tmp)
     assert not tally.failures, json.dumps(tally.failures[:5], indent=1)[:5000]
