@@ -388,7 +388,7 @@ def file_cases(tmp: Path) -> list[tuple[str, str, list[str]]]:
         (
             "traffic: a 60 MiB --cudagraph-metrics log (under the 64 MiB bound)",
             "accepted",
-            ["optimize", str(PR), "--traffic", str(metrics), "--max-graphs", "40"],
+            ["optimize", str(PR), "--traffic", str(metrics), "--objective", "padding", "--max-graphs", "40"],
         ),
         ("log: a FIFO with no writer", "refused", ["logs", str(fifo)]),
         ("log: /dev/zero", "refused", ["logs", str(zero)]),
