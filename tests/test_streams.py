@@ -11,7 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,3 +213,39 @@ def test_two_outputs_to_stdout_are_refused_before_any_work(argv: list[str], name
         run.err
         == f"cgplan: error: -: more than one output goes to stdout {named}; name a file for all but one\n"
     )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_sweep_o_leaves_the_old_file_or_a_whole_new_one(tmp_path: Path, sig: int) -> None:
+    """Whenever the signal lands (planning, rendering or writing), `-o FILE` holds either its old
+    content or the complete new sweep, and no temporary file is left beside it."""
+    for delay_s in (0.5, 1.5, 3.0):
+        out = tmp_path / "sweep.json"
+        out.write_text("old\n")
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cgplan",
+                "sweep",
+                str(PR),
+                "--set",
+                "max_model_len=1..2000",
+                "--json",
+                "-o",
+                str(out),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(delay_s)
+        child.send_signal(sig)
+        _, err = child.communicate(timeout=120)
+        if "init_import_site" not in err:  # else it landed in Python's own start-up, before cgplan
+            assert child.returncode in (0, 130, -sig), (delay_s, child.returncode, err)
+            assert "Traceback" not in err, err
+        text = out.read_text()
+        assert text == "old\n" or json.loads(text)["kind"] == "sweep", text[:200]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.json"], "a temporary file was left"
