@@ -526,7 +526,10 @@ def test_o_dash_is_stdout_on_every_command(tmp_path: Path) -> None:
         assert not (tmp_path / "-").exists(), c
     r = cgplan_sh(f"cgplan plan {PR} --html -", tmp_path)  # the plan's table is on stdout already
     assert (r.returncode, r.stdout) == (2, "")
-    assert r.stderr == "cgplan: error: -: more than one output goes to stdout; name a file for all but one\n"
+    assert r.stderr == (
+        "cgplan: error: -: more than one output goes to stdout (--html and the command's own output); "
+        "name a file for all but one\n"
+    )
 
 
 def test_o_to_a_fifo_or_descriptor_writes_it_and_never_replaces_it(tmp_path: Path) -> None:

@@ -44,7 +44,9 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
         out.extend(listed)
 
     for p in paths:
-        if p.is_dir():
+        if str(p) == "-":  # standard input: one capture report, as `-` is for every file read
+            out.append(p)
+        elif p.is_dir():
             agg = p / f"{AGGREGATE_NAME}.json"
             if agg.is_file():
                 from_aggregate(agg, read_json(agg))

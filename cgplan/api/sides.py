@@ -10,11 +10,21 @@ from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.sides import Side, rejected_side, side_from_plan
 from cgplan.errors import ConfigRejected, ReportError, one_line
 from cgplan.io.config import Overrides
-from cgplan.io.reports import read_report, side_from_report
+from cgplan.io.files import stdin_bytes
+from cgplan.io.reports import MAX_REPORT_BYTES, read_report, side_from_report
 
 
 def is_report(path: Path) -> bool:
-    """JSON files are reports (plan --json or capture); anything else is a config."""
+    """JSON files are reports (plan --json or capture); anything else is a config. On standard
+    input (`-`) its content says: a JSON object with a `schema_version` is a report (a config
+    written as JSON has none; YAML reads JSON, so the name was all that told them apart).
+
+    Raises:
+        ReadError: `-` and standard input cannot be read (silent, too large).
+    """
+    if str(path) == "-":
+        head = stdin_bytes("report or config", MAX_REPORT_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
+        return head.startswith(b"{") and b'"schema_version"' in head
     return path.suffix.lower() == ".json"
 
 

@@ -7,11 +7,14 @@ import importlib
 import os
 import sys
 
-import typer
+try:  # Ctrl-C while the CLI loads (a second of imports) exits 130 quietly, as later, not a traceback
+    import typer
 
-from cgplan import __version__
-from cgplan.errors import CgplanError, ExitCode, one_line
-from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
+    from cgplan import __version__
+    from cgplan.errors import CgplanError, ExitCode, one_line
+    from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -85,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     # Shell completion asks about every command: build the whole app for it.
     completing = any(k.endswith("_COMPLETE") for k in os.environ)
-    app = build_app(None if completing else _command_named(args))
+    try:  # the command's own modules load here
+        app = build_app(None if completing else _command_named(args))
+    except KeyboardInterrupt:
+        sys.exit(130)
     try:
         try:
             code = app(args=args, prog_name="cgplan", standalone_mode=False)

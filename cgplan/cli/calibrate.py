@@ -76,6 +76,9 @@ def calibrate(
     table = calibration_json(cal) if json_out else calibration_table(cal)
     if output is None:
         write_artifact(table, None)
+    elif str(output) == "-":  # `-o -`: the coefficients are the output; the table goes to stderr
+        write_artifact(coefficients_text(cal.coefficients, json_out), None)
+        sys.stderr.write(table)
     else:
         as_json = output.suffix.lower() == ".json"
         write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])

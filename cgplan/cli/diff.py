@@ -51,7 +51,7 @@ def diff(
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
     from cgplan.api.diff import diff_paths
     from cgplan.cli._console import colorize, output_format, use_color
-    from cgplan.cli._output import write_artifacts
+    from cgplan.cli._output import one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.diff import diff_to_dict
@@ -60,6 +60,7 @@ def diff(
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
+    one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     d = diff_paths(
         a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
     )

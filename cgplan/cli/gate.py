@@ -51,13 +51,17 @@ def gate(
     annotation."""
     from cgplan.api.gate import gate_targets
     from cgplan.cli._console import github_annotations, output_format, use_color
-    from cgplan.cli._output import is_stdout, write_artifacts
+    from cgplan.cli._output import is_stdout, one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.gate import gate_to_dict, policy_to_dict
     from cgplan.render.gate import render_gate, render_gate_markdown, render_junit
 
     chosen = output_format(fmt, ("table", "json", "markdown"))
+    one_stdout(
+        [("--json", json_path), ("--markdown", markdown_path), ("--junit", junit_path)],
+        main_to_stdout=chosen != "table",
+    )
     results, pol = gate_targets(
         targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
     )

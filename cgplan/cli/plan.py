@@ -98,13 +98,14 @@ def plan(
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.api.plan import plan as plan_config
     from cgplan.cli._console import note, output_format, use_color, width
-    from cgplan.cli._output import write_artifacts
+    from cgplan.cli._output import one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.config import Overrides
 
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
+    one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
     r = plan_config(

@@ -149,6 +149,22 @@ MAX_SCHEDULE = 1_000
 (ranges × dispatch rows) per gap, so 1,000 one-batch ranges plan in about 2 s and
 10,000 in about 40 s (benchmarks/results/bounds.json)."""
 
+MAX_LADDER_SIZES = 100_000
+"""Upper bound on the capture sizes a config's own ladder would hold: vLLM's default ladder has
+one size per 16 tokens above 256, so max_cudagraph_capture_size = max_num_batched_tokens = 10^7
+meant 625,000 sizes, 17 s and 2.6 GiB to plan; 62,500 (10^6 tokens) plan in 5 s and 320 MB
+(benchmarks/results/bounds.json). No GPU captures that many graphs."""
+MAX_LADDER_TOKENS = 256 + 16 * (MAX_LADDER_SIZES - 64)
+"""The largest max capture size (tokens) whose default ladder stays within MAX_LADDER_SIZES."""
+
+
+def ladder_sizes_at_most(max_size_tokens: int) -> int:
+    """An upper bound on the sizes of vLLM's default ladder up to `max_size_tokens`: 1..32 (or
+    1, 2, 4), multiples of 8 below 256, multiples of 16 from 256 (core/ladder.py:token_grid),
+    plus the decode sizes (under 64 below 256 tokens, one per 16 above)."""
+    return 64 + max(0, max_size_tokens - 256) // 16
+
+
 MAX_SCHEDULE_WORK = 10**8
 """Upper bound on ranges x max_num_seqs of a dynamic-SD schedule: finding its gaps walks every
 request count per range (1,000 ranges at max_num_seqs 10^7 grew past 5 GiB and 5 minutes; at
@@ -410,7 +426,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     try:
         cfg_file = folder / "config.json" if folder.is_dir() else folder
-        found = cfg_file.is_file()
+        found = str(folder) == "-" or cfg_file.is_file()  # `-`: standard input
     except (OSError, ValueError) as e:  # a name too long, a NUL byte
         reason = getattr(e, "strerror", None) or e
         raise _err(path, f"cannot use the model path: {reason}", str(folder)) from None
@@ -562,8 +578,9 @@ def parse_config(
             "a local folder with a Hugging Face config.json",
         )
     if overrides.model_config is not None:
+        given = str(overrides.model_config)
         shape = read_model_shape(
-            _local_path(str(overrides.model_config), base_dir, "--model-config"), "--model-config"
+            Path("-") if given == "-" else _local_path(given, base_dir, "--model-config"), "--model-config"
         )
     elif cg.get("model_config") is not None:
         mc = cg["model_config"]
@@ -684,6 +701,17 @@ def parse_config(
             ranges * max_num_seqs,
             f"ranges x max_num_seqs at most {MAX_SCHEDULE_WORK:,}",
         )
+    if sizes is None and max_size is not None and not enforce_eager and mode is not Mode.NONE:
+        ladder_tokens = min(max_size, mbt)
+        if ladder_tokens > MAX_LADDER_TOKENS:
+            raise _err(
+                "compilation_config.max_cudagraph_capture_size",
+                f"too large to plan: a ladder up to {ladder_tokens:,} tokens holds about "
+                f"{ladder_sizes_at_most(ladder_tokens):,} capture sizes",
+                max_size,
+                f"at most {MAX_LADDER_TOKENS:,} tokens, about {MAX_LADDER_SIZES:,} sizes, or "
+                "max_num_batched_tokens at most that",
+            )
     inp = PlanInput(
         vllm_version=version,
         platform=platform,

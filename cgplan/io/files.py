@@ -32,7 +32,7 @@ import stat
 import sys
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 import yaml
 
@@ -163,8 +163,30 @@ def _read_fd(fd: int, shown: str, what: str, limit: int, *, timeout_s: float | N
             raise _too_large(shown, what, limit)
 
 
+_STDIN_READ: list[tuple[TextIO | None, bytes]] = []
+"""What `-` read from standard input, with the stream it came from: standard input can be read
+once, and a command may look at `-` twice (diff and gate tell a report from a config by its
+content, then read it), or take it for two inputs (`diff - -` compares it with itself)."""
+
+
 def _stdin_bytes(what: str, limit: int) -> bytes:
     stream = sys.stdin
+    if _STDIN_READ and _STDIN_READ[0][0] is stream:
+        data = _STDIN_READ[0][1]
+        if len(data) > limit:
+            raise _too_large("-", what, limit)
+        return data
+    data = _read_stdin(stream, what, limit)
+    _STDIN_READ[:] = [(stream, data)]
+    return data
+
+
+def stdin_bytes(what: str, limit: int) -> bytes:
+    """Standard input, read once (within `limit` and the idle timeout), as `-` reads it."""
+    return _stdin_bytes(what, limit)
+
+
+def _read_stdin(stream: TextIO | None, what: str, limit: int) -> bytes:
     try:
         fd = stream.fileno() if stream is not None else -1
     except (OSError, ValueError, AttributeError):

@@ -192,6 +192,25 @@ class Tally:
     peak_rss_argv: list[str] = field(default_factory=list)
     core_slow: list[dict[str, object]] = field(default_factory=list)
     """Runs over the time bound only because the core plans a huge valid config slowly."""
+    processes: int = 0
+    """Inputs also run as their own process (the sample: every PROCESS_EVERY-th input)."""
+    process_exits: dict[str, int] = field(default_factory=dict)
+    process_peak_rss_mb: float = 0.0
+    process_peak_rss_argv: list[str] = field(default_factory=list)
+    process_slowest_s: float = 0.0
+    process_s_total: float = 0.0
+
+    def add_process(self, proc: ProcessRun, found: list[str], sample: str) -> None:
+        """Count one child process of the sample; keep its failure with the input."""
+        self.processes += 1
+        key = "hung" if proc.hung else str(proc.code)
+        self.process_exits[key] = self.process_exits.get(key, 0) + 1
+        if proc.peak_rss_mb > self.process_peak_rss_mb:
+            self.process_peak_rss_mb, self.process_peak_rss_argv = proc.peak_rss_mb, proc.argv
+        self.process_slowest_s = max(self.process_slowest_s, proc.seconds)
+        self.process_s_total += proc.seconds
+        if found:
+            self.failures.append({"argv": proc.argv, "problems": found, "input": sample[:2000]})
 
     def add(self, run: Run, found: list[str], sample: str, core_slow: str | None = None) -> None:
         """Count one run; keep the failure with a sample of its input."""
@@ -238,3 +257,68 @@ def materialize(files: Sequence[tuple[str, bytes]], args: Sequence[str], folder:
             a = a.replace("{" + name + "}", p)
         out.append(a)
     return out
+
+
+DOCUMENTED_EXITS = (0, 1, 2, 3, 4)
+"""Every exit code cgplan documents (0 ok, 1 gate failed, 2 bad input, 3 environment, 4 capture)."""
+
+
+@dataclass
+class ProcessRun:
+    """What one `python -m cgplan ARGS` child process did (the sample the in-process run cannot show)."""
+
+    argv: list[str]
+    code: int
+    """The exit status; minus the signal number when a signal ended it (os.waitstatus_to_exitcode)."""
+    err: str
+    seconds: float
+    peak_rss_mb: float
+    """The child's own peak resident memory (ru_maxrss from wait4): interpreter, imports and the input."""
+    hung: bool = False
+
+
+def run_process(args: Sequence[str], *, timeout_s: float = HARD_STOP_S) -> ProcessRun:
+    """`python -m cgplan ARGS` as its own process, stdin closed off, reaped with wait4 so its own
+    peak RSS is known (getrusage(RUSAGE_CHILDREN) only gives the largest child so far)."""
+    import subprocess
+    import tempfile
+
+    argv = [sys.executable, "-m", "cgplan", *args]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        hung = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout_s:
+                hung = True
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                break
+            time.sleep(0.005)
+        seconds = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        child.returncode = code  # reaped here: Popen must not wait for it again
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    return ProcessRun(list(args), code, text, seconds, usage.ru_maxrss / 1024, hung)
+
+
+def process_problems(proc: ProcessRun, run: Run, *, memory_limit_mb: float) -> list[str]:
+    """What is wrong with how the child ended, next to the in-process run of the same input."""
+    found: list[str] = []
+    if proc.hung:
+        found.append(f"process: still running after {HARD_STOP_S} s")
+    elif proc.code < 0:
+        found.append(f"process: killed by signal {-proc.code}")
+    elif proc.code not in DOCUMENTED_EXITS:
+        found.append(f"process: exit code {proc.code} (documented: {DOCUMENTED_EXITS})")
+    elif run.escaped is None and proc.code != run.code:
+        found.append(f"process: exit {proc.code}, in-process exit {run.code} (the harness is not faithful)")
+    if "Traceback" in proc.err:
+        found.append("process: traceback on stderr: " + proc.err.strip().splitlines()[-1][:300])
+    if proc.peak_rss_mb > memory_limit_mb:
+        found.append(f"process: peak RSS {proc.peak_rss_mb:.0f} MiB (limit {memory_limit_mb:.0f} MiB)")
+    return found

@@ -6,6 +6,7 @@ run with them, `{name}` standing for a written file's path.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -170,11 +171,17 @@ deep_values = st.integers(min_value=10, max_value=600).map(nested)
 any_value = st.one_of(values, values, values, deep_values)
 
 
+@functools.cache
 def maybe(valid: st.SearchStrategy[Any], p_bad: int = 4) -> st.SearchStrategy[Any]:
-    """Mostly a valid value, one time in `p_bad` anything at all."""
+    """Mostly a valid value, one time in `p_bad` anything at all.
+
+    Cached, like `typo` and the nested `sections`: a strategy built afresh for every draw is
+    validated afresh (its recursive properties walked again), which cost two thirds of the
+    fuzz run's time; strategies are immutable, so one per argument is enough."""
     return st.one_of(*([valid] * (p_bad - 1)), any_value)
 
 
+@functools.cache
 def typo(key: str) -> st.SearchStrategy[str]:
     """A near miss of a known key."""
     return st.sampled_from(
@@ -219,7 +226,7 @@ def sections(draw: st.DrawFn, spec: dict[str, Any], extra: tuple[str, ...] = (),
         if coin(draw, 0.3 if key not in ("method", "num_speculative_tokens") else 0.05):
             continue
         if isinstance(strategy, Section):
-            strategy = sections(strategy.spec, strategy.extra, noise)
+            strategy = _section_strategy(strategy, noise)
         if noise and coin(draw, 0.03):
             out[draw(typo(key))] = draw(maybe(strategy))
         else:
@@ -233,6 +240,17 @@ def sections(draw: st.DrawFn, spec: dict[str, Any], extra: tuple[str, ...] = (),
         if coin(draw, 0.03):
             out[draw(st.one_of(st.integers(), st.booleans(), st.none()))] = 1
     return out
+
+
+_SECTIONS: dict[tuple[int, int], st.SearchStrategy[Any]] = {}
+
+
+def _section_strategy(section: Section, noise: int) -> st.SearchStrategy[Any]:
+    """One `sections` strategy per (module-level Section, noise) (see `maybe`)."""
+    key = (id(section), noise)
+    if key not in _SECTIONS:
+        _SECTIONS[key] = sections(section.spec, section.extra, noise)
+    return _SECTIONS[key]
 
 
 spec_section = Section(

@@ -6,14 +6,15 @@ Timings and memory at these limits: benchmarks/bench_bounds.py → benchmarks/re
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from cgplan.api.sweep import MAX_SWEEP_REQUESTS
+from cgplan.api.sweep import MAX_SWEEP_REQUESTS, MAX_SWEEP_SIZES, _check_ladders
 from cgplan.core.sweep import MAX_SWEEP_POINTS
 from cgplan.errors import ConfigError, ReportError
-from cgplan.io.config import MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
+from cgplan.io.config import MAX_LADDER_TOKENS, MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
 from cgplan.io.reports import side_from_report
 from cgplan.io.sweep_axes import parse_set
 from tests.fuzz.harness import EXAMPLES, MODELS, problems, run_cli
@@ -109,12 +110,12 @@ def test_sweep_grid() -> None:
 
 def test_sweep_request_walk() -> None:
     """Plans walk every request count: 200,000 plans at max_num_seqs 10^6 would take days."""
-    assert MAX_SWEEP_REQUESTS == 200_000_000
+    assert MAX_SWEEP_REQUESTS == 100_000_000
     dyn = EXAMPLES / "mns1024-eagle-k16-dyn4.yaml"
     big = ["--set=max_num_batched_tokens=10000000"]
     run = run_cli(["sweep", str(dyn), "--set=max_num_seqs=1..20000", *big, "--vllm-version", "0.33.0"])
     assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
-    assert "20,000 plans walking 200,010,000 request counts in all; at most 200,000,000 per sweep" in run.err
+    assert "20,000 plans walking 200,010,000 request counts in all; at most 100,000,000 per sweep" in run.err
     # points that vLLM refuses (max_num_batched_tokens < max_num_seqs) walk nothing
     run = run_cli(["sweep", str(PR), "--set=max_num_seqs=9000000..10000000:1000", "--json"])
     assert run.code == 0, run.err
@@ -143,3 +144,64 @@ def test_report_limits() -> None:
     side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST), "r.json")
     with pytest.raises(ReportError, match=r"dynamic_sd\.lookup: 100,001 entries; at most 100,000"):
         side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST + 1), "r.json")
+
+
+def test_default_ladder_bound(tmp_path: Path) -> None:
+    """max_cudagraph_capture_size = max_num_batched_tokens = 10^7: vLLM's default ladder of 625,000
+    sizes took 17 s and 2.6 GiB to plan; refused up front, the limit named (bounds.json: 1,599,232
+    tokens, 100,000 sizes, plan in about 8 s and 0.5 GB)."""
+    assert MAX_LADDER_TOKENS == 1_599_232
+
+    def body(tokens: int, mbt: int | None = None) -> str:
+        return (
+            f"max_num_batched_tokens: {mbt or tokens}\n"
+            f"compilation_config: {{max_cudagraph_capture_size: {tokens}}}\n"
+        )
+
+    assert load_config(serve(tmp_path, body(MAX_LADDER_TOKENS))).input.max_cudagraph_capture_size
+    # a larger max is truncated to max_num_batched_tokens by vLLM: the ladder stays short
+    load_config(serve(tmp_path, body(10**7, mbt=8192)))
+    load_config(serve(tmp_path, body(10**7) + "enforce_eager: true\n"))
+    path = serve(tmp_path, body(10**7))
+    run = run_cli(["plan", str(path)])
+    assert run.code == 2 and problems(run, where=[str(path)]) == [], run.err
+    assert run.err == (
+        f"cgplan: error: {path}:compilation_config.max_cudagraph_capture_size: too large to plan: a ladder "
+        "up to 10,000,000 tokens holds about 625,048 capture sizes (got 10000000; expected at most "
+        "1,599,232 tokens, about 100,000 sizes, or max_num_batched_tokens at most that)\n"
+    )
+    assert run.cpu_seconds < 2
+
+
+def test_sweep_ladder_bounds() -> None:
+    """Sweeps are bounded by the capture sizes they plan (200,000 plans of default ladders took
+    132 s; a point of 625,000 sizes 2.6 GiB), not only by their plan count."""
+    assert MAX_SWEEP_SIZES == 2_500_000
+    inp = load_config(PR).input
+    _check_ladders(inp, [("max_num_seqs", list(range(1, 20_001)))], 1)  # 20,000 x 125: at the bound
+    with pytest.raises(ConfigError, match=r"20,001 plans of about 2,500,125 capture sizes in all"):
+        _check_ladders(inp, [("max_num_seqs", list(range(1, 20_002)))], 1)
+    cases = [
+        (
+            [
+                "--set=max_num_batched_tokens=10000000",
+                "--set=compilation_config.max_cudagraph_capture_size=10000000",
+            ],
+            r"--set: compilation_config\.max_cudagraph_capture_size=10000000 with max_num_batched_tokens="
+            r"10000000: a ladder up to 10,000,000 tokens holds about 625,048 capture sizes; "
+            r"at most 1,599,232",
+        ),
+        (
+            [
+                "--set=max_num_batched_tokens=1000000",
+                "--set=compilation_config.max_cudagraph_capture_size=1000000..1000099",
+            ],
+            r"--set: 100 plans of about 6,2\d\d,\d\d\d capture sizes in all",
+        ),
+        (["--set=max_model_len=1..200000"], r"--set: 200,000 plans of about 25,000,000 capture sizes in all"),
+    ]
+    for sets, pattern in cases:
+        run = run_cli(["sweep", str(PR), *sets])
+        assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
+        assert re.search(pattern, run.err), run.err
+        assert run.cpu_seconds < 2

@@ -32,7 +32,18 @@ from cgplan.errors import CgplanError
 from cgplan.io.config import load_config
 from cgplan.io.sweep_axes import parse_set
 from tests.fuzz.file_kinds import FILE_KINDS
-from tests.fuzz.harness import ROOT, TIME_LIMIT_S, Run, Tally, materialize, problems, run_cli
+from tests.fuzz.harness import (
+    DOCUMENTED_EXITS,
+    ROOT,
+    TIME_LIMIT_S,
+    Run,
+    Tally,
+    materialize,
+    problems,
+    process_problems,
+    run_cli,
+    run_process,
+)
 from tests.fuzz.strategies import (
     SECRET,
     Input,
@@ -68,6 +79,12 @@ STRATEGIES: dict[str, Callable[[], st.SearchStrategy[Input]]] = {
     **FILE_KINDS,
 }
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
+PROCESS_EVERY = int(os.environ.get("FUZZ_PROCESS_EVERY", "100"))
+"""One input in this many is run a second time as its own `python -m cgplan` process
+(docs/fuzzing.md: what only a process shows: its own peak RSS, death by a signal, a traceback the
+interpreter prints after main() returned, the exit status the shell sees)."""
+PROCESS_MEMORY_LIMIT_MB = 2048.0
+"""Issue #20's bound: every accepted input plans within 2 GiB (the child's own peak RSS)."""
 COMMON = settings(
     deadline=None,
     database=None,
@@ -139,10 +156,19 @@ def trust_problems(inp: Input, args: list[str], run: Run) -> list[str]:
     return found
 
 
-def judge(inp: Input, folder: Path) -> tuple[Run, list[str], str | None]:
-    """Write the input's files, run it, and list what went wrong (and whether it is known core cost)."""
+def judge(
+    inp: Input, folder: Path, tally: Tally | None = None, *, as_process: bool = False
+) -> tuple[Run, list[str], str | None]:
+    """Write the input's files, run it, and list what went wrong (and whether it is known core cost).
+
+    `as_process`: run it a second time as its own process too, counted in `tally`."""
     args = [a.replace("{folder}", str(folder)) for a in materialize(inp.files, inp.args, folder)]
     run = run_cli(args)
+    if as_process and tally is not None:
+        proc = run_process(args)
+        tally.add_process(
+            proc, process_problems(proc, run, memory_limit_mb=PROCESS_MEMORY_LIMIT_MB), inp.sample()
+        )
     limit = sweep_budget_s(args) if inp.kind == "sweep" else TIME_LIMIT_S
     found = problems(run, where=[str(folder), *inp.options], time_limit_s=limit)
     if any(f.startswith("took ") for f in found):
@@ -175,10 +201,6 @@ def judge(inp: Input, folder: Path) -> tuple[Run, list[str], str | None]:
 
 @pytest.mark.parametrize("kind", sorted(FAST))
 def test_fuzz_fast(kind: str) -> None:
-    if kind == "traffic":
-        # Fails in the whole suite but passes alone (an input over the CPU limit after other
-        # tests have run); kept in `make fuzz` until that is found.
-        pytest.skip("traffic: runs in make fuzz only until its suite-order failure is found")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "case"
 
@@ -197,7 +219,18 @@ SEED = int(os.environ.get("FUZZ_SEED") or random.randrange(2**32))
 
 
 def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
-    """Merge this kind's tally into benchmarks/results/fuzz.json."""
+    """Merge this kind's tally into benchmarks/results/fuzz.json (locked: `make fuzz` runs its
+    kinds in FUZZ_JOBS processes that merge into the one file)."""
+    import fcntl
+
+    lock_path = ROOT / ".cache" / "fuzz.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _merge(kind, tally, wall_s, tmp)
+
+
+def _merge(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
     try:
         doc = json.loads(RESULTS.read_text())
         if not isinstance(doc, dict) or doc.get("seed") != SEED:
@@ -209,7 +242,7 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
         return list(x) if isinstance(x, list | tuple) else [x]
 
     def scrub(x: object) -> object:
-        return x.replace(tmp, "<tmp>") if isinstance(x, str) else x
+        return x.replace(tmp, "<tmp>").replace(str(ROOT), "<repo>") if isinstance(x, str) else x
 
     kinds = doc.get("kinds", {})
     kinds[kind] = {
@@ -232,8 +265,17 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
                 {k: scrub(v) if isinstance(v, str) else v for k, v in c.items()} for c in tally.core_slow[:3]
             ],
         },
+        "process_sample": {
+            "every": PROCESS_EVERY,
+            "runs": tally.processes,
+            "exits": dict(sorted(tally.process_exits.items())),
+            "peak_rss_mb": round(tally.process_peak_rss_mb, 1),
+            "peak_rss_argv": [scrub(a) for a in tally.process_peak_rss_argv],
+            "slowest_wall_s": round(tally.process_slowest_s, 3),
+            "mean_wall_s": round(tally.process_s_total / max(1, tally.processes), 3),
+        },
         "cpu_time_limit_s": TIME_LIMIT_S
-        if kind != "sweep"
+        if kind.split(":")[0] != "sweep"
         else f"{TIME_LIMIT_S} + {SWEEP_S_PER_PLAN} per plan + {SWEEP_S_PER_REQUEST} per request count walked",
     }
     failures = [f for f in doc.get("failure_samples", []) if f.get("kind") != kind]
@@ -243,7 +285,12 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
     ]
     doc.update(
         {
-            "command": f"make fuzz  (.venv/bin/python -m pytest -m fuzz tests/fuzz), FUZZ_SEED={SEED}",
+            "command": f"FUZZ_SEED={SEED} FUZZ_JOBS={os.environ.get('FUZZ_JOBS', '1')} nice make fuzz"
+            + "".join(
+                f" {k}={os.environ[k]}"
+                for k in sorted(os.environ)
+                if k.startswith("FUZZ_") and k not in ("FUZZ_SEED", "FUZZ_JOBS", "FUZZ_SHARD", "FUZZ_SKIP")
+            ),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seed": SEED,
             "python": platform.python_version(),
@@ -257,29 +304,85 @@ def _record(kind: str, tally: Tally, wall_s: float, tmp: str) -> None:
             "peak_rss_mb": max(k.get("peak_rss_mb", 0.0) for k in kinds.values()),
             "peak_rss_measure": "VmHWM of the test process after resetting it (/proc/self/clear_refs) "
             "before each input: that input's peak, the test process's own heap included",
+            "process_sample_runs": sum(k.get("process_sample", {}).get("runs", 0) for k in kinds.values()),
+            "process_peak_rss_mb": max(
+                k.get("process_sample", {}).get("peak_rss_mb", 0.0) for k in kinds.values()
+            ),
+            "process_peak_rss_measure": "ru_maxrss from wait4 of a `python -m cgplan` child run on every "
+            f"{PROCESS_EVERY}th input: the child's own peak (interpreter and imports included)",
+            "exit_codes_seen": sorted(
+                {
+                    c
+                    for k in kinds.values()
+                    for c in [*k["exits"], *k.get("process_sample", {}).get("exits", {})]
+                }
+            ),
+            "documented_exit_codes": list(DOCUMENTED_EXITS),
+            "harness": "docs/fuzzing.md: every input in-process through cgplan.cli.main "
+            "(tests/fuzz/harness.py run_cli), one in FUZZ_PROCESS_EVERY also as its own process "
+            "(run_process)",
             "failure_samples": failures,
         }
     )
     RESULTS.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
 
 
+PART = int(os.environ.get("FUZZ_PART", "2000"))
+"""A kind's inputs run in parts of at most this many (each its own test and seed), so FUZZ_JOBS
+processes share even the 10,000 configs."""
+PARTS = {
+    (kind if part == 0 else f"{kind}:{part}"): (kind, part, min(PART, count - part * PART))
+    for kind, count in sorted(FULL.items())
+    for part in range(max(1, -(-count // PART)))
+}
+"""Record key → (kind, part, inputs)."""
+
+
+def shard(parts: dict[str, int], spec: str) -> set[str]:
+    """The parts shard `spec` ("I/N") runs: dealt largest first to the lightest shard (configs
+    weigh twice: they cost about twice the CPU per input), so N processes (FUZZ_JOBS) take
+    about the same time each."""
+    index, _, total = spec.partition("/")
+    n = max(1, int(total or 1))
+    loads = [0.0] * n
+    mine: set[str] = set()
+    weight = {k: count * (2.0 if k.split(":")[0] == "config" else 1.0) for k, count in parts.items()}
+    for key, load in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
+        lightest = loads.index(min(loads))
+        loads[lightest] += load
+        if lightest == int(index or 0):
+            mine.add(key)
+    return mine
+
+
+SHARD = shard({k: n for k, (_, _, n) in PARTS.items()}, os.environ.get("FUZZ_SHARD", "0/1"))
+SKIP = set(filter(None, os.environ.get("FUZZ_SKIP", "").split(",")))
+"""Parts already recorded in fuzz.json under this seed (a time-boxed run resumed)."""
+
+
 @pytest.mark.fuzz
-@pytest.mark.parametrize("kind", sorted(FULL))
-def test_fuzz_full(kind: str) -> None:
+@pytest.mark.parametrize("key", sorted(PARTS))
+def test_fuzz_full(key: str) -> None:
+    if key not in SHARD:
+        pytest.skip(f"{key} runs in another shard (FUZZ_SHARD={os.environ.get('FUZZ_SHARD')})")
+    if key in SKIP:
+        pytest.skip(f"{key} is recorded already (FUZZ_SKIP)")
+    kind, part, count = PARTS[key]
     tally = Tally()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "case"
 
-        @settings(COMMON, max_examples=FULL[kind], derandomize=False)
-        @hypothesis.seed(SEED + sorted(FULL).index(kind))
+        @settings(COMMON, max_examples=count, derandomize=False)
+        @hypothesis.seed(SEED + sorted(FULL).index(kind) + 1000 * part)
         @given(STRATEGIES[kind]())
         def check(inp: Input) -> None:
-            run, found, slow = judge(inp, folder)
+            as_process = PROCESS_EVERY > 0 and tally.tried % PROCESS_EVERY == 0
+            run, found, slow = judge(inp, folder, tally, as_process=as_process)
             tally.add(run, found, inp.sample(), slow)
             if found:
-                sys.stderr.write(f"\nFUZZ FAILURE ({kind}): {found}\n{inp.sample()[:1500]}\n")
+                sys.stderr.write(f"\nFUZZ FAILURE ({key}): {found}\n{inp.sample()[:1500]}\n")
 
         check()
-        _record(kind, tally, time.perf_counter() - start, tmp)
+        _record(key, tally, time.perf_counter() - start, tmp)
     assert not tally.failures, json.dumps(tally.failures[:5], indent=1)[:5000]
