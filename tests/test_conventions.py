@@ -14,12 +14,27 @@ from pathlib import Path
 import pytest
 
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
+from cgplan.io.cost_coefficients import default_coefficients
 from tests.cli_helpers import run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
 PASSING = ROOT / "configs" / "gpu" / "tiny-nospec.yaml"
 LOG = ROOT / "tests" / "data" / "logs" / "synthetic-v0.33.0-nospec-profiling.log"
+SMALL = ROOT / "configs" / "gpu" / "tiny-nospec.yaml"  # a small ladder: optimize runs in a second
+TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.yaml"
+LATENCY_RUN = ROOT / "benchmarks/results/h200/latency/call2/lat-llama-3.1-8b-eagle-k16-mns32-max544.json"
+COST_REPORTS = tuple(  # the reports the shipped cost model was fitted on
+    next(
+        p
+        for p in (
+            ROOT / "benchmarks/results/h200" / f"{n}.json",
+            ROOT / "benchmarks/results/h200/cost" / f"{n}.json",
+        )
+        if p.is_file()
+    )
+    for n in default_coefficients().fitted_on
+)
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +57,12 @@ def _from_root(monkeypatch: pytest.MonkeyPatch) -> None:
         (("sweep", str(EXAMPLE), "--set", "max_num_seqs=8,16"), "--json"),
         (("logs", str(LOG)), "--json"),
         (("env",), "--json"),
+        (("optimize", str(SMALL), "--traffic", str(TRAFFIC)), "--json"),
+        (("optimize", str(SMALL), "--traffic", str(TRAFFIC)), "--markdown"),
+        (("calibrate", *map(str, COST_REPORTS)), "--json"),
+        (("calibrate", *map(str, COST_REPORTS)), "--markdown"),
+        (("calibrate", "--latency", str(LATENCY_RUN)), "--json"),
+        (("calibrate", "--latency", str(LATENCY_RUN)), "--markdown"),
     ],
 )
 def test_format_equals_its_alias(
@@ -60,6 +81,77 @@ def test_format_html_and_gate_json(
     assert code == 0 and out.startswith("<!DOCTYPE html>")
     code, out, err = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--format", "json")
     assert code == 1 and json.loads(out)["passed"] is False and "FAIL" in err
+
+
+def test_optimize_and_calibrate_formats(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `No such option: --format` on both (and no markdown at all)."""
+    code, table, _ = run(monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC))
+    code_t, by_format, _ = run(
+        monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC), "--format", "table"
+    )
+    assert (code, code_t) == (0, 0) and table == by_format and "expected step time" in table
+    _, md, _ = run(
+        monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC), "--format", "markdown"
+    )
+    assert "| ladder | sizes | graphs | padded tokens | padding | eager steps | step ms | graph MiB |" in md
+    assert "\n```bash\n'-cc.cudagraph_capture_sizes=[" in md
+    _, js, _ = run(monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC), "--format", "json")
+    assert json.loads(js)["kind"] == "optimize"
+    _, md, _ = run(monkeypatch, capsys, "calibrate", *map(str, COST_REPORTS), "--format", "markdown")
+    assert (
+        md.startswith("| set | report | measured MiB | predicted MiB |")
+        and "| fit | `llama8b-mns256-vllm` |" in md
+    )
+    _, md, _ = run(monkeypatch, capsys, "calibrate", "--latency", str(LATENCY_RUN), "--format", "markdown")
+    assert md.startswith(
+        "| latency model | points | median error | within 10% |\n|---|---:|---:|---:|\n| fit | 46 |"
+    )
+    for cmd in (("optimize", str(SMALL), "--traffic", str(TRAFFIC)), ("calibrate", *map(str, COST_REPORTS))):
+        code, out, err = run(monkeypatch, capsys, *cmd, "--format", "html")
+        assert (code, out) == (
+            2,
+            "",
+        ) and "this command has no html output (expected one of table, json, markdown)" in err
+
+
+def test_optimize_and_calibrate_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `No such option: -q`; the "written to" line was always on stderr."""
+    out_file = tmp_path / "o.json"
+    code, _, err = run(
+        monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC), "-o", str(out_file)
+    )
+    assert code == 0 and err == f"cgplan: written to {out_file}\n"
+    code, _, err = run(
+        monkeypatch, capsys, "optimize", str(SMALL), "--traffic", str(TRAFFIC), "-o", str(out_file), "-q"
+    )
+    assert code == 0 and err == ""
+    code, _, err = run(
+        monkeypatch, capsys, "calibrate", *map(str, COST_REPORTS), "-o", str(tmp_path / "c.yaml"), "-q"
+    )
+    assert code == 0 and err == ""
+
+
+def test_calibrate_dash_o_is_the_coefficients_on_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o -` = stdout: before, `calibrate REPORTS -o -` was refused ("more than one output goes
+    to stdout") and `calibrate --latency RUN -o -` printed its summary after the JSON, so neither
+    could be piped into a file."""
+    import yaml
+
+    code, out, err = run(monkeypatch, capsys, "calibrate", *map(str, COST_REPORTS), "-o", "-")
+    assert code == 0, err
+    assert yaml.safe_load(out)["kind"] == "cgplan-cost-coefficients"
+    assert "band shown with predictions" in err
+    code, out, err = run(monkeypatch, capsys, "calibrate", "--latency", str(LATENCY_RUN), "-o", "-")
+    assert code == 0 and json.loads(out)["kind"] == "cgplan-latency-coefficients"
+    assert "latency model fitted on 46 points" in err
+    code, out, err = run(monkeypatch, capsys, "calibrate", "--latency", str(LATENCY_RUN), "-o", "-", "-q")
+    assert code == 0 and json.loads(out) and err == ""
 
 
 def test_format_a_command_does_not_have(
@@ -113,6 +205,84 @@ def test_quiet_drops_notes(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     assert code == 0 and err == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("diff", str(EXAMPLE), str(PASSING)),
+        ("gate", str(EXAMPLE)),
+        ("optimize", str(SMALL), "--traffic", str(TRAFFIC)),
+    ],
+)
+def test_patch_release_note_on_every_command(
+    args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: only `plan` said that 0.33.1 was planned with 0.33.0's rules; diff, gate and
+    optimize planned it silently."""
+    _, _, err = run(monkeypatch, capsys, *args, "--vllm-version", "0.33.1")
+    assert "cgplan: note: vLLM 0.33.1 planned with 0.33.0's rules" in err
+    _, _, err = run(monkeypatch, capsys, *args, "--vllm-version", "0.33.1", "--quiet")
+    assert "note:" not in err
+
+
+def test_sweep_reads_releases_as_every_command_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: sweep refused v0.33.0, 0.33 and 0.33.1 ("unknown release") and had no did-you-mean."""
+    base = ("sweep", str(EXAMPLE), "--set", "max_num_seqs=8,16", "--json")
+    _, want, _ = run(monkeypatch, capsys, *base, "--vllm-version", "0.33.0")
+    for spelled in ("v0.33.0", "0.33", "0.33.1"):
+        code, out, err = run(monkeypatch, capsys, *base, "--vllm-version", spelled)
+        assert code == 0 and json.loads(out) == json.loads(want), (spelled, err)
+    _, _, err = run(monkeypatch, capsys, *base, "--vllm-version", "0.33.1")
+    assert "note: vLLM 0.33.1 planned with 0.33.0's rules" in err
+    code, _, err = run(monkeypatch, capsys, *base, "--vllm-version", "0.27.0")
+    assert code == 2 and "did you mean '0.27.1'?" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("gate", str(EXAMPLE), "--json", "-"),
+        ("sweep", str(EXAMPLE), "--set", "max_num_seqs=16,32", "--json"),
+        ("diff", str(EXAMPLE), "--vllm-version", "0.26.0..0.33.0", "--json"),
+    ],
+)
+def test_platform_and_runner_on_every_command_that_plans(
+    args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README says every command that reads a config takes --platform and --model-runner;
+    before, diff, sweep and gate had neither ("No such option: --platform"). On a B200 the
+    example's ceiling is 1024 (SM10x), so its gap at 31-32 requests closes."""
+    code, hopper, _ = run(monkeypatch, capsys, *args)
+    code_b, blackwell, err = run(monkeypatch, capsys, *args, "--platform", "B200", "--model-runner", "v2")
+    assert code_b in (0, 1) and code in (0, 1), err
+    assert json.loads(blackwell) != json.loads(hopper)
+    assert "527..544" not in blackwell
+
+
+def test_optimize_takes_model_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: optimize had no --model-config, though its own error told the user to give it."""
+    hub = tmp_path / "hub.yaml"
+    hub.write_text("model: meta-llama/Llama-3.2-1B\nmax_num_seqs: 32\n")
+    code, _, err = run(monkeypatch, capsys, "optimize", str(hub), "--traffic", str(TRAFFIC))
+    assert code == 2 and "--model-config" in err
+    code, out, err = run(
+        monkeypatch,
+        capsys,
+        "optimize",
+        str(hub),
+        "--traffic",
+        str(TRAFFIC),
+        "--model-config",
+        str(ROOT / "configs/models/tiny-llama"),
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out)["expected_step_ms"]["optimized"] > 0
+
+
 # ------------------------------------------------------------------------------------- colour
 
 
@@ -122,6 +292,7 @@ def test_quiet_drops_notes(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
         ("gate", str(EXAMPLE)),
         ("diff", str(EXAMPLE), "--vllm-version", "0.26.0..0.33.0"),
         ("sweep", str(EXAMPLE), "--set", "max_num_seqs=8,64"),
+        ("optimize", str(SMALL), "--traffic", str(TRAFFIC)),
     ],
 )
 def test_colour_on_a_terminal_only(
@@ -150,6 +321,12 @@ def test_colour_on_a_terminal_only(
         ("cgplan plan --platform h", {"hopper"}),
         ("cgplan plan --platform H", {"H100", "H100-NVL", "H200", "H800", "H20"}),
         ("cgplan gate --format j", {"json"}),
+        # before: no values for diff's, sweep's and logs' own --vllm-version; gate had no --platform
+        ("cgplan diff --vllm-version 0.3", {"0.30.0", "0.31.0", "0.32.0", "0.33.0"}),
+        ("cgplan sweep --vllm-version 0.3", {"0.30.0", "0.31.0", "0.32.0", "0.33.0"}),
+        ("cgplan logs --vllm-version 0.3", {"0.30.0", "0.31.0", "0.32.0", "0.33.0"}),
+        ("cgplan gate --platform H", {"H100", "H100-NVL", "H200", "H800", "H20"}),
+        ("cgplan optimize --format m", {"markdown"}),
     ],
 )
 def test_completion_values(words: str, expected: set[str]) -> None:
@@ -232,6 +409,21 @@ def test_gate_failure_names_the_fix_and_the_figures(
     ) in out
 
 
+def test_gate_eager_time_failure_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the max_eager_time_share failure gave the figures but not the flag that fixes it
+    (the coverage checks did); the fix is named once its re-planned share is within the limit."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text("max_eager_time_share: 0.05\n")
+    code, out, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--policy", str(policy))
+    assert code == 1
+    assert (
+        "  FAIL max_eager_time_share: 11.2% of the expected 3.05 ms step is eager (limit 5.0%); "
+        "fix: --max-cudagraph-capture-size 544 (0.0% eager after it)\n"
+    ) in out
+
+
 def test_github_annotations(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     rel = str(EXAMPLE.relative_to(ROOT))
     code, out, _ = run(monkeypatch, capsys, "gate", rel, str(PASSING.relative_to(ROOT)))
@@ -272,3 +464,11 @@ def _stdin(data: bytes) -> object:
     f.write(data)
     f.seek(0)
     return io.TextIOWrapper(f, encoding="utf-8")
+
+
+def test_one_token_per_request_headline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "uniform decode = 1 tokens per request" on every plan without speculation."""
+    code, out, _ = run(monkeypatch, capsys, "plan", str(PASSING))
+    assert code == 0 and "· uniform decode = 1 token per request ·" in out.splitlines()[1]

@@ -261,3 +261,94 @@ def test_plan_traffic_histogram_weights_the_expected_step(
     lat = json.loads(text)["predicted_latency"]
     assert lat["traffic"].endswith("decode-heavy-mns32.yaml")
     assert lat["expected_step_ms"] > 0 and lat["gaps"][0]["expected_cost_ms_per_step"] > 0
+
+
+def test_the_shipped_latency_data_is_what_fit_py_writes(tmp_path: Path) -> None:
+    """The shipped coefficients and fit report come from the committed raw runs by the command in
+    docs/latency-model.md (the median of each point's repetitions); the comparison statistics of
+    --statistic (docs, "Repetitions") read the same repetitions."""
+    import subprocess
+    import sys
+
+    out, report = tmp_path / "lat.json", tmp_path / "report.json"
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts/latency/fit.py"),
+        str(RUNS),
+        "-o",
+        str(out),
+        "--report",
+        str(report),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == (ROOT / "cgplan/data/latency-h200.json").read_text()
+    assert json.loads(report.read_text()) == json.loads((RUNS / "fit-report.json").read_text())
+    assert "widest batch eager/graph within 10%: 5 of 11 runs (2 of 3 held-out runs)" in proc.stdout
+
+
+def test_point_statistics_of_fit_py() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fit", ROOT / "scripts/latency/fit.py")
+    assert spec is not None and spec.loader is not None
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    reps = [9.0, 5.0, 4.0, 1.0, 2.0, 3.0, 8.0]
+    assert fit.point_ms(reps, "median") == 4.0
+    assert fit.point_ms(reps, "drop3") == 2.5  # median of 1, 2, 3, 8
+    assert (
+        fit.point_ms(reps, "min") == 1.0
+        and fit.point_ms(reps, "p10") == 2.0
+        and fit.point_ms(reps, "p25") == 3.0
+    )
+    assert fit.point_ms([3.0, 1.0, 2.0], "drop3") == 2.0  # too few: all of them
+
+
+def test_measure_step_spreads_the_widest_batch_over_the_run(tmp_path: Path) -> None:
+    """The measurement script's CPU self-test (fake runner and clock): the widest batch is timed
+    --widest-repeats times spread over the run, or alone (--only-widest); every point carries its
+    start time and the host's load (before: one timing first and one last, no timestamps)."""
+    import subprocess
+    import sys
+
+    script = ROOT / "scripts/latency/measure_step.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--self-test", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads((tmp_path / "lat-selftest.json").read_text())
+    assert all(isinstance(p["t_unix"], float) for p in doc["points"] if "median_ms" in p)
+
+
+def test_optimize_states_the_domain_of_its_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every figure a prediction prints states its domain: before, optimize printed expected step
+    times and graph MiB for a 2-layer, 256-wide model without saying that both are outside what
+    the latency and cost models were measured on (plan said so for the same config)."""
+    from tests.cli_helpers import run
+
+    config = tmp_path / "small.yaml"
+    config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
+    traffic = TRAFFIC / "decode-heavy-mns32.yaml"
+    code, out, _ = run(monkeypatch, capsys, "optimize", str(config), "--traffic", str(traffic))
+    assert code == 0
+    assert "  caveat: step time: hidden size 256 is outside the measured 512..5120\n" in out
+    assert "  caveat: step time: 2 layers is outside the measured 4..64\n" in out
+    assert "  caveat: graph memory: hidden size 256 is outside the fitted" in out
+    code, out, _ = run(monkeypatch, capsys, "optimize", str(config), "--traffic", str(traffic), "--json")
+    assert "step time: 2 layers is outside the measured 4..64" in json.loads(out)["caveats"]
+
+
+def test_a_v1_plan_says_the_latency_model_was_measured_on_v2() -> None:
+    """The runners dispatch differently (V1: one PIECEWISE drafter family, no drafter decode
+    graphs); before, a V1 plan's step times carried no caveat though only V2 steps were fitted."""
+    _, plan = plan_file(ROOT / "configs/examples/ngram-k16-v1.yaml")
+    assert plan.model_runner == "v1" and plan.latency is not None
+    assert "model runner V1 was not measured (only model runner V2)" in plan.latency.caveats
+    _, v2 = plan_file(PR)
+    assert v2.latency is not None and not any("model runner" in c for c in v2.latency.caveats)

@@ -295,3 +295,17 @@ def test_checked_in_optimized_config_passes_the_default_gate() -> None:
         max_capture_size=512,
     )
     assert o.sizes == plan.capture_sizes  # regenerated with the command in its header
+
+
+def test_optimize_in_time_always_has_the_default_ladder(tmp_path: Path) -> None:
+    """A small config (no speculation, max_num_seqs 32: a default ladder up to 64 tokens) under a
+    traffic with prefills up to 4,096 tokens: before, the time objective only tried ladders capped
+    16 steps of 10% below max_num_batched_tokens (8192 → 1,647), all above the default's memory,
+    and failed with "no ladder fits the graph, memory and capture-time budgets"."""
+    config = tmp_path / "small.yaml"
+    config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
+    o = optimize_config(config, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    assert o.memory_mib is not None and o.memory_budget_mib is not None
+    assert o.memory_mib <= o.memory_budget_mib
+    assert o.step_ms <= o.default_step_ms  # never worse than the default ladder it may fall back to
+    assert graph_count(o.plan) <= graph_count(o.default_plan)

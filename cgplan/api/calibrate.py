@@ -151,6 +151,37 @@ def calibration_table(cal: Calibration) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibration_markdown(cal: Calibration) -> str:
+    """The calibration table as markdown (a PR comment): the same rows and figures as the table."""
+
+    def cell(x: object, fmt: str) -> str:
+        return format(x, fmt) if isinstance(x, float) else "-"
+
+    lines = [
+        "| set | report | measured MiB | predicted MiB | error | vLLM est. MiB | its error "
+        "| capture s | pred. s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, rows in (("fit", cal.fit), ("test", cal.held_out)):
+        for c in rows:
+            d = check_to_dict(c)
+            est_err = d["vllm_estimate_error"]
+            lines.append(
+                f"| {label} | `{c.name}` | {c.measured_mib:.0f} | {c.predicted_mib:.0f} "
+                f"| {100 * c.error:+.1f}% "
+                f"| {cell(d['vllm_estimate_mib'], '.0f')} "
+                f"| {format(100 * est_err, '+.1f') + '%' if isinstance(est_err, float) else '-'} "
+                f"| {cell(c.measured_capture_s, '.2f')} | {c.predicted_capture_s:.2f} |"
+            )
+    lines.append("")
+    if cal.held_out:
+        worst = max(abs(c.error) for c in cal.held_out)
+        lines.append(f"Held out: {len(cal.held_out)} reports, worst error {100 * worst:.1f}%.")
+    lo, hi = cal.coefficients.band_ratio
+    lines.append(f"Band shown with predictions: measured/predicted within {lo:.3f}..{hi:.3f} on the fit.")
+    return "\n".join(lines) + "\n"
+
+
 def calibration_json(cal: Calibration) -> str:
     """The calibration as JSON."""
     from cgplan.io.cost_coefficients import coefficients_to_dict

@@ -58,8 +58,12 @@ def diff_paths(
     allow_mismatch: bool = False,
     policies: list[str] | None = None,
     model_config: Path | None = None,
+    notes: list[str] | None = None,
+    platform: str | None = None,
+    model_runner: str | None = None,
 ) -> Diff:
-    """Diff two configs, one config under two releases, a plan and a capture, or two captures.
+    """Diff two configs, one config under two releases, a plan and a capture, or two captures;
+    `notes` (when given) gets how the configs were read (see `load_side`).
 
     Raises:
         ConfigError: bad arguments or configs; ReportError: reports of different configs.
@@ -70,10 +74,15 @@ def diff_paths(
     _refuse_options_for_reports(a, b, split_versions(versions), pols)
     if b is None and len(pols) == 2:
         vs_one = split_versions(versions)
-        ov = Overrides(vllm_version=vs_one[0] if vs_one else None, model_config=model_config)
+        ov = Overrides(
+            vllm_version=vs_one[0] if vs_one else None,
+            model_config=model_config,
+            platform=platform,
+            model_runner=model_runner,
+        )
         return diff_sides(
-            load_side(a, ov, f"{a} (policy {pols[0].name})", pols[0]),
-            load_side(a, ov, f"{a} (policy {pols[1].name})", pols[1]),
+            load_side(a, ov, f"{a} (policy {pols[0].name})", pols[0], notes=notes),
+            load_side(a, ov, f"{a} (policy {pols[1].name})", pols[1], notes=notes),
         )
     pa = pols[0] if pols else load_capture_policy(None)
     pb = pols[-1] if pols else pa
@@ -88,17 +97,47 @@ def diff_paths(
                 f"{SUPPORTED_VERSIONS[0]}..{LATEST_VERSION}",
             )
         return diff_sides(
-            load_side(a, Overrides(vllm_version=vs[0], model_config=model_config), f"{a} @ {vs[0]}", pa),
-            load_side(b or a, Overrides(vllm_version=vs[1], model_config=model_config), f"{a} @ {vs[1]}", pb),
+            load_side(
+                a,
+                Overrides(
+                    vllm_version=vs[0],
+                    model_config=model_config,
+                    platform=platform,
+                    model_runner=model_runner,
+                ),
+                f"{a} @ {vs[0]}",
+                pa,
+                notes=notes,
+            ),
+            load_side(
+                b or a,
+                Overrides(
+                    vllm_version=vs[1],
+                    model_config=model_config,
+                    platform=platform,
+                    model_runner=model_runner,
+                ),
+                f"{a} @ {vs[1]}",
+                pb,
+                notes=notes,
+            ),
         )
     va = vs[0] if vs else None
     vb = vs[-1] if vs else None
     need = not allow_mismatch
     side_a = load_side(
-        a, Overrides(vllm_version=va, model_config=model_config), policy=pa, require_fingerprint=need
+        a,
+        Overrides(vllm_version=va, model_config=model_config, platform=platform, model_runner=model_runner),
+        policy=pa,
+        require_fingerprint=need,
+        notes=notes,
     )
     side_b = load_side(
-        b, Overrides(vllm_version=vb, model_config=model_config), policy=pb, require_fingerprint=need
+        b,
+        Overrides(vllm_version=vb, model_config=model_config, platform=platform, model_runner=model_runner),
+        policy=pb,
+        require_fingerprint=need,
+        notes=notes,
     )
     d = diff_sides(side_a, side_b)
     if (is_report(a) or is_report(b)) and not d.fingerprints_match and not allow_mismatch:

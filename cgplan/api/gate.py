@@ -21,6 +21,9 @@ def gate_targets(
     model_config: Path | None = None,
     *,
     allow_partial_baseline: bool = False,
+    notes: list[str] | None = None,
+    platform: str | None = None,
+    model_runner: str | None = None,
 ) -> tuple[list[GateResult], GatePolicy]:
     """Evaluate every target (config or report) against the policy (and the baseline);
     `model_config` is the shape for configs whose `model:` is a hub id.
@@ -30,9 +33,13 @@ def gate_targets(
             lacks would make every regression check against it hold for nothing.
     """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
-    overrides = Overrides(vllm_version=vllm_version, model_config=model_config)
+    overrides = Overrides(vllm_version, platform, model_runner, model_config)
     compared = baseline is not None  # then every report must say which config it describes
-    base = load_side(baseline, overrides, require_fingerprint=True) if baseline is not None else None
+    base = (
+        load_side(baseline, overrides, require_fingerprint=True, notes=notes)
+        if baseline is not None
+        else None
+    )
     if base is not None and base.status != "complete" and not allow_partial_baseline:
         why = f" ({base.failure})" if base.failure else ""
         raise ReportError(
@@ -42,22 +49,30 @@ def gate_targets(
     results = [
         evaluate_gate(
             policy,
-            load_side(t, overrides, STDIN if str(t) == "-" else None, require_fingerprint=compared),
+            load_side(
+                t, overrides, STDIN if str(t) == "-" else None, require_fingerprint=compared, notes=notes
+            ),
             base,
         )
         for t in targets
     ]
-    return [_with_fix(r, t, overrides) for r, t in zip(results, targets, strict=True)], policy
+    limit = policy.max_eager_time_share
+    return [_with_fix(r, t, overrides, limit) for r, t in zip(results, targets, strict=True)], policy
 
 
 _FIXABLE = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full")
 
 
-def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateResult:
+def _with_fix(
+    result: GateResult, target: Path, overrides: Overrides, policy_limit: float | None = None
+) -> GateResult:
     """A failed coverage check of a config names the flag that closes it (planned again, with the
     fix search, only when such a check failed: the gate itself plans without it)."""
     failed = [c for c in result.checks if c.name in _FIXABLE and not c.passed and not c.skipped]
-    if not failed or is_report(target):
+    eager_time = [
+        c for c in result.checks if c.name == "max_eager_time_share" and not c.passed and not c.skipped
+    ]
+    if not (failed or eager_time) or is_report(target):
         return result
     try:
         _, plan = plan_file(target, overrides)
@@ -69,7 +84,18 @@ def _with_fix(result: GateResult, target: Path, overrides: Overrides) -> GateRes
     hint = f"; fix: {' '.join(fix.flags)}" + (
         "" if fix.remaining_gaps == 0 else f" ({fix.remaining_gaps} gap(s) left)"
     )
+    # The eager time share falls with the gaps a fix closes: name the fix there only when the
+    # re-planned share is within the policy's limit.
+    timed = {f.fix: f for f in plan.latency.fixes} if plan.latency is not None else {}
+    if eager_time and 0 in timed and policy_limit is not None and timed[0].eager_share_after <= policy_limit:
+        failed += eager_time
+        eager_hint = f"; fix: {' '.join(fix.flags)} ({timed[0].eager_share_after:.1%} eager after it)"
+    else:
+        eager_hint = ""
     checks = tuple(
-        dataclasses.replace(c, detail=c.detail + hint) if c in failed else c for c in result.checks
+        dataclasses.replace(c, detail=c.detail + (eager_hint if c in eager_time else hint))
+        if c in failed
+        else c
+        for c in result.checks
     )
     return dataclasses.replace(result, checks=checks)

@@ -15,6 +15,7 @@ from cgplan.core.latency import (
     LatencyCoefficients,
     StepShape,
     decode_step,
+    domain_caveats,
     drafter_shape,
     expected,
     forward_ms,
@@ -67,6 +68,11 @@ class Optimized:
     """Default-gate checks the result was allowed to fail (asked for with --relax)."""
     gave_up: tuple[str, ...] = ()
     """Default-gate checks the result fails, each with why (empty: it passes the gate)."""
+    notes: tuple[str, ...] = ()
+    """How the config was read (a patch release planned with its release's rules, a GPU name)."""
+    caveats: tuple[str, ...] = ()
+    """Where the config lies outside the domain of the latency and cost models (their figures
+    are extrapolations there), as `plan` states them."""
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -160,6 +166,8 @@ def _optimize_config(
             default_capture_s=default_cap,
             capture_s=cap_s,
             latency_gpu=lat.gpu,
+            notes=tuple(loaded.notes),
+            caveats=_caveats(lat, inp, default_costed),
         )
     best: tuple[float, Plan] | None = None
     # Every size count's optimal ladder, re-planned through the dispatcher model; keep the
@@ -211,6 +219,16 @@ def _optimize_config(
         default_capture_s=default_cap,
         capture_s=costed.cost.capture_s if costed.cost and costed.cost.graphs else None,
         latency_gpu=lat.gpu,
+        notes=tuple(loaded.notes),
+        caveats=_caveats(lat, inp, default_costed),
+    )
+
+
+def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[str, ...]:
+    """The latency model's domain caveats, then the cost model's (memory), each labelled."""
+    cost = tuple(costed.cost.caveats) if costed.cost is not None else ()
+    return tuple(f"step time: {c}" for c in domain_caveats(lat, inp, costed.model_runner)) + tuple(
+        f"graph memory: {c}" for c in cost
     )
 
 
@@ -295,6 +313,11 @@ def _optimize_time(
             caps.append(t)
         if len(caps) >= 16:
             break
+    # Down to the default ladder's own top: below it a small config's budgets (the default's
+    # memory) are met, and sixteen 10% steps from max_num_batched_tokens may not get there.
+    top_default = max(default_plan.capture_sizes, default=0)
+    if 0 < top_default < caps[-1]:
+        caps.append(top_default)
     seen: set[tuple[int, ...]] = set()
     for c in caps:
         if best is not None:
@@ -311,6 +334,18 @@ def _optimize_time(
             best = _consider(
                 sol.sizes, inp, traffic, lat, coeffs, graph_budget, mem_budget, max_capture_s, best
             )
+    # The default ladder itself meets its own budgets: the answer is never worse than it.
+    best = _consider(
+        tuple(default_plan.capture_sizes),
+        inp,
+        traffic,
+        lat,
+        coeffs,
+        graph_budget,
+        mem_budget,
+        max_capture_s,
+        best,
+    )
     if best is None:
         raise ConfigError(
             "--max-graph-memory-mib",

@@ -35,6 +35,7 @@ def load_side(
     policy: CapturePolicy = UPSTREAM,
     *,
     require_fingerprint: bool = False,
+    notes: list[str] | None = None,
 ) -> Side:
     """Plan a config (a release's refusal becomes a rejected side) or read a report.
 
@@ -42,6 +43,9 @@ def load_side(
         ReportError: with `require_fingerprint` (the report is compared with another side),
             a report that does not say which config it describes: deleting the fingerprint
             must not get two different configs compared as one.
+
+    `notes`, when given, gets how a config was read (a patch release planned with its release's
+    rules, a GPU name's platform), for the command to print as `plan` does.
     """
     name = one_line(label or str(path))  # a file name reaches terminals, JUnit and markdown
     if is_report(path):
@@ -57,4 +61,6 @@ def load_side(
     except ConfigRejected as e:
         version = (overrides.vllm_version if overrides else None) or "?"
         return rejected_side(name, version, e.message)
+    if notes is not None:
+        notes.extend(n for n in loaded.notes if n not in notes)
     return side_from_plan(plan, name, fingerprint(loaded.input))

@@ -112,13 +112,17 @@ def sweep_config(
     policy: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     model_config: Path | None = None,
+    platform: str | None = None,
+    model_runner: str | None = None,
 ) -> SweepResult:
     """Sweep `path` over the `--set` axes under each release (default: the config's)."""
     if not sets:
         raise ConfigError("--set", "give at least one axis, e.g. --set max_num_seqs=8..2048")
     # Read as plan and diff read a release (0.33, v0.33.0, a patch release 0.33.1): one lookup rule.
     versions = [resolve_vllm_version(v, "--vllm-version")[0] for v in versions]
-    loaded = load_config(path, Overrides(model_config=model_config))
+    loaded = load_config(
+        path, Overrides(platform=platform, model_runner=model_runner, model_config=model_config)
+    )
     axes = [parse_set(s) for s in sets]
     _check_walk(loaded.input.max_num_seqs, loaded.input.max_num_batched_tokens, axes, max(1, len(versions)))
     _check_ladders(loaded.input, axes, max(1, len(versions)))

@@ -8,10 +8,16 @@ from typing import Annotated
 
 import typer
 
+from cgplan.api.calibrate import (
+    Calibration,
+    calibration_json,
+    calibration_markdown,
+    calibration_table,
+    expand_reports,
+)
 from cgplan.api.calibrate import calibrate as run_calibrate
-from cgplan.api.calibrate import calibration_json, calibration_table, expand_reports
-from cgplan.cli._options import JsonOpt
-from cgplan.cli._output import write_artifact, write_artifacts
+from cgplan.cli._options import FormatOpt, JsonOpt, MarkdownOpt, QuietOpt
+from cgplan.cli._output import is_stdout, write_artifact, write_artifacts
 from cgplan.io.cost_coefficients import coefficients_text
 
 
@@ -61,19 +67,26 @@ def calibrate(
             "(lat-*.json of scripts/latency/measure_step.py, or folders of them); -o writes JSON.",
         ),
     ] = False,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
+    markdown: MarkdownOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Fit predicted graph-pool memory and capture time to measured captures (or, with --latency,
     step times to measured steps); check held-out ones."""
+    from cgplan.cli._console import note, output_format
+
+    chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     if latency:
-        _calibrate_latency(reports, output, test or [], gpu, measured_with, max_error, json_out)
+        _calibrate_latency(reports, output, test or [], gpu, measured_with, max_error, chosen, quiet)
         return
     fit_paths, notes = expand_reports(reports)
     test_paths, test_notes = expand_reports(test or [])
-    for note in (*notes, *test_notes):
-        sys.stderr.write(f"cgplan: {note}\n")
+    for line in (*notes, *test_notes):
+        note(line, quiet)
     cal = run_calibrate(fit_paths, test_paths, gpu, measured_with, configs)
-    table = calibration_json(cal) if json_out else calibration_table(cal)
+    render = {"json": calibration_json, "markdown": calibration_markdown}.get(chosen, calibration_table)
+    table = render(cal)
     if output is None:
         write_artifact(table, None)
     elif str(output) == "-":  # `-o -`: the coefficients are the output; the table goes to stderr
@@ -81,8 +94,21 @@ def calibrate(
         sys.stderr.write(table)
     else:
         as_json = output.suffix.lower() == ".json"
+        if is_stdout(output):
+            # `-o -`: stdout is the coefficients (a file a pipe can keep), the table goes to stderr.
+            write_artifact(coefficients_text(cal.coefficients, as_json), output)
+            if not quiet:
+                sys.stderr.write(table)
+            _check_held_out(cal, max_error)
+            return
         write_artifacts([(coefficients_text(cal.coefficients, as_json), output), (table, None)])
-        sys.stderr.write(f"cgplan: coefficients written to {output}\n")
+        if str(output) != "-":
+            note(f"coefficients written to {output}", quiet)
+    _check_held_out(cal, max_error)
+
+
+def _check_held_out(cal: Calibration, max_error: float | None) -> None:
+    """--max-error: exit 1 when a held-out report is off by more than that many %."""
     if max_error is not None and any(abs(c.error) * 100 > max_error for c in cal.held_out):
         raise typer.Exit(1)
 
@@ -94,17 +120,20 @@ def _calibrate_latency(
     gpu: str,
     measured_with: str,
     max_error: float | None,
-    json_out: bool,
+    chosen: str,
+    quiet: bool,
 ) -> None:
 
+    from cgplan.cli._console import note
     from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
     from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:
         save_latency(cal.coefficients, output)
-        sys.stderr.write(f"cgplan: latency coefficients written to {output}\n")
-    if json_out:
+        if str(output) != "-":
+            note(f"latency coefficients written to {output}", quiet)
+    if chosen == "json":
         doc = {
             "schema_version": SCHEMA_VERSION,
             "kind": "latency-calibration",
@@ -121,6 +150,17 @@ def _calibrate_latency(
             },
         }
         text = dumps_ascii(doc)
+    elif chosen == "markdown":
+        rows = [("fit", cal.fit_points, cal.fit_median_error, cal.fit_within_10pct)]
+        if cal.held_out_points:
+            rows.append(
+                ("held out", cal.held_out_points, cal.held_out_median_error, cal.held_out_within_10pct)
+            )
+        text = (
+            "| latency model | points | median error | within 10% |\n|---|---:|---:|---:|\n"
+            + "".join(f"| {name} | {n} | {med:.1%} | {w10:.0%} |\n" for name, n, med, w10 in rows)
+            + ("" if cal.held_out_points else "\nNo held-out runs (--test RUN).\n")
+        )
     else:
         text = (
             f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "
@@ -132,6 +172,10 @@ def _calibrate_latency(
                 else "no held-out runs (--test RUN)\n"
             )
         )
-    write_artifact(text, None)
+    if output is not None and is_stdout(output):
+        if not quiet:  # stdout holds the coefficients (`-o -`): the summary goes to stderr
+            sys.stderr.write(text)
+    else:
+        write_artifact(text, None)
     if max_error is not None and cal.held_out_points and cal.held_out_median_error * 100 > max_error:
         raise typer.Exit(1)

@@ -13,8 +13,12 @@ from cgplan.cli._options import (
     JsonOpt,
     MarkdownOpt,
     ModelConfigOpt,
+    ModelRunnerOpt,
     NoColorOpt,
     OutputOpt,
+    PlatformOpt,
+    QuietOpt,
+    _complete_versions,
 )
 
 
@@ -28,7 +32,11 @@ def diff(
     ] = None,
     vllm_version: Annotated[
         list[str] | None,
-        typer.Option("--vllm-version", help="Release(s): one for both sides, two (or A..B) for A and B."),
+        typer.Option(
+            "--vllm-version",
+            help="Release(s): one for both sides, two (or A..B) for A and B.",
+            autocompletion=_complete_versions,
+        ),
     ] = None,
     allow_mismatch: Annotated[
         bool, typer.Option("--allow-mismatch", help="Compare reports of different configs anyway.")
@@ -46,11 +54,14 @@ def diff(
         bool, typer.Option("--fail-on-change", help="Exit 1 when anything differs.")
     ] = False,
     model_config: ModelConfigOpt = None,
+    platform: PlatformOpt = None,
+    model_runner: ModelRunnerOpt = None,
     no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Compare two configs, one config under two vLLM releases, a plan and a capture, or two captures."""
     from cgplan.api.diff import diff_paths
-    from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
@@ -61,9 +72,20 @@ def diff(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
     one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
+    notes: list[str] = []
     d = diff_paths(
-        a, b, vllm_version or [], allow_mismatch=allow_mismatch, policies=policy, model_config=model_config
+        a,
+        b,
+        vllm_version or [],
+        allow_mismatch=allow_mismatch,
+        policies=policy,
+        model_config=model_config,
+        notes=notes,
+        platform=platform,
+        model_runner=model_runner,
     )
+    for line in notes:
+        note(f"note: {line}", quiet)
     if chosen == "json":
         text = dumps_ascii(diff_to_dict(d))
     elif chosen == "markdown":

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import FormatOpt, ModelConfigOpt, NoColorOpt, QuietOpt, VllmVersionOpt
+from cgplan.cli._options import (
+    FormatOpt,
+    ModelConfigOpt,
+    ModelRunnerOpt,
+    NoColorOpt,
+    PlatformOpt,
+    QuietOpt,
+    VllmVersionOpt,
+)
 
 
 def gate(
@@ -42,6 +50,8 @@ def gate(
         Path | None, typer.Option("--junit", help="Write JUnit XML here ('-' = stdout).")
     ] = None,
     model_config: ModelConfigOpt = None,
+    platform: PlatformOpt = None,
+    model_runner: ModelRunnerOpt = None,
     no_color: NoColorOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -50,7 +60,7 @@ def gate(
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
     from cgplan.api.gate import gate_targets
-    from cgplan.cli._console import github_annotations, output_format, use_color
+    from cgplan.cli._console import github_annotations, note, output_format, use_color
     from cgplan.cli._output import is_stdout, one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
@@ -62,9 +72,20 @@ def gate(
         [("--json", json_path), ("--markdown", markdown_path), ("--junit", junit_path)],
         main_to_stdout=chosen != "table",
     )
+    notes: list[str] = []
     results, pol = gate_targets(
-        targets, policy, baseline, vllm_version, model_config, allow_partial_baseline=allow_partial_baseline
+        targets,
+        policy,
+        baseline,
+        vllm_version,
+        model_config,
+        allow_partial_baseline=allow_partial_baseline,
+        notes=notes,
+        platform=platform,
+        model_runner=model_runner,
     )
+    for line in notes:
+        note(f"note: {line}", quiet)
     verdict = gate_to_dict(results, policy_to_dict(pol))
     text = dumps_ascii(verdict)
     artifacts = [

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import FormatOpt, JsonOpt, ModelConfigOpt, NoColorOpt, OutputOpt
+from cgplan.cli._options import FormatOpt, JsonOpt, ModelConfigOpt, NoColorOpt, OutputOpt, _complete_versions
 
 
 def logs(
@@ -25,7 +25,9 @@ def logs(
     vllm_version: Annotated[
         str | None,
         typer.Option(
-            "--vllm-version", help="Plan under this release instead of the log's own (with --config)."
+            "--vllm-version",
+            help="Plan under this release instead of the log's own (with --config).",
+            autocompletion=_complete_versions,
         ),
     ] = None,
     fmt: FormatOpt = None,

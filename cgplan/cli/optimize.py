@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from cgplan.api.optimize import Optimized, optimize_config
-from cgplan.cli._options import ConfigArg, JsonOpt, ModelRunnerOpt, OutputOpt, PlatformOpt, VllmVersionOpt
+from cgplan.cli._options import (
+    ConfigArg,
+    FormatOpt,
+    JsonOpt,
+    MarkdownOpt,
+    ModelConfigOpt,
+    ModelRunnerOpt,
+    NoColorOpt,
+    OutputOpt,
+    PlatformOpt,
+    QuietOpt,
+    VllmVersionOpt,
+)
 from cgplan.cli._output import write_artifact
 from cgplan.core.gaps import graph_count
 from cgplan.core.traffic_cost import TrafficCost
@@ -51,6 +62,7 @@ def _doc(o: Optimized) -> dict[str, Any]:
         },
         "predicted_capture_s": {"default": o.default_capture_s, "optimized": o.capture_s},
         "gate": {"policy": "default", "relaxed": list(o.relaxed), "gave_up": list(o.gave_up)},
+        "caveats": list(o.caveats),
     }
 
 
@@ -91,15 +103,81 @@ def _text(o: Optimized) -> str:
             else "no memory budget"
         )
         + f" · {o.latency_gpu} latency model, H200 cost model",
+        *(f"  caveat: {c}" for c in o.caveats),
         "flags (checked: the ladder was planned again with these sizes):",
         "  " + " ".join(o.flags),
     ]
     if o.relaxed:
         lines.append(f"gate: the default gate, relaxed as asked: {', '.join(o.relaxed)}")
     if o.gave_up:
-        lines += ["gate: the result FAILS the default gate; it gave up:"] + [f"  - {g}" for g in o.gave_up]
+        lines += ["gate: FAIL, the result fails the default gate; it gave up:"] + [
+            f"  - {g}" for g in o.gave_up
+        ]
     else:
-        lines.append("gate: the result passes the default gate (configs/gates/default.yaml)")
+        lines.append("gate: ok, the result passes the default gate (configs/gates/default.yaml)")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown(o: Optimized) -> str:
+    """The comparison as a markdown table, for a PR comment (same figures as the table)."""
+    d, c = o.default_cost, o.cost
+
+    def pct(x: float, total: float) -> str:
+        return f"{100 * x / total:.2f}%" if total else "-"
+
+    def mib(x: float | None) -> str:
+        return "-" if x is None else f"{x:,.0f}"
+
+    objective = "expected step time" if o.objective == "time" else "padded tokens + eager steps"
+    rows = [
+        (
+            "default",
+            len(o.default_plan.capture_sizes),
+            graph_count(o.default_plan),
+            d,
+            o.default_step_ms,
+            o.default_memory_mib,
+        ),
+        ("optimized", len(o.sizes), graph_count(o.plan), c, o.step_ms, o.memory_mib),
+    ]
+    lines = [
+        f"**cgplan optimize** · traffic `{o.traffic.source}` · {d.steps:,.0f} steps · "
+        f"vLLM {o.plan.vllm_version} · objective: {objective}",
+        "",
+        "| ladder | sizes | graphs | padded tokens | padding | eager steps | step ms | graph MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, sizes, graphs, cost, ms, mem in rows:
+        lines.append(
+            f"| {name} | {sizes} | {graphs} | {cost.padded_tokens:,.0f} "
+            f"| {pct(cost.padded_tokens, cost.real_tokens)} | {pct(cost.eager_steps, cost.steps)} "
+            f"| {ms:.3f} | {mib(mem)} |"
+        )
+    budget = (
+        f"a graph-memory budget of {o.memory_budget_mib:,.0f} MiB (the default ladder's, predicted)"
+        if o.memory_budget_mib is not None
+        else "no memory budget"
+    )
+    lines += [
+        "",
+        f"Expected step time {o.default_step_ms:.3f} → {o.step_ms:.3f} ms "
+        f"({(o.step_ms - o.default_step_ms) / o.default_step_ms:+.1%}) at {budget} · {o.latency_gpu} "
+        "latency model, H200 cost model.",
+        *(["", *(f"- caveat: {c}" for c in o.caveats)] if o.caveats else []),
+        "",
+        "Flags (checked: the ladder was planned again with these sizes):",
+        "",
+        "```bash",
+        " ".join(o.flags),
+        "```",
+    ]
+    if o.relaxed:
+        lines.append(f"\nGate: the default gate, relaxed as asked: {', '.join(o.relaxed)}.")
+    if o.gave_up:
+        lines += ["", "Gate: **FAIL**, the result fails the default gate; it gave up:", ""]
+        lines += [f"- {g}" for g in o.gave_up]
+    else:
+        lines.append("\nGate: the result passes the default gate (configs/gates/default.yaml).")
     return "\n".join(lines) + "\n"
 
 
@@ -159,17 +237,24 @@ def optimize(
     vllm_version: VllmVersionOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
+    model_config: ModelConfigOpt = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
+    markdown: MarkdownOpt = False,
     output: OutputOpt = None,
+    no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Choose capture sizes minimising the expected step time (or padding plus eager steps) for the
     traffic, under size, graph, memory and capture-time budgets."""
+    from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.io.latency_coefficients import load_latency
 
+    chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
     o = optimize_config(
         config,
         traffic,
-        Overrides(vllm_version, platform, model_runner),
+        Overrides(vllm_version, platform, model_runner, model_config),
         max_sizes=max_sizes,
         max_graphs=max_graphs,
         eager_step_cost=eager_step_cost,
@@ -180,7 +265,14 @@ def optimize(
         max_capture_s=max_capture_s,
         relax=tuple(relax or ()),
     )
-    text = dumps_ascii(_doc(o)) if json_out else _text(o)
+    for line in o.notes:
+        note(f"note: {line}", quiet)
+    if chosen == "json":
+        text = dumps_ascii(_doc(o))
+    elif chosen == "markdown":
+        text = _markdown(o)
+    else:
+        text = colorize(_text(o), use_color(no_color, output))
     write_artifact(text, output)
-    if output is not None:
-        sys.stderr.write(f"cgplan: written to {output}\n")
+    if output is not None and str(output) != "-":
+        note(f"written to {output}", quiet)

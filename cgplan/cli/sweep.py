@@ -13,9 +13,13 @@ from cgplan.cli._options import (
     JsonOpt,
     MarkdownOpt,
     ModelConfigOpt,
+    ModelRunnerOpt,
     NoColorOpt,
     OutputOpt,
+    PlatformOpt,
     PolicyOpt,
+    QuietOpt,
+    _complete_versions,
 )
 
 
@@ -62,7 +66,11 @@ def sweep(
     ],
     vllm_version: Annotated[
         list[str] | None,
-        typer.Option("--vllm-version", help="Release to plan with (repeat to compare releases)."),
+        typer.Option(
+            "--vllm-version",
+            help="Release to plan with (repeat to compare releases).",
+            autocompletion=_complete_versions,
+        ),
     ] = None,
     policy: PolicyOpt = None,
     fmt: FormatOpt = None,
@@ -70,19 +78,32 @@ def sweep(
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
     model_config: ModelConfigOpt = None,
+    platform: PlatformOpt = None,
+    model_runner: ModelRunnerOpt = None,
     no_color: NoColorOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Plan every point of a parameter grid; show where coverage has gaps or releases disagree."""
     from cgplan.api.sweep import sweep_config
-    from cgplan.cli._console import colorize, output_format, use_color
+    from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.cli._output import write_artifact
+    from cgplan.io.config import resolve_vllm_version
     from cgplan.io.schema import dumps_ascii
     from cgplan.io.schema.sweep import sweep_to_dict
     from cgplan.render.sweep import render_sweep
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
+    # As every other command reads --vllm-version: v0.33.0, 0.33 and patch releases (with a note).
+    versions = []
+    for v in vllm_version or []:
+        release, why = resolve_vllm_version(v, "--vllm-version")
+        versions.append(release)
+        if why:
+            note(f"note: {why}", quiet)
     with SweepProgress() as bar:
-        result = sweep_config(config, set_, vllm_version or [], policy, bar.update, model_config)
+        result = sweep_config(
+            config, set_, versions, policy, bar.update, model_config, platform, model_runner
+        )
     if chosen == "json":
         text = dumps_ascii(sweep_to_dict(result))
     elif chosen == "markdown":

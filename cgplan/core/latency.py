@@ -221,6 +221,9 @@ class FixLatency:
     """Expected step time before minus after, at the traffic."""
     widest_gap_gain_ms: float
     """Per-step gain at the widest batch of the first gap it closes."""
+    eager_share_after: float = 0.0
+    """Share of the expected step spent eager once the fix is applied (for the gate's
+    max_eager_time_share: a fix is named there only when it brings the share within the limit)."""
 
 
 @dataclass(frozen=True)
@@ -333,10 +336,19 @@ def _query_len_for(plan: Plan, n: int) -> int:
     return plan.uniform_decode_query_len
 
 
-def domain_caveats(c: LatencyCoefficients, inp: PlanInput) -> tuple[str, ...]:
-    """Where `inp` lies outside what the coefficients were measured on."""
+def domain_caveats(
+    c: LatencyCoefficients, inp: PlanInput, model_runner: str | None = None
+) -> tuple[str, ...]:
+    """Where `inp` lies outside what the coefficients were measured on; `model_runner` is the
+    plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name."""
     m = inp.model
     out: list[str] = []
+    # The runners dispatch differently (V1: one PIECEWISE drafter family, no drafter decode
+    # graphs), so a fit on one runner's steps says little about the other's.
+    measured = c.measured_with.lower()
+    if model_runner and "model runner" in measured and f"model runner {model_runner.lower()}" not in measured:
+        fitted = c.measured_with[measured.index("model runner") :].split(",")[0]
+        out.append(f"model runner {model_runner.upper()} was not measured (only {fitted})")
     archs = {a for a, _ in c.eager_layer_factor}
     if m.architecture not in archs:
         out.append(f"architecture {m.architecture} was not measured (eager launch time assumed as for Llama)")
@@ -519,7 +531,9 @@ def predict_latency(
                     widest_gain = step_ms(c, target, mixed_step(plan, inp, g.last)) - step_ms(
                         c, forward_shape(inp2.model), mixed_step(p2, inp2, g.last)
                     )
-            fixes.append(FixLatency(j, after.step_ms, base.step_ms - after.step_ms, widest_gain))
+            fixes.append(
+                FixLatency(j, after.step_ms, base.step_ms - after.step_ms, widest_gain, after.eager_share)
+            )
     s0, q0 = widest_batch(plan)
     widest = step_ms(c, target, decode_step(plan, inp, s0, q0))
     widest_graph = step_ms(c, target, decode_step(plan, inp, s0, q0, "FULL", s0 * q0))
@@ -537,7 +551,7 @@ def predict_latency(
         widest_eager_step_ms=widest_eager,
         gaps=tuple(gaps),
         fixes=tuple(fixes),
-        caveats=domain_caveats(c, inp),
+        caveats=domain_caveats(c, inp, plan.model_runner),
     )
 
 

@@ -210,7 +210,7 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
         f"({escape(plan['attention_cudagraph_support'])}) · "
         f"cudagraph_mode <b>{escape(plan['cudagraph_mode'])}</b> · "
         f"{len(plan['capture_sizes'])} capture sizes, max {plan['max_capture_size']} · uniform decode = "
-        f"{_query_lens(plan)} tokens per request</p>",
+        f"{_query_lens(plan)} {'token' if _query_lens(plan) == '1' else 'tokens'} per request</p>",
         "<h2>Graphs</h2><table><tr><th>family</th><th>PIECEWISE</th><th>FULL</th></tr>",
     ]
     for fam, c in plan["graph_counts"].items():

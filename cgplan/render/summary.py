@@ -120,7 +120,8 @@ def headline(plan: Plan, source: str | None) -> list[str]:
     from cgplan import __version__
 
     tokens = query_lens_text(plan)
-    per_request = f"uniform decode = {tokens} tokens per request" + (
+    unit = "token" if tokens == "1" else "tokens"  # a plain decode step: "1 token per request"
+    per_request = f"uniform decode = {tokens} {unit} per request" + (
         " (dynamic SD: by batch size)" if plan.dynamic_sd_lookup and "or" in tokens else ""
     )
     return [

@@ -232,7 +232,17 @@ def run_points(
     reps: int,
     point_budget_s: float,
     deadline: float,
+    *,
+    widest_repeats: int = 2,
+    only_widest: bool = False,
+    pause_s: float = 0.0,
 ) -> None:
+    """Time every point of the grid (or, with `only_widest`, only the widest batch's outcomes).
+
+    The widest batch is timed `widest_repeats` times, spread evenly through the run (first,
+    ..., last): host contention comes in episodes of seconds (docs/latency-model.md,
+    "Repetitions"), so one timing of it can sit in an episode, and the fit takes the lowest of its
+    medians. With `only_widest`, the rounds are `pause_s` apart instead."""
     ns, ts = grid(s, q, max_tokens, max_capture)
     res["grid"] = {"uniform_reqs": ns, "mixed_tokens": ts}
     plan: list[tuple[str, int, str | None]] = []
@@ -242,19 +252,34 @@ def run_points(
         for want in (None, "NONE", "PIECEWISE"):
             plan.append(("uniform", n, want))  # noqa: PERF401 - order matters, kept explicit
 
-    uniform(s)
-    # A mixed batch's own outcome is PIECEWISE up to the ladder's top and eager past it: both
-    # forced outcomes are timed, so "natural" would only repeat one of them.
-    for t in ts:
-        for want in ("NONE", "PIECEWISE"):
-            plan.append(("mixed", t, want))  # noqa: PERF401
-    for n in ns:
-        if n != s:
-            uniform(n)
-    # The widest batch again at the end: a drift check (both are kept, marked by "repeat").
-    uniform(s)
+    rest: list[tuple[str, int, str | None]] = []
+    if not only_widest:
+        # A mixed batch's own outcome is PIECEWISE up to the ladder's top and eager past it: both
+        # forced outcomes are timed, so "natural" would only repeat one of them.
+        for t in ts:
+            for want in ("NONE", "PIECEWISE"):
+                rest.append(("mixed", t, want))  # noqa: PERF401
+        for n in ns:
+            if n != s:
+                for want in (None, "NONE", "PIECEWISE"):
+                    rest.append(("uniform", n, want))  # noqa: PERF401
+    # The widest batch first, then again at evenly spaced places and at the end (a repeat is kept,
+    # marked by "repeat"): the first timing of an engine is where contention was worst.
+    rounds = max(1, widest_repeats)
+    for r in range(rounds):
+        uniform(s)
+        if r + 1 < rounds:
+            lo, hi = len(rest) * r // (rounds - 1), len(rest) * (r + 1) // (rounds - 1)
+            plan.extend(rest[lo:hi] if rounds > 1 else rest)
+            if only_widest:
+                plan.append(("pause", 0, None))
+    if rounds == 1:
+        plan.extend(rest)
     seen: set[tuple[str, int, str | None]] = set()
     for kind, size, want in plan:
+        if kind == "pause":
+            time.sleep(pause_s)
+            continue
         repeat = (kind, size, want) in seen
         seen.add((kind, size, want))
         if time.perf_counter() > deadline:
@@ -297,9 +322,13 @@ def run_points(
                 }
             )
             continue
+        started_unix = time.time()  # to line contention up with other processes afterwards
+        load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         t = time_call(fn, sync, event, warm, reps, point_budget_s)
         res["points"].append(
             {
+                "t_unix": round(started_unix, 3),
+                "load1": load1,
                 "kind": kind,
                 "size": size,
                 "q": q if kind == "uniform" else None,
@@ -444,6 +473,9 @@ def engine_main(args: argparse.Namespace) -> int:
                 args.reps,
                 args.point_budget_s,
                 deadline,
+                widest_repeats=args.widest_repeats,
+                only_widest=args.only_widest,
+                pause_s=args.pause_s,
             )
             res["phases"]["timing_s"] = round(time.perf_counter() - t, 3)
     res["phases"]["total_s"] = round(time.perf_counter() - T0, 3)
@@ -539,6 +571,23 @@ def self_test(outdir: str) -> int:
     assert by[("mixed", 65, "NONE")]["median_ms"] == 5.65
     assert res["points"][0]["size"] == 64  # the widest batch first, and again at the end
     assert res["points"][-1]["size"] == 64 and res["points"][-1]["repeat"]
+    assert all("t_unix" in p for p in res["points"] if "median_ms" in p)
+    # Four timings of the widest batch, spread through the run; every other point once.
+    spread: dict[str, Any] = {"points": [], "notes": []}
+    args = (forcer, step_uniform, step_mixed, lambda: None, Ev, 64, 1, 2048, 64, 1, 3, 10.0)
+    run_points(spread, *args, time.perf_counter() + 60, widest_repeats=4)
+    at = [i for i, p in enumerate(spread["points"]) if p["kind"] == "uniform" and p["size"] == 64]
+    assert len(at) == 12 and at[:3] == [0, 1, 2] and at[-1] == len(spread["points"]) - 1, at
+    assert 0.2 < at[3] / len(spread["points"]) < 0.45 and 0.55 < at[6] / len(spread["points"]) < 0.8, at
+    others = [(p["kind"], p["size"], p["force"]) for p in spread["points"] if p["size"] != 64]
+    assert len(others) == len(set(others)) == len([p for p in res["points"] if p["size"] != 64])
+    widest: dict[str, Any] = {"points": [], "notes": []}
+    run_points(widest, *args, time.perf_counter() + 60, widest_repeats=3, only_widest=True, pause_s=0.0)
+    assert [(p["size"], p["force"]) for p in widest["points"]] == [
+        (64, "natural"),
+        (64, "NONE"),
+        (64, "PIECEWISE"),
+    ] * 3
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "lat-selftest.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -569,6 +618,11 @@ def main() -> int:
     p.add_argument("--timing-budget-s", type=float, default=60.0)
     p.add_argument("--settle-s", type=float, default=3.0)
     p.add_argument("--burn-in-s", type=float, default=2.0)
+    p.add_argument(
+        "--widest-repeats", type=int, default=2, help="times the widest batch is timed, spread over the run"
+    )
+    p.add_argument("--only-widest", action="store_true", help="time only the widest batch's outcomes")
+    p.add_argument("--pause-s", type=float, default=1.0, help="--only-widest: seconds between rounds")
     a = p.parse_args()
     if a.self_test:
         return self_test(a.self_test)

@@ -2,7 +2,9 @@
 # On the lent H200: run one set of latency engines (scripts/latency/measure_step.py) in parallel
 # start-up, serialised timing; pack the raw results into $OUT/latency-SET.tar.gz.
 # usage (repository root of a checkout carrying .devx/{payload.tar.xz,scripts,models,latency-17}):
-#   bash .devx/latency-17/scripts/latency/run_device.sh call1|call2
+#   bash .devx/latency-17/scripts/latency/run_device.sh call1|call2|call3|call4|call5
+# call4 and call5 (not run yet: #17's widest-batch ratio) time only the widest batch, six rounds
+# spread over the run, for the engines whose widest batch was timed once, first (calls 1 and 2).
 set -u
 SET=$1
 D=.devx/latency-17; M=$D/configs/models
@@ -12,6 +14,7 @@ export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_ENABLE_
 OUT=${OUT:-/tmp/latency-out}; R=$OUT/raw; SYNC=/tmp/l17sync-$SET
 rm -rf "$SYNC" "$R"; mkdir -p "$SYNC" "$R"
 # name|model|draft|k|max_num_seqs|max_capture|timing_budget_s
+EXTRA_FLAGS=()
 case $SET in
   call1) ENGINES=(
     "tiny-eagle-k16-mns32-max544|$M/tiny-llama-v512|$M/tiny-eagle|16|32|544|40"
@@ -30,13 +33,23 @@ case $SET in
     "qwen2.5-14b-eagle-k3-mns128|$M/qwen2.5-14b|$M/qwen2.5-14b-eagle|3|128||60"
     "mistral-nemo-12b-mns256|$M/mistral-nemo-12b|||256||60"
     "qwen3-4b-mns256|$M/qwen3-4b|||256||50") ;;
+  call4) EXTRA_FLAGS=(--only-widest --widest-repeats 6 --pause-s 2); ENGINES=(
+    "llama-3.2-3b-mns256|$M/llama-3.2-3b|||256||30"
+    "qwen2.5-14b-mns256|$M/qwen2.5-14b|||256||30"
+    "qwen2.5-32b-mns256|$M/qwen2.5-32b|||256||40") ;;
+  call5) EXTRA_FLAGS=(--only-widest --widest-repeats 6 --pause-s 2); ENGINES=(
+    "llama-3.1-8b-eagle-k16-mns32-max544|$M/llama-3.1-8b|$M/llama-3.1-8b-eagle|16|32|544|30"
+    "llama-3.2-3b-eagle-k3-mns64|$M/llama-3.2-3b|$M/llama-3.2-3b-eagle|3|64||30"
+    "qwen2.5-14b-eagle-k3-mns128|$M/qwen2.5-14b|$M/qwen2.5-14b-eagle|3|128||30"
+    "mistral-nemo-12b-mns256|$M/mistral-nemo-12b|||256||30"
+    "qwen3-4b-mns256|$M/qwen3-4b|||256||30") ;;
 esac
 N=${#ENGINES[@]}; i=0; PIDS=()
 for e in "${ENGINES[@]}"; do
   IFS='|' read -r name model draft k s mc tb <<< "$e"
   extra=(); [ -n "$draft" ] && extra+=(--draft "$draft" --k "$k"); [ -n "$mc" ] && extra+=(--max-capture "$mc")
   cmd=(python3 $D/scripts/latency/measure_step.py --name "$name" --model "$model" --max-num-seqs "$s"
-       --out "$R" --sync-dir "$SYNC" --engines "$N" --timing-budget-s "$tb" --reps 20 --point-budget-s 1.5 "${extra[@]}")
+       --out "$R" --sync-dir "$SYNC" --engines "$N" --timing-budget-s "$tb" --reps 20 --point-budget-s 1.5 "${extra[@]}" "${EXTRA_FLAGS[@]}")
   echo "${cmd[*]}" >> "$R/commands.txt"
   VLLM_PORT=$((31000 + 100 * i)) timeout ${ENGINE_TIMEOUT:-555} "${cmd[@]}" > "$R/$name.log" 2>&1 &
   PIDS+=($!); i=$((i + 1)); sleep 2
