@@ -27,7 +27,16 @@ from cgplan.core.resolve import (
     validate_ubatching_backend,
 )
 from cgplan.core.spec import PlanInput
-from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected, as_dispatch_mode, as_model_runner
+from cgplan.core.types import (
+    DispatchMode,
+    DispatchRange,
+    Graph,
+    Note,
+    Plan,
+    Rejected,
+    as_dispatch_mode,
+    as_model_runner,
+)
 from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 
 
@@ -144,19 +153,33 @@ def dispatch_table(
         if cut is None or hi >= n_max:
             break
         prev = cut
-    out: list[DispatchRange] = []
+    # merged as plain tuples first: a DispatchRange (frozen) is built once per run
+    merged: list[list[object]] = []
     for lo, hi, o in rows:
-        last = out[-1] if out else None
-        if (
-            last is not None
-            and last.last == lo - 1
-            and (last.mode, last.padded_tokens, last.padded_reqs)
-            == (o.mode.value, o.padded_tokens, o.padded_reqs)
-        ):
-            out[-1] = DispatchRange(last.first, hi, last.mode, last.padded_tokens, last.padded_reqs)
+        value = as_dispatch_mode(o.mode._value_)  # Enum's .value is a slow descriptor: runs per interval
+        last = merged[-1] if merged else None
+        if last is not None and last[1] == lo - 1 and (last[2], last[3], last[4]) == (value, *o[1:]):
+            last[1] = hi
         else:
-            out.append(DispatchRange(lo, hi, as_dispatch_mode(o.mode.value), o.padded_tokens, o.padded_reqs))
-    return tuple(out)
+            merged.append([lo, hi, value, o.padded_tokens, o.padded_reqs])
+    return tuple(_dispatch_range(*m) for m in merged)  # type: ignore[arg-type]
+
+
+_RANGES: dict[tuple[int, int, DispatchMode, int | None, int | None], DispatchRange] = {}
+"""Dispatch runs already made (frozen, so plans share them): the plans of a sweep or of a fix
+search repeat most of their runs, and a frozen dataclass is slow to build."""
+
+
+def _dispatch_range(
+    first: int, last: int, mode: DispatchMode, tokens: int | None, reqs: int | None
+) -> DispatchRange:
+    key = (first, last, mode, tokens, reqs)
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, mode, tokens, reqs)
+    return r
 
 
 def naive_dispatch_table(
@@ -450,4 +473,26 @@ def _pieces(inp: PlanInput, graphs: dict[str, tuple[Graph, ...]]) -> tuple[tuple
 
 def _replan(inp: PlanInput, policy: CapturePolicy) -> Plan:
     # The mixed table too: a fix must not make any mixed batch worse either.
-    return build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
+    return plan_again(inp, policy)
+
+
+_AGAIN: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], Plan] = {}
+"""The last plans `plan_again` made (a pure function of its arguments, so a cache; a Plan is
+frozen): the fix search plans every candidate, then pricing its fixes in time plans the kept
+ones again."""
+
+
+def plan_again(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> Plan:
+    """`build_plan(inp, with_fixes=False, policy=policy)`, remembered for the last few inputs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    key = (inp, policy.name, tuple(sorted(policy.overrides.items())))  # a policy holds a dict
+    got = _AGAIN.get(key)
+    if got is None:
+        got = build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
+        if len(_AGAIN) >= 64:
+            _AGAIN.clear()
+        _AGAIN[key] = got
+    return got
