@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.config import Overrides, load_config
 from cgplan.core import latency as lat
 from cgplan.core.plan import build_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan, Rejected
-from cgplan.latency import shipped_latency
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.latency_coefficients import shipped_latency
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(
