@@ -97,7 +97,8 @@ def bytecode_env(prefix: Path) -> dict[str, str]:
 
 
 def clear_caches() -> None:
-    """Empty cgplan's in-process memo caches (plans, interned ranges and graphs, latency keys)."""
+    """Empty cgplan's in-process memo caches (plans, V2 managers and their tables, interned ranges
+    and graphs, latency keys)."""
     import cgplan.core.graphs
     import cgplan.core.latency
     import cgplan.core.plan
@@ -105,6 +106,7 @@ def clear_caches() -> None:
     cgplan.core.plan._AGAIN.clear()
     cgplan.core.plan._RANGES.clear()
     cgplan.core.graphs._GRAPHS.clear()
+    cgplan.core.graphs._MANAGERS.clear()
     cgplan.core.latency._MEMO.clear()
 
 

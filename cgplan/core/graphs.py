@@ -245,6 +245,9 @@ class V2Manager:
         # per LoRA case: (ascending token counts, their candidate groups), one entry per mode
         self._groups: dict[int, list[tuple[list[int], list[list[_Desc]]]]] = {}
         self._boundaries: list[int] = []
+        self._graphs: tuple[Graph, ...] | None = None
+        self.tables: dict[tuple[object, ...], object] = {}
+        """Dispatch tables made from this manager (`cgplan.core.plan`'s memo; it never changes)."""
         if mode is Mode.NONE or not sizes:
             return
         max_decode_tokens = max_num_seqs * decode_query_len
@@ -328,10 +331,12 @@ class V2Manager:
 
     def graphs(self) -> tuple[Graph, ...]:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""
-        out: list[Graph] = []
-        for m in (Mode.PIECEWISE, Mode.FULL):
-            out.extend(_graph(m._value_, d) for d in self.by_mode.get(m, ()))
-        return tuple(out)
+        if self._graphs is None:
+            out: list[Graph] = []
+            for m in (Mode.PIECEWISE, Mode.FULL):
+                out.extend(_graph(m._value_, d) for d in self.by_mode.get(m, ()))
+            self._graphs = tuple(out)
+        return self._graphs
 
     def dispatch(
         self, num_reqs: int, num_tokens: int, uniform_query_len: int | None, num_active_loras: int = 0
@@ -353,3 +358,38 @@ class V2Manager:
                 ):
                     return Outcome(mode, tokens, reqs)
         return EAGER
+
+
+_MANAGERS: dict[tuple[object, ...], V2Manager] = {}
+
+
+def v2_manager(
+    sizes: tuple[int, ...],
+    max_size: int,
+    mode: Mode,
+    decode_query_len: int,
+    decode_query_lens: list[int],
+    max_num_seqs: int,
+    candidates: V2Candidates,
+    loras: tuple[int, ...] = NO_LORA,
+    ubatch: Microbatching | None = None,
+) -> V2Manager:
+    """`V2Manager(...)`, shared by every plan that asks for the same one (a manager never changes
+    once built): a plan's target and EAGLE drafter-prefill managers are often the same, and so
+    are the managers of a sweep's configs.
+
+    max_num_seqs enters the key only up to the largest capture size: it bounds decode graphs by
+    request count (tokens // query_len <= max_num_seqs, with tokens <= max_size) and sets a FULL
+    mixed graph's requests (min(size, max_num_seqs)), and both are the same for every
+    max_num_seqs >= max(max_size, sizes)."""
+    widest = max(max_size, *sizes) if sizes else max_size
+    s = min(max_num_seqs, widest)
+    key = (sizes, max_size, mode, decode_query_len, tuple(decode_query_lens), s, candidates, loras, ubatch)
+    got = _MANAGERS.get(key)
+    if got is None:
+        if len(_MANAGERS) >= 256:
+            _MANAGERS.clear()
+        got = _MANAGERS[key] = V2Manager(
+            sizes, max_size, mode, decode_query_len, decode_query_lens, s, candidates, loras, ubatch
+        )
+    return got

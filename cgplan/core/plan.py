@@ -10,7 +10,7 @@ from cgplan.core.cost import drafter_shape
 from cgplan.core.defaults import assumed_defaults
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
-from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases
+from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases, v2_manager
 from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import capture_ladder
 from cgplan.core.modes import Mode
@@ -266,6 +266,29 @@ def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
     return dispatcher.dispatch(num_tokens, False)
 
 
+def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the uniform decode at `ql`, made once per manager: it depends on the
+    manager, `ql`, the LoRA case and the number of batches only."""
+    key = ("decode", ql, min(s, b // ql), loras)
+    got = manager.tables.get(key)
+    if got is None:
+        pick = partial(_v2_decode, manager, ql, loras=loras)
+        got = manager.tables[key] = dispatch_table(ql, s, b, pick, manager.boundaries())
+    return got  # type: ignore[return-value]
+
+
+def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the mixed batches, made once per manager, token bound and the request
+    count `_v2_mixed` gives a batch (min(tokens, max_num_seqs), the same above mixed_hi)."""
+    key = ("mixed", min(mixed_hi, b), min(s, mixed_hi))
+    got = manager.tables.get(key)
+    if got is None:
+        got = manager.tables[key] = dispatch_table(
+            1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries()
+        )
+    return got  # type: ignore[return-value]
+
+
 def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -> Outcome:
     # A mixed batch: as many requests as tokens up to max_num_seqs (the FULL worst case).
     return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
@@ -359,7 +382,7 @@ def build_plan(
             # the proposer's own CudagraphDispatcher reads the same LoRA config
             graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s, loras).graphs()
     else:
-        manager = V2Manager(
+        manager = v2_manager(
             sizes,
             max_size,
             mode,
@@ -382,14 +405,13 @@ def build_plan(
             )
         tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
-            uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())
+            uniform[ql] = _v2_table(manager, ql, s, b, 0)
             if inp.enable_lora:
-                pick = partial(_v2_decode, manager, ql, loras=1)
-                uniform_lora[ql] = dispatch_table(ql, s, b, pick, manager.boundaries())
-        mixed = dispatch_table(1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries())
+                uniform_lora[ql] = _v2_table(manager, ql, s, b, 1)
+        mixed = _v2_mixed_table(manager, mixed_hi, s, b)
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
-            prefill = V2Manager(
+            prefill = v2_manager(
                 sizes,
                 max_size,
                 mode,
@@ -406,7 +428,7 @@ def build_plan(
             if mode.decode_mode() is Mode.FULL:
                 _check_drafter_decode_lens(inp, k, decode_lens)
             if k > 1 and mode.decode_mode() is Mode.FULL:
-                decode = V2Manager(
+                decode = v2_manager(
                     sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
                 )
                 decode_graphs = decode.graphs()
