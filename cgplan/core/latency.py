@@ -467,6 +467,10 @@ def _sum_piecewise_linear(f: Callable[[int], float], a: int, b: int, kinks: Sequ
     return total
 
 
+SHORT_RUN = 6
+"""Runs shorter than this are summed point by point (`_segment_sum`)."""
+
+
 def _segment_sum(
     c: LatencyCoefficients,
     target: ForwardShape,
@@ -487,6 +491,9 @@ def _segment_sum(
         return step_ms(c, target, shape(n))
 
     first = shape(lo)
+    if hi - lo < SHORT_RUN:
+        # a short run point by point: fewer evaluations than finding its kinks
+        return step_ms(c, target, first) + sum(f(n) for n in range(lo + 1, hi + 1)), first.target_mode
     kinks: list[float] = []
     if hi > lo:
         nxt, d = shape(lo + 1), drafter_shape(target)
