@@ -187,6 +187,12 @@ def test_plan_json_fast_path() -> None:
     assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 
 
+def test_plan_table_fast_path() -> None:
+    """`cgplan plan FILE` (the table) does not import typer either (#18)."""
+    mods = _modules_after("plan", "configs/examples/pr50488-eagle-k16.yaml")
+    assert not {m for m in mods if m.split(".")[0] in ("typer", "click", "pydantic")}
+
+
 def test_other_commands_do_not_import_plan() -> None:
     mods = _modules_after("env", "--json")
     assert "cgplan.cli.plan" not in mods
@@ -207,9 +213,11 @@ def test_other_commands_do_not_import_plan() -> None:
 def test_plan_json_fast_path_answers_as_typer_does(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config: str
 ) -> None:
-    """`plan CONFIG --json` (run without typer) and `plan CONFIG --format json` (through typer):
-    the same exit code, stdout and stderr."""
+    """`plan CONFIG [--json]` (run without typer) and `plan CONFIG --format json|table` (through
+    typer): the same exit code, stdout and stderr."""
     monkeypatch.chdir(ROOT)
     fast = run(monkeypatch, capsys, "plan", config, "--json")
     assert run(monkeypatch, capsys, "plan", "--json", config) == fast
     assert run(monkeypatch, capsys, "plan", config, "--format", "json") == fast
+    table = run(monkeypatch, capsys, "plan", config)
+    assert run(monkeypatch, capsys, "plan", config, "--format", "table") == table

@@ -41,7 +41,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     signatures and annotations), and each command module pulls in its implementation; a run names
     its command first, so only that one is registered and imported.
     """
-    import typer  # here, not at import: `plan FILE --json` runs without it (_fast_plan_json)
+    import typer  # here, not at import: `plan FILE [--json]` runs without it (_fast_plan)
 
     def _root(
         version: bool = typer.Option(
@@ -80,26 +80,26 @@ def _usage_error(e: typer.TyperException) -> int:
     return int(getattr(e, "exit_code", 2))
 
 
-def _fast_plan_json(args: list[str]) -> str | None:
-    """CONFIG when `args` is `plan CONFIG --json` (either order) with CONFIG a file or `-`: run
-    without building the typer app or importing typer (its import is most of a start-up; #18).
-    What `plan` does with these arguments is the same code (`cgplan.cli._plan_run.run_plan`),
-    and every other command line goes through typer."""
-    if len(args) != 3 or args[0] != "plan" or "--json" not in args[1:]:
+def _fast_plan(args: list[str]) -> tuple[str, bool] | None:
+    """(CONFIG, json) when `args` is `plan CONFIG` or `plan CONFIG --json` (either order) with
+    CONFIG a file or `-`: run without building the typer app or importing typer (its import is
+    most of a start-up; #18). What `plan` does with these arguments is the same code
+    (`cgplan.cli._plan_run.run_plan`); every other command line goes through typer."""
+    if not 2 <= len(args) <= 3 or args[0] != "plan" or (len(args) == 3 and "--json" not in args[1:]):
         return None
-    config = args[2] if args[1] == "--json" else args[1]
+    config = args[1] if len(args) == 2 or args[2] == "--json" else args[2]
     if config in ("serve", "vllm", "--json") or (config.startswith("-") and config != "-"):
         return None
-    return config
+    return config, len(args) == 3
 
 
-def _run_fast_plan_json(config: str) -> int:
-    """`cgplan plan CONFIG --json` as typer would run it: Ctrl-C exits 130, EOF aborts, a reader
+def _run_fast_plan(config: str, json_out: bool) -> int:
+    """`cgplan plan CONFIG [--json]` as typer would run it: Ctrl-C exits 130, EOF aborts, a reader
     that went away exits 1 (typer's own handling of a command's exceptions, in `typer.core._main`)."""
     from cgplan.cli._plan_run import run_plan
 
     try:
-        run_plan(targets=[config], json_out=True)
+        run_plan(targets=[config], json_out=json_out)
     except EOFError:
         sys.stderr.write("\ncgplan: aborted\n")
         return 130
@@ -133,16 +133,16 @@ def main(argv: list[str] | None = None) -> None:
 
     typer runs in non-standalone mode so its usage errors come back as exceptions, printed here as
     one line (exit 2); `--help` and `typer.Exit` come back as exit codes, Ctrl-C as 130.
-    `plan CONFIG --json` runs without typer (`_fast_plan_json`).
+    `plan CONFIG [--json]` runs without typer (`_fast_plan`).
     """
     guard_closed_stdout()
     args = sys.argv[1:] if argv is None else argv
     # Shell completion asks about every command: build the whole app for it.
     completing = any(k.endswith("_COMPLETE") for k in os.environ)
-    fast = None if completing else _fast_plan_json(args)
+    fast = None if completing else _fast_plan(args)
     try:
         try:
-            code = _run_fast_plan_json(fast) if fast is not None else _run_app(args, completing)
+            code = _run_fast_plan(*fast) if fast is not None else _run_app(args, completing)
         finally:
             flush_stdout()  # what is still buffered: a full disk there is an error too
     except CgplanError as e:

@@ -1,5 +1,5 @@
 """The body of `cgplan plan`, without typer: the command (`cgplan/cli/plan.py`) and the start-up
-fast path of `cgplan plan FILE --json` (`cgplan.cli.main`) both run it, so their output and
+fast path of `cgplan plan FILE [--json]` (`cgplan.cli.main`) both run it, so their output and
 errors are one and the same."""
 
 from __future__ import annotations
