@@ -20,6 +20,14 @@ per-pair ratios where two things are compared):
 The results JSON records the machine (CPU count, Python, platform) and its load (1-minute load
 average before and after), and no machine paths.
 
+Bytecode: an installed package has its modules compiled (pip compiles them at install), so the
+timed processes run with Python's bytecode cache on, in a private PYTHONPYCACHEPREFIX filled by
+a warm-up run, for cgplan and `python -c pass` alike. PYTHONDONTWRITEBYTECODE (which some
+environments set) is removed for them: with it every start recompiles cgplan's modules, which
+no installed copy does; that start is measured once as well (`cold_start_without_bytecode`).
+In-process figures clear cgplan's memo caches before each timed call, so a repeat is not
+served from the previous one (`clear_caches`).
+
 Usage: python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
        [--oracle-python .cache/venv-0.33.0/bin/python] [--oracle scripts/oracle/oracle.py] [--pairs 5]
 """
@@ -79,6 +87,27 @@ def run_process(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | N
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Run(cpu, wall, proc.returncode, proc.stdout, proc.stderr)
+
+
+def bytecode_env(prefix: Path) -> dict[str, str]:
+    """The environment of the timed processes: bytecode cached under `prefix` (see the docstring)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    return env
+
+
+def clear_caches() -> None:
+    """Empty cgplan's in-process memo caches (plans, V2 managers and their tables, interned ranges
+    and graphs, latency keys)."""
+    import cgplan.core.graphs
+    import cgplan.core.latency
+    import cgplan.core.plan
+
+    cgplan.core.plan._AGAIN.clear()
+    cgplan.core.plan._RANGES.clear()
+    cgplan.core.graphs._GRAPHS.clear()
+    cgplan.core.graphs._MANAGERS.clear()
+    cgplan.core.latency._MEMO.clear()
 
 
 def _median(xs: list[float], digits: int = 4) -> float:
@@ -200,6 +229,7 @@ def cpu_median(fn: Callable[[], object], runs: int, cap_s: float = 3.0) -> float
     """Median CPU seconds of `runs` calls (one call when a call takes more than `cap_s`)."""
     times = []
     for _ in range(runs):
+        clear_caches()
         t0 = time.process_time()
         fn()
         times.append(time.process_time() - t0)
@@ -220,15 +250,27 @@ def bench_sweep() -> dict[str, Any]:
         )
         for s in range(8, 1008)
     ]
+    clear_caches()
     t0 = time.process_time()
     for x in sweep:
         build_plan(x, with_fixes=False)
     cpu = time.process_time() - t0
     return {
-        "what": "build_plan of 1,000 configs (max_num_seqs 8..1007, K=16, no schedule), no fix search",
+        "what": "build_plan of 1,000 configs (max_num_seqs 8..1007, K=16, no schedule), no fix search, "
+        "in one process (memo caches cleared before the first)",
         "cpu_s": round(cpu, 3),
         "target_cpu_s": "< 1",
     }
+
+
+def whole_plan(inp: Any) -> Any:
+    """What `cgplan plan` computes for `inp` after reading it (api.plan.plan_file's steps)."""
+    from cgplan.api.plan import _build, _timed, fix_search, shipped_coefficients_for
+    from cgplan.core.policies import UPSTREAM
+    from cgplan.io.cost_coefficients import with_cost
+
+    plan = _build(inp, True, UPSTREAM, fix_search(None))
+    return _timed(with_cost(plan, inp, shipped_coefficients_for(inp)), inp, None, None)
 
 
 def bench_growth() -> dict[str, Any]:
@@ -236,7 +278,8 @@ def bench_growth() -> dict[str, Any]:
     assert inp.speculative is not None
     out: dict[str, Any] = {
         "what": "in-process build_plan with the fix search, max_num_batched_tokens = max(S, 16384); "
-        "CPU seconds, median of 3 (one run above 3 s)",
+        "CPU seconds, median of 3 (one run above 3 s); cpu_s_as_cgplan_plan: what `cgplan plan` "
+        "computes (the fix search, the cost model, the step-latency model pricing each fix)",
         "target": "max_num_seqs 10^6 within 2x of 4,096",
     }
     for label, schedule in (
@@ -259,10 +302,14 @@ def bench_growth() -> dict[str, Any]:
                 "cpu_s_without_fix_search": round(
                     cpu_median(lambda x=x: build_plan(x, with_fixes=False), 3), 4
                 ),
+                "cpu_s_as_cgplan_plan": round(cpu_median(lambda x=x: whole_plan(x), 3), 4),
                 "gaps": len(plan.gaps),
                 "fixes": len(plan.fixes),
             }
         row["ratio_1e6_over_4096"] = round(row[str(10**6)]["cpu_s"] / row["4096"]["cpu_s"], 1)
+        row["ratio_1e6_over_4096_as_cgplan_plan"] = round(
+            row[str(10**6)]["cpu_s_as_cgplan_plan"] / row["4096"]["cpu_s_as_cgplan_plan"], 1
+        )
         row["ratio_1e6_over_4096_without_fix_search"] = round(
             row[str(10**6)]["cpu_s_without_fix_search"] / row["4096"]["cpu_s_without_fix_search"], 1
         )
@@ -369,20 +416,29 @@ def main() -> int:
     started = time.time()
     config_rel = str(CONFIG.relative_to(ROOT))
     cgplan = [sys.executable, "-m", "cgplan", "plan", config_rel]
+    pycache = tempfile.TemporaryDirectory(prefix="bench-pycache-")
+    env = bytecode_env(Path(pycache.name))
 
     def cgplan_json() -> Run:
-        return run_process([*cgplan, "--json"], cwd=ROOT)
+        return run_process([*cgplan, "--json"], cwd=ROOT, env=env)
 
     def cgplan_table() -> Run:
-        return run_process(cgplan, cwd=ROOT)
+        return run_process(cgplan, cwd=ROOT, env=env)
 
     def bare() -> Run:
-        return run_process([sys.executable, "-c", "pass"], cwd=ROOT)
+        return run_process([sys.executable, "-c", "pass"], cwd=ROOT, env=env)
 
-    first = cgplan_json()
+    with tempfile.TemporaryDirectory(prefix="bench-nopycache-") as empty:
+        cold_env = {**bytecode_env(Path(empty)), "PYTHONDONTWRITEBYTECODE": "1"}
+        cold = run_process([*cgplan, "--json"], cwd=ROOT, env=cold_env)
+    _check(cold, "cgplan plan --json (no bytecode)")
+    first = cgplan_json()  # the warm-up: writes the bytecode the timed runs read
     _check(first, "cgplan plan --json")
     _check(cgplan_table(), "cgplan plan")
+    _check(bare(), "python -c pass")
     plan = json.loads(first.stdout)
+    if plan != json.loads(cold.stdout):
+        raise SystemExit("bench_plan: the plan differs with and without bytecode")
 
     reference = bench_reference(args, cgplan_json, plan)
     baseline_json, _ = paired("python_c_pass", bare, "cgplan_json", cgplan_json, args.baseline_pairs)
@@ -399,6 +455,14 @@ def main() -> int:
             "platform": platform.platform(),
         },
         "config": config_rel,
+        "bytecode": "timed processes: bytecode cached in a private PYTHONPYCACHEPREFIX (warm-up run "
+        "first), PYTHONDONTWRITEBYTECODE removed, as for an installed package; both sides alike",
+        "cold_start_without_bytecode": {
+            "what": "one `cgplan plan CONFIG --json` with PYTHONDONTWRITEBYTECODE=1 and no bytecode "
+            "(every module compiled at start-up: what no installed copy does)",
+            "cpu_s": round(cold.cpu_s, 4),
+            "wall_s": round(cold.wall_s, 4),
+        },
         "plan_vs_vllm": reference,
         "plan_json_vs_bare_python": {**baseline_json, "target": "cgplan_json <= 6x python -c pass"},
         "plan_table_vs_bare_python": {**baseline_table, "target": "cgplan_table <= 8x python -c pass"},
@@ -414,6 +478,7 @@ def main() -> int:
         "loadavg_1m_after": round(os.getloadavg()[0], 2),
         "duration_s": round(time.time() - started, 1),
     }
+    pycache.cleanup()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

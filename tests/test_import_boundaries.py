@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
 POISON = """
 import sys
 for name in {names!r}:
@@ -174,7 +178,7 @@ def test_plan_json_fast_path() -> None:
     """`cgplan plan FILE --json` imports neither rich nor pydantic, nor another command's code,
     nor the vllm serve flag table (start-up is most of its time: #18)."""
     mods = _modules_after("plan", "configs/examples/pr50488-eagle-k16.yaml", "--json")
-    heavy = {m for m in mods if m.split(".")[0] in ("rich", "pydantic", "pydantic_core")}
+    heavy = {m for m in mods if m.split(".")[0] in ("rich", "pydantic", "pydantic_core", "typer", "click")}
     assert not heavy, sorted(heavy)
     others = {f"cgplan.cli.{c}" for c in ("capture", "diff", "sweep", "gate", "logs", "optimize", "env")}
     assert not mods & others, sorted(mods & others)
@@ -183,7 +187,37 @@ def test_plan_json_fast_path() -> None:
     assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
 
 
+def test_plan_table_fast_path() -> None:
+    """`cgplan plan FILE` (the table) does not import typer either (#18)."""
+    mods = _modules_after("plan", "configs/examples/pr50488-eagle-k16.yaml")
+    assert not {m for m in mods if m.split(".")[0] in ("typer", "click", "pydantic")}
+
+
 def test_other_commands_do_not_import_plan() -> None:
     mods = _modules_after("env", "--json")
     assert "cgplan.cli.plan" not in mods
     assert "cgplan.api.plan" not in mods
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "configs/examples/pr50488-eagle-k16.yaml",
+        "configs/examples/mns1024-eagle-k16-dyn4.yaml",
+        "configs/gpu/tiny-eagle-dyn-v2.yaml",  # vLLM refuses it: exit 2, one located line
+        "tests/data/no-such-config.yaml",
+        "README.md",
+        "configs",
+    ],
+)
+def test_plan_json_fast_path_answers_as_typer_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config: str
+) -> None:
+    """`plan CONFIG [--json]` (run without typer) and `plan CONFIG --format json|table` (through
+    typer): the same exit code, stdout and stderr."""
+    monkeypatch.chdir(ROOT)
+    fast = run(monkeypatch, capsys, "plan", config, "--json")
+    assert run(monkeypatch, capsys, "plan", "--json", config) == fast
+    assert run(monkeypatch, capsys, "plan", config, "--format", "json") == fast
+    table = run(monkeypatch, capsys, "plan", config)
+    assert run(monkeypatch, capsys, "plan", config, "--format", "table") == table

@@ -113,3 +113,16 @@ def test_memory_follows_one_engine_start_not_the_file(tmp_path: Path) -> None:
     alone = parse_log(last, str(path))
     assert parsed.engine_starts == 300
     assert dataclasses.replace(parsed, engine_starts=1) == alone
+
+
+@pytest.mark.parametrize("deferred_chars", [-1, 100, 5000])
+def test_deferred_reading_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deferred_chars: int
+) -> None:
+    """A region reads its segments when the next engine line has not dropped it first (#18):
+    read at once (-1), flushed mid-region (100, 5000 characters) or at the end, the same log."""
+    path, _, _ = _restarts(tmp_path, 12)
+    files = [path, *REAL, *sorted(LOGS.glob("synthetic-*.log"))]
+    default = [parse_file(p) for p in files]
+    monkeypatch.setattr(logs, "DEFERRED_CHARS", deferred_chars)
+    assert [parse_file(p) for p in files] == default

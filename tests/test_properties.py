@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -87,6 +88,7 @@ def test_interval_dispatch_equals_per_batch_dispatch(inp: PlanInput) -> None:
     """The O(graphs) dispatch table is exactly the O(max_num_seqs) per-batch definition."""
     from unittest import mock
 
+    from cgplan.core import graphs as graphs_mod
     from cgplan.core import plan as plan_mod
 
     fast = plan_mod.dispatch_table
@@ -98,9 +100,35 @@ def test_interval_dispatch_equals_per_batch_dispatch(inp: PlanInput) -> None:
         checked.append(1)
         return got
 
+    graphs_mod._MANAGERS.clear()  # tables are made once per manager: make them here
     with mock.patch.object(plan_mod, "dispatch_table", both):
         try:
             build_plan(inp, with_fixes=False)
         except Rejected:
             return
     assert checked
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs(), st.integers(min_value=1, max_value=5000))
+def test_shared_managers_and_tables_change_no_plan(inp: PlanInput, other_seqs: int) -> None:
+    """A plan made after another config filled the manager and table memo (#18) is the plan made
+    without the memo: max_num_seqs enters the memo's keys only as far as it changes the answer."""
+    import dataclasses
+    from unittest import mock
+
+    from cgplan.core import graphs as graphs_mod
+    from cgplan.core import plan as plan_mod
+
+    def planned() -> object:
+        try:
+            return build_plan(inp, with_fixes=False)
+        except Rejected as e:
+            return str(e)
+
+    with mock.patch.object(plan_mod, "v2_manager", graphs_mod.V2Manager):  # no memo at all
+        alone = planned()
+    graphs_mod._MANAGERS.clear()
+    with contextlib.suppress(Rejected, ValueError):
+        build_plan(dataclasses.replace(inp, max_num_seqs=other_seqs), with_fixes=False)
+    assert planned() == alone

@@ -10,10 +10,10 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cgplan.core.cost import CostCoefficients
 from cgplan.core.gaps import FixSearch
-from cgplan.core.gate import DEFAULT_BUDGETS, GatePolicy, budgets_of
 from cgplan.core.latency import LatencyCoefficients
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
@@ -23,7 +23,10 @@ from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.io.cost_coefficients import coefficients_for, default_coefficients, moe_coefficients, with_cost
 from cgplan.io.latency_coefficients import shipped_latency, with_latency
-from cgplan.io.traffic import Traffic
+
+if TYPE_CHECKING:
+    from cgplan.core.gate import GatePolicy
+    from cgplan.io.traffic import Traffic
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,9 @@ def fix_search(
     policy: GatePolicy | None = None,
 ) -> FixSearch:
     """The fix search `plan` runs: the default gate's budgets (or `policy`'s) and the cost model."""
+    # the gate's module here, not at import: it brings the diff and side comparison `plan` never runs
+    from cgplan.core.gate import DEFAULT_BUDGETS, budgets_of
+
     return FixSearch(
         budgets_of(policy) if policy is not None else DEFAULT_BUDGETS,
         coefficients or shipped_coefficients(),

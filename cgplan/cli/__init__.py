@@ -6,15 +6,17 @@ import errno
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 try:  # Ctrl-C while the CLI loads (a second of imports) exits 130 quietly, as later, not a traceback
-    import typer
-
     from cgplan import __version__
     from cgplan.errors import CgplanError, ExitCode, one_line
     from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
 except KeyboardInterrupt:
     raise SystemExit(130) from None
+
+if TYPE_CHECKING:
+    import typer
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
@@ -28,17 +30,11 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 def _version(value: bool) -> None:
+    import typer
+
     if value:
         typer.echo(f"cgplan {__version__}")
         raise typer.Exit()
-
-
-def _root(
-    version: bool = typer.Option(
-        False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
-    ),
-) -> None:
-    """CUDA-graph capture planner and profiler for vLLM."""
 
 
 def build_app(only: str | None = None) -> typer.Typer:
@@ -48,6 +44,15 @@ def build_app(only: str | None = None) -> typer.Typer:
     signatures and annotations), and each command module pulls in its implementation; a run names
     its command first, so only that one is registered and imported.
     """
+    import typer  # here, not at import: `plan FILE [--json]` runs without it (_fast_plan)
+
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
+        ),
+    ) -> None:
+        """CUDA-graph capture planner and profiler for vLLM."""
+
     app = typer.Typer(
         name="cgplan",
         help="CUDA-graph capture planner and profiler for vLLM.",
@@ -78,33 +83,77 @@ def _usage_error(e: typer.TyperException) -> int:
     return int(getattr(e, "exit_code", 2))
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app; a CgplanError or a usage error is one line.
+def _fast_plan(args: list[str]) -> tuple[str, bool] | None:
+    """(CONFIG, json) when `args` is `plan CONFIG` or `plan CONFIG --json` (either order) with
+    CONFIG a file or `-`: run without building the typer app or importing typer (its import is
+    most of a start-up; #18). What `plan` does with these arguments is the same code
+    (`cgplan.cli._plan_run.run_plan`); every other command line goes through typer."""
+    if not 2 <= len(args) <= 3 or args[0] != "plan" or (len(args) == 3 and "--json" not in args[1:]):
+        return None
+    config = args[1] if len(args) == 2 or args[2] == "--json" else args[2]
+    if config in ("serve", "vllm", "--json") or (config.startswith("-") and config != "-"):
+        return None
+    return config, len(args) == 3
 
-    typer runs in non-standalone mode so its usage errors come back as exceptions, printed here as
-    one line (exit 2); `--help` and `typer.Exit` come back as exit codes, Ctrl-C as 130.
-    """
-    guard_closed_stdout()
-    args = sys.argv[1:] if argv is None else argv
-    # Shell completion asks about every command: build the whole app for it.
-    completing = any(k.endswith("_COMPLETE") for k in os.environ)
-    try:  # the command's own modules load here
+
+def _run_fast_plan(config: str, json_out: bool) -> int:
+    """`cgplan plan CONFIG [--json]` as typer would run it: Ctrl-C exits 130, EOF aborts, a reader
+    that went away exits 1 (typer's own handling of a command's exceptions, in `typer.core._main`)."""
+    from cgplan.cli._plan_run import run_plan
+
+    try:
+        run_plan(targets=[config], json_out=json_out)
+    except EOFError:
+        sys.stderr.write("\ncgplan: aborted\n")
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        silence_stdout()
+        return 1
+    return 0
+
+
+def _run_app(args: list[str], completing: bool) -> int:
+    """The typer app, non-standalone, its usage errors as one line."""
+    try:  # typer and the command's own modules load here
+        import typer
+
         app = build_app(None if completing else _command_named(args))
     except KeyboardInterrupt:
         sys.exit(130)
     try:
-        try:
-            code = app(args=args, prog_name="cgplan", standalone_mode=False)
-        finally:
-            flush_stdout()  # what is still buffered: a full disk there is an error too
-    except CgplanError as e:
-        sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
-        code = int(e.exit_code)
+        code = app(args=args, prog_name="cgplan", standalone_mode=False)
     except typer.Abort:
         sys.stderr.write("cgplan: aborted\n")
         code = 130
     except typer.TyperException as e:  # click's UsageError, BadParameter, FileError, ...
         code = _usage_error(e)
+    return code if isinstance(code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app; a CgplanError or a usage error is one line.
+
+    typer runs in non-standalone mode so its usage errors come back as exceptions, printed here as
+    one line (exit 2); `--help` and `typer.Exit` come back as exit codes, Ctrl-C as 130.
+    `plan CONFIG [--json]` runs without typer (`_fast_plan`).
+    """
+    guard_closed_stdout()
+    args = sys.argv[1:] if argv is None else argv
+    # Shell completion asks about every command: build the whole app for it.
+    completing = any(k.endswith("_COMPLETE") for k in os.environ)
+    fast = None if completing else _fast_plan(args)
+    try:
+        try:
+            code = _run_fast_plan(*fast) if fast is not None else _run_app(args, completing)
+        finally:
+            flush_stdout()  # what is still buffered: a full disk there is an error too
+    except CgplanError as e:
+        sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
+        code = int(e.exit_code)
     except BrokenPipeError:  # click's own output (--help | head): the reader went away
         silence_stdout()
         code = 0
@@ -114,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         silence_stdout()
         sys.stderr.write(f"cgplan: error: <stdout>: cannot write: {e.strerror or e}\n")
         code = int(ExitCode.USAGE)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code)
 
 
 def gate_main() -> None:

@@ -8,10 +8,20 @@ import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
 FORMATS = ("table", "json", "markdown", "html")
+
+
+def _bad_parameter(message: str, param_hint: str | None = None) -> typer.BadParameter:
+    """typer's usage error, typer imported only then: `plan FILE --json` runs without typer
+    (the fast path of `cgplan.cli.main`)."""
+    import typer
+
+    return typer.BadParameter(message, param_hint=param_hint)
 
 
 def output_format(
@@ -30,15 +40,14 @@ def output_format(
     if fmt is not None:
         fmt = fmt.strip().lower()
         if fmt not in FORMATS:
-            raise typer.BadParameter(f"unknown format {fmt!r} (expected one of {', '.join(allowed)})")
+            raise _bad_parameter(f"unknown format {fmt!r} (expected one of {', '.join(allowed)})")
         given.append(fmt)
     if len(set(given)) > 1:
-        raise typer.BadParameter(f"give one output format (got {' and '.join(dict.fromkeys(given))})")
+        raise _bad_parameter(f"give one output format (got {' and '.join(dict.fromkeys(given))})")
     chosen = given[0] if given else "table"
     if chosen not in allowed:
-        raise typer.BadParameter(
-            f"this command has no {chosen} output (expected one of {', '.join(allowed)})",
-            param_hint="--format",
+        raise _bad_parameter(
+            f"this command has no {chosen} output (expected one of {', '.join(allowed)})", "--format"
         )
     return chosen
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
-from cgplan.core.diff import diff_sides
-from cgplan.core.sides import Side, decode_gaps, padding
+
+if TYPE_CHECKING:
+    from cgplan.core.sides import Side
 
 GIB = 1 << 30
 
@@ -139,6 +141,9 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
     A check never holds for want of data: where the side lacks what the check needs (a
     partial or failed capture, an empty or short dispatch or graph table) it fails and says
     what is missing."""
+    # here, not at import: `plan` reads this module for DEFAULT_BUDGETS only (#18)
+    from cgplan.core.sides import decode_gaps, padding
+
     checks: list[Check] = []
     if side.rejected:
         return GateResult(side.label, (Check("config_accepted", False, side.rejected),))
@@ -273,6 +278,8 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
 def _baseline_checks(
     policy: GatePolicy, side: Side, baseline: Side, no_dispatch: str | None, no_graphs: str | None
 ) -> list[Check]:
+    from cgplan.core.diff import diff_sides
+
     checks: list[Check] = []
     d = diff_sides(baseline, side)
     if policy.no_regression:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cgplan.core.modes import Mode
-from cgplan.core.types import Graph
+from cgplan.core.types import Graph, GraphMode
 from cgplan.core.vllm.releases import V2Candidates
 
 
@@ -180,6 +180,27 @@ class _Desc(NamedTuple):
         return Outcome(self.mode, self.num_tokens, self.num_reqs)
 
 
+def _tokens(d: _Desc) -> int:
+    return d.num_tokens
+
+
+_GRAPHS: dict[tuple[GraphMode, _Desc], Graph] = {}
+"""Graph descriptors already made (a Graph is frozen, so plans can share one): a sweep or a fix
+search makes the same few hundred thousands of times, and a frozen dataclass is slow to build."""
+
+
+def _graph(mode: GraphMode, d: _Desc) -> Graph:
+    key = (mode, d)
+    g = _GRAPHS.get(key)
+    if g is None:
+        if len(_GRAPHS) >= 1 << 16:
+            _GRAPHS.clear()
+        g = _GRAPHS[key] = Graph(
+            mode, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches
+        )
+    return g
+
+
 @dataclass(frozen=True)
 class Microbatching:
     """What `CudaGraphManager._maybe_ubatch_twin` reads: DBO is on and a UBatchRunner exists."""
@@ -221,54 +242,69 @@ class V2Manager:
         self.s = max_num_seqs
         self.loras = loras
         self.by_mode: dict[Mode, list[_Desc]] = {}
-        self._outcomes: dict[_Desc, Outcome] = {}
         # per LoRA case: (ascending token counts, their candidate groups), one entry per mode
         self._groups: dict[int, list[tuple[list[int], list[list[_Desc]]]]] = {}
+        self._boundaries: list[int] = []
+        self._graphs: tuple[Graph, ...] | None = None
+        self.tables: dict[tuple[object, ...], object] = {}
+        """Dispatch tables made from this manager (`cgplan.core.plan`'s memo; it never changes)."""
         if mode is Mode.NONE or not sizes:
             return
         max_decode_tokens = max_num_seqs * decode_query_len
         decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
         by_mode: dict[Mode, list[_Desc]] = {}
-        by_token: dict[tuple[int, int], list[_Desc]] = {}
         seen: set[_Desc] = set()
         with_decode = mode.separate_routine() and decode_mode is not Mode.NONE
-
-        def add(m: Mode, d: _Desc) -> None:
-            by_mode.setdefault(m, []).append(d)
-            by_token.setdefault((d.num_tokens, d.num_active_loras), []).append(d)
-
+        # 0.26-0.28 pick among every mode's descriptors of one token count, in the order added
+        by_token: dict[tuple[int, int], list[_Desc]] | None = (
+            {} if candidates is V2Candidates.SMALLEST_ANY_MODE else None
+        )
+        # The loops below run for every capture size x tier of every plan: the appends are bound
+        # once and round_up is inlined (a 1,000-config sweep spends most of its time here).
+        decode_list = by_mode.setdefault(decode_mode, []) if with_decode else []
+        mixed_list = by_mode.setdefault(mixed_mode, []) if mixed_mode is not Mode.NONE else []
+        add_decode, add_mixed, mark = decode_list.append, mixed_list.append, seen.add
+        # a decode graph at query length ql holds tokens = round_up(size, ql) <= limit tokens
+        limit = min(max_decode_tokens, max_size)
+        mixed_full = mixed_mode is Mode.FULL
         for size in sorted(sizes):
             for lora in loras:
                 if with_decode:
                     for ql in decode_query_lens:
-                        tokens = round_up(size, ql)
-                        reqs = tokens // ql
-                        if tokens > max_decode_tokens or tokens > max_size or reqs > max_num_seqs:
+                        tokens = ((size + ql - 1) // ql) * ql
+                        if tokens > limit or tokens // ql > max_num_seqs:
                             continue
-                        desc = _Desc(decode_mode, tokens, reqs, ql, lora)
+                        desc = _Desc(decode_mode, tokens, tokens // ql, ql, lora)
                         if desc not in seen:
-                            seen.add(desc)
-                            add(decode_mode, desc)
+                            mark(desc)
+                            add_decode(desc)
+                            if by_token is not None:
+                                by_token.setdefault((tokens, lora), []).append(desc)
                         twin = ubatch.twin(desc) if ubatch else None
                         if twin is not None and twin not in seen:
-                            seen.add(twin)
-                            add(decode_mode, twin)
+                            mark(twin)
+                            add_decode(twin)
+                            if by_token is not None:
+                                by_token.setdefault((twin.num_tokens, lora), []).append(twin)
                 if mixed_mode is not Mode.NONE:
-                    reqs_or_none = min(size, max_num_seqs) if mixed_mode is Mode.FULL else None
-                    desc = _Desc(mixed_mode, size, reqs_or_none, None, lora)
-                    add(mixed_mode, desc)
+                    desc = _Desc(
+                        mixed_mode, size, min(size, max_num_seqs) if mixed_full else None, None, lora
+                    )
+                    add_mixed(desc)
+                    if by_token is not None:
+                        by_token.setdefault((size, lora), []).append(desc)
                     twin = ubatch.twin(desc) if ubatch else None
                     if twin is not None:
-                        add(mixed_mode, twin)
+                        add_mixed(twin)
+                        if by_token is not None:
+                            by_token.setdefault((twin.num_tokens, lora), []).append(twin)
+        by_mode = {m: descs for m, descs in by_mode.items() if descs}
         for descs in by_mode.values():
-            descs.sort(key=lambda d: d.num_tokens, reverse=True)
+            descs.sort(key=_tokens, reverse=True)
         self.by_mode = by_mode
-        self._outcomes = {
-            d: Outcome(d.mode, d.num_tokens, d.num_reqs) for descs in by_mode.values() for d in descs
-        }
         for lora in loras:
             groups: list[tuple[list[int], list[list[_Desc]]]] = []
-            if candidates is V2Candidates.SMALLEST_ANY_MODE:
+            if by_token is not None:
                 counts = sorted(t for t, la in by_token if la == lora)
                 groups.append((counts, [by_token[(c, lora)] for c in counts]))
             else:
@@ -285,18 +321,22 @@ class V2Manager:
                     if counts_m:
                         groups.append((counts_m, groups_m))
             self._groups[lora] = groups
+        self._boundaries = sorted(
+            {d.num_tokens for descs in by_mode.values() for d in descs if d.num_tokens > 0}
+        )
 
     def boundaries(self) -> list[int]:
-        """Token counts where a dispatch outcome can change: every descriptor's."""
-        return [d.num_tokens for descs in self.by_mode.values() for d in descs]
+        """Token counts where a dispatch outcome can change: every descriptor's (ascending, once)."""
+        return self._boundaries
 
     def graphs(self) -> tuple[Graph, ...]:
         """Capture descriptors in capture order: PIECEWISE then FULL, largest first."""
-        return tuple(
-            Graph(m.value, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches)
-            for m in (Mode.PIECEWISE, Mode.FULL)
-            for d in self.by_mode.get(m, [])
-        )
+        if self._graphs is None:
+            out: list[Graph] = []
+            for m in (Mode.PIECEWISE, Mode.FULL):
+                out.extend(_graph(m._value_, d) for d in self.by_mode.get(m, ()))
+            self._graphs = tuple(out)
+        return self._graphs
 
     def dispatch(
         self, num_reqs: int, num_tokens: int, uniform_query_len: int | None, num_active_loras: int = 0
@@ -304,17 +344,52 @@ class V2Manager:
         """`CudaGraphManager.dispatch` for one microbatch (a batch DBO does not split)."""
         if num_tokens <= 0:
             return EAGER
-        lora = effective_loras(self.loras, num_active_loras)
-        for counts, groups in self._groups.get(lora, []):
+        lora = effective_loras(self.loras, num_active_loras) if num_active_loras > 0 else 0
+        for counts, groups in self._groups.get(lora, ()):
             i = bisect.bisect_left(counts, num_tokens)
             if i == len(counts):
                 continue
-            for d in groups[i]:
+            for mode, tokens, reqs, query_len, _, ubatches in groups[i]:  # unpacked: runs per dispatch
                 if (
-                    (d.query_len is None or d.query_len == uniform_query_len)
-                    and (d.num_reqs is None or d.num_reqs >= num_reqs)
-                    and d.num_tokens >= num_tokens
-                    and d.num_ubatches == 1
+                    (query_len is None or query_len == uniform_query_len)
+                    and (reqs is None or reqs >= num_reqs)
+                    and tokens >= num_tokens
+                    and ubatches == 1
                 ):
-                    return self._outcomes[d]
+                    return Outcome(mode, tokens, reqs)
         return EAGER
+
+
+_MANAGERS: dict[tuple[object, ...], V2Manager] = {}
+
+
+def v2_manager(
+    sizes: tuple[int, ...],
+    max_size: int,
+    mode: Mode,
+    decode_query_len: int,
+    decode_query_lens: list[int],
+    max_num_seqs: int,
+    candidates: V2Candidates,
+    loras: tuple[int, ...] = NO_LORA,
+    ubatch: Microbatching | None = None,
+) -> V2Manager:
+    """`V2Manager(...)`, shared by every plan that asks for the same one (a manager never changes
+    once built): a plan's target and EAGLE drafter-prefill managers are often the same, and so
+    are the managers of a sweep's configs.
+
+    max_num_seqs enters the key only up to the largest capture size: it bounds decode graphs by
+    request count (tokens // query_len <= max_num_seqs, with tokens <= max_size) and sets a FULL
+    mixed graph's requests (min(size, max_num_seqs)), and both are the same for every
+    max_num_seqs >= max(max_size, sizes)."""
+    widest = max(max_size, *sizes) if sizes else max_size
+    s = min(max_num_seqs, widest)
+    key = (sizes, max_size, mode, decode_query_len, tuple(decode_query_lens), s, candidates, loras, ubatch)
+    got = _MANAGERS.get(key)
+    if got is None:
+        if len(_MANAGERS) >= 256:
+            _MANAGERS.clear()
+        got = _MANAGERS[key] = V2Manager(
+            sizes, max_size, mode, decode_query_len, decode_query_lens, s, candidates, loras, ubatch
+        )
+    return got

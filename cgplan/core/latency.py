@@ -22,6 +22,7 @@ shipped for the H200 and replaceable by a user's own fit (`fit_latency`).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -378,6 +379,237 @@ def domain_caveats(
     return tuple(out)
 
 
+def _tier_runs(plan: Plan) -> list[tuple[int, int, int]]:
+    """(first, last, query_len) runs covering 1..max_num_seqs: what `_query_len_for` answers for
+    each request count, as runs (O(schedule), not O(max_num_seqs))."""
+    s, q0 = plan.max_num_seqs, plan.uniform_decode_query_len
+    if plan.dynamic_sd_lookup is None:
+        return [(1, s, q0)] if s >= 1 else []
+    claimed: list[tuple[int, int, int]] = []  # first match wins, as in _query_len_for
+    for a, b, k in plan.dynamic_sd_lookup:
+        pieces = [(max(a, 1), min(b, s))]
+        for ca, cb, _ in claimed:
+            pieces = [
+                part
+                for lo, hi in pieces
+                for part in ((lo, min(hi, ca - 1)), (max(lo, cb + 1), hi))
+                if part[0] <= part[1]
+            ]
+        claimed.extend((lo, hi, k + 1) for lo, hi in pieces if lo <= hi)
+    out: list[tuple[int, int, int]] = []
+    pos = 1
+    for a, b, q in sorted(claimed):
+        if a > pos:
+            out.append((pos, a - 1, q0))
+        out.append((a, b, q))
+        pos = b + 1
+    if pos <= s:
+        out.append((pos, s, q0))
+    return out
+
+
+def uniform_ranges(plan: Plan) -> tuple[tuple[int, int], ...]:
+    """`uniform_traffic`'s request counts as runs (first, last): the default traffic shape in
+    O(schedule)."""
+    out: list[tuple[int, int]] = []
+    for a, b, q in _tier_runs(plan):
+        hi = min(b, plan.max_num_batched_tokens // q)
+        if hi < a:
+            continue
+        if out and out[-1][1] == a - 1:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((a, hi))
+    return tuple(out)
+
+
+Linear = tuple[int, int, int, int]
+"""(tokens at `lo`, tokens per request, rows at `lo`, rows per request) of a forward over lo..hi."""
+
+
+def _forward_kinks(
+    c: LatencyCoefficients, s: ForwardShape, mode: str, lo: int, hi: int, lin: Linear
+) -> list[float]:
+    """Where `forward_ms` of a forward whose (tokens, rows) are linear in n on lo..hi may bend: the
+    compute-bound knee of `gpu_ms` and the points where host and GPU time cross (`forward_ms`
+    takes their max and a share of their min). Between two such points it is linear in n."""
+    t0, t1, r0, r1 = lin
+
+    def gpu(n: int) -> float:
+        return gpu_ms(c, s, t0 + t1 * (n - lo), r0 + r1 * (n - lo))
+
+    kinks: list[float] = []
+    pieces = [(lo, hi)]
+    if t1:
+        x = lo + (c.compute_bound_from_tokens - t0) / t1
+        kinks.append(x)
+        if lo < x < hi:
+            # each side's slope from points a whole step away from the knee
+            pieces = [(lo, math.floor(x) - 1), (math.floor(x) + 2, hi)]
+    h = host_ms(c, s, mode)
+    for u, v in pieces:
+        if v > u:
+            gu, gv = gpu(u), gpu(v)
+            if gv != gu:
+                kinks.append(u + (h - gu) * (v - u) / (gv - gu))
+    return kinks
+
+
+def _sum_piecewise_linear(f: Callable[[int], float], a: int, b: int, kinks: Sequence[float]) -> float:
+    """f(a) + ... + f(b) for an f that is linear in n between `kinks`: each kink's neighbours
+    (floor - 1 .. floor + 1, so a kink computed a little off still falls among them) point by
+    point, every run between them from its two ends (exact for a linear run)."""
+    points = sorted(
+        {
+            p
+            for k in kinks
+            if a - 2 <= k <= b + 2
+            for p in range(math.floor(k) - 1, math.floor(k) + 2)
+            if a <= p <= b
+        }
+    )
+    total, pos = 0.0, a
+    for p in [*points, b + 1]:
+        if p > pos:
+            last = p - 1
+            total += f(pos) if last == pos else (last - pos + 1) * (f(pos) + f(last)) / 2
+        if p <= b:
+            total += f(p)
+        pos = p + 1
+    return total
+
+
+SHORT_RUN = 6
+"""Runs shorter than this are summed point by point (`_segment_sum`)."""
+
+
+def _segment_sum(
+    c: LatencyCoefficients,
+    target: ForwardShape,
+    plan: Plan,
+    inp: PlanInput,
+    q: int,
+    lo: int,
+    hi: int,
+    mode: str | None,
+) -> tuple[float, str]:
+    """Step time summed over n = lo..hi, a run where every forward's mode and graph are fixed
+    (so its tokens and rows are linear in n), and the target's mode there."""
+
+    def shape(n: int) -> StepShape:
+        return decode_step(plan, inp, n, q, mode, n * q if mode else None)
+
+    def f(n: int) -> float:
+        return step_ms(c, target, shape(n))
+
+    first = shape(lo)
+    if hi - lo < SHORT_RUN:
+        # a short run point by point: fewer evaluations than finding its kinks
+        return step_ms(c, target, first) + sum(f(n) for n in range(lo + 1, hi + 1)), first.target_mode
+    kinks: list[float] = []
+    if hi > lo:
+        nxt, d = shape(lo + 1), drafter_shape(target)
+
+        def lin(tokens: tuple[int, int], rows: tuple[int, int]) -> Linear:
+            return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0]
+
+        target_rows = (first.logit_rows, nxt.logit_rows)
+        kinks += _forward_kinks(
+            c, target, first.target_mode, lo, hi, lin((first.target_tokens, nxt.target_tokens), target_rows)
+        )
+        if first.drafter_prefill_mode is not None:
+            d_rows = (first.drafter_reqs, nxt.drafter_reqs)
+            d_tokens = (first.drafter_prefill_tokens, nxt.drafter_prefill_tokens)
+            kinks += _forward_kinks(c, d, first.drafter_prefill_mode, lo, hi, lin(d_tokens, d_rows))
+            if first.draft_steps:
+                dec_tokens = (first.drafter_decode_tokens, nxt.drafter_decode_tokens)
+                kinks += _forward_kinks(c, d, first.drafter_decode_mode, lo, hi, lin(dec_tokens, d_rows))
+    return _sum_piecewise_linear(f, lo, hi, kinks), first.target_mode
+
+
+def _decode_sum(
+    c: LatencyCoefficients,
+    target: ForwardShape,
+    plan: Plan,
+    inp: PlanInput,
+    q: int,
+    a: int,
+    b: int,
+    mode: str | None = None,
+) -> tuple[float, float]:
+    """(sum, sum over eager steps) of `decode_step(plan, inp, n, q, mode)`'s step time over n = a..b
+    (forced `mode` at n x q tokens, or as planned): O(graphs), the sum point by point up to float
+    rounding (tests/test_latency_ranges.py)."""
+    cuts: set[int] = {a, b + 1}
+    if mode is None:
+        for r in plan.uniform_decode.get(q, ()):
+            cuts.update((r.first, r.last + 1))
+    if _has_drafter(inp):
+        cuts.update(t + 1 for t in _decode_ladder(plan))
+    bounds = sorted(x for x in cuts if a <= x <= b + 1)
+    total = eager = 0.0
+    for lo, end in itertools.pairwise(bounds):
+        part, target_mode = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
+        total += part
+        if target_mode == "NONE":
+            eager += part
+    return total, eager
+
+
+def _expected_ranges(
+    c: LatencyCoefficients,
+    plan: Plan,
+    inp: PlanInput,
+    counts: Sequence[tuple[int, int]],
+    mixed: Sequence[tuple[int, float]] = (),
+) -> _Expected:
+    """`expected` at weight 1 for every request count in the runs `counts` (the default traffic),
+    in O(runs x graphs) instead of O(max_num_seqs)."""
+    target = forward_shape(inp.model)
+    total_w = total_ms = eager_ms = tokens = 0.0
+    for lo, hi in counts:
+        for a, b, q in _tier_runs(plan):
+            a, b = max(a, lo), min(b, hi)
+            if a > b:
+                continue
+            ms, eager = _decode_sum(c, target, plan, inp, q, a, b)
+            total_w += b - a + 1
+            total_ms += ms
+            eager_ms += eager
+            tokens += q * (a + b) * (b - a + 1) // 2
+    more = _mixed_sums(c, plan, inp, target, mixed)
+    total_w, total_ms, eager_ms, tokens = (
+        total_w + more[0],
+        total_ms + more[1],
+        eager_ms + more[2],
+        tokens + more[3],
+    )
+    if total_w == 0 or total_ms == 0:
+        return _Expected(0.0, 0.0, 0.0)
+    return _Expected(total_ms / total_w, eager_ms / total_ms, tokens / (total_ms / 1e3))
+
+
+def _mixed_sums(
+    c: LatencyCoefficients,
+    plan: Plan,
+    inp: PlanInput,
+    target: ForwardShape,
+    mixed: Sequence[tuple[int, float]],
+) -> tuple[float, float, float, float]:
+    total_w = total_ms = eager_ms = tokens = 0.0
+    for t, w in mixed:
+        if w <= 0 or t > plan.max_num_batched_tokens:
+            continue
+        s = mixed_step(plan, inp, t)
+        ms = step_ms(c, target, s)
+        total_w += w
+        total_ms += w * ms
+        tokens += w * t
+        if s.target_mode == "NONE":
+            eager_ms += w * ms
+    return total_w, total_ms, eager_ms, tokens
+
+
 def uniform_traffic(plan: Plan) -> tuple[tuple[int, float], ...]:
     """Every uniform-decode batch size 1..max_num_seqs that fits the token budget, once (the
     default traffic shape)."""
@@ -390,10 +622,12 @@ def uniform_traffic(plan: Plan) -> tuple[tuple[int, float], ...]:
 
 def widest_batch(plan: Plan) -> tuple[int, int]:
     """(requests, tokens per request) of the widest uniform-decode batch that fits the token budget."""
-    n = plan.max_num_seqs
-    while n > 1 and n * _query_len_for(plan, n) > plan.max_num_batched_tokens:
-        n -= 1
-    return n, _query_len_for(plan, n)
+    # from the widest tier down: the largest n of a tier that fits is min(last, budget // q)
+    for a, b, q in reversed(_tier_runs(plan)):
+        n = min(b, plan.max_num_batched_tokens // q)
+        if n >= a and n >= 1:
+            return n, q
+    return 1, _query_len_for(plan, 1)
 
 
 @dataclass(frozen=True)
@@ -450,9 +684,17 @@ def predict_latency(
 ) -> LatencyPrediction:
     """`plan`'s step times at a traffic shape (default: every uniform-decode batch size once),
     each gap's cost and, with `replan` (fix index → the re-planned config), each fix's gain."""
-    hist = tuple(uniform) if uniform is not None else uniform_traffic(plan)
+    # The default traffic (every request count once) as runs: O(graphs), not O(max_num_seqs).
+    counts = uniform_ranges(plan) if uniform is None else None
+    hist = tuple(uniform) if uniform is not None else ()
     target = forward_shape(inp.model)
-    base = expected(c, plan, inp, hist, mixed)
+
+    def at_traffic(p: Plan, i: PlanInput) -> _Expected:
+        if counts is not None:
+            return _expected_ranges(c, p, i, counts, mixed)
+        return expected(c, p, i, hist, mixed)
+
+    base = at_traffic(plan, inp)
     memo: dict[tuple[int, int, str | None], float] = {}
 
     def dec(n: int, q: int, mode: str | None = None) -> float:
@@ -468,7 +710,8 @@ def predict_latency(
     mixed_w: dict[int, float] = {}
     for t, w in mixed:
         mixed_w[t] = mixed_w.get(t, 0.0) + w
-    total_w = sum(w for n, w in hist if n <= plan.max_num_seqs) + sum(mixed_w.values()) or 1.0
+    uniform_w = sum(b - a + 1 for a, b in counts) if counts is not None else 0
+    total_w = uniform_w + sum(w for n, w in hist if n <= plan.max_num_seqs) + sum(mixed_w.values()) or 1.0
     gaps: list[GapLatency] = []
     for i, g in enumerate(plan.gaps):
         if g.family == "uniform_decode":
@@ -478,11 +721,19 @@ def predict_latency(
                 last -= 1
             as_planned = step_ms(c, target, decode_step(plan, inp, last, q))
             graph = step_ms(c, target, decode_step(plan, inp, last, q, "FULL", last * q))
-            exp_cost = sum(
-                w * (dec(n, q) - dec(n, q, "FULL"))
-                for n, w in weights.items()
-                if g.first <= n <= g.last and w
-            )
+            if counts is not None:
+                exp_cost = 0.0
+                for a, b in counts:
+                    a, b = max(a, g.first), min(b, g.last)
+                    if a <= b:
+                        planned = _decode_sum(c, target, plan, inp, q, a, b)[0]
+                        exp_cost += planned - _decode_sum(c, target, plan, inp, q, a, b, "FULL")[0]
+            else:
+                exp_cost = sum(
+                    w * (dec(n, q) - dec(n, q, "FULL"))
+                    for n, w in weights.items()
+                    if g.first <= n <= g.last and w
+                )
             tokens = last * q
         else:
             last = g.last
@@ -517,7 +768,7 @@ def predict_latency(
             if got is None:
                 continue
             p2, inp2 = got
-            after = expected(c, p2, inp2, hist, mixed)
+            after = at_traffic(p2, inp2)
             first = f.closes[0] if f.closes else None
             widest_gain = 0.0
             if first is not None and first < len(plan.gaps):

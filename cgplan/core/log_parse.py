@@ -25,6 +25,7 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -376,6 +377,11 @@ def _event(kind: str, message: str, **values: Any) -> LogEvent:
     return LogEvent(kind, message.strip(), tuple(sorted(values.items())))
 
 
+DEFERRED_CHARS = 1 << 16
+"""Most text a region defers before it reads it (64 Ki characters: a few engine start-ups' worth of the
+lines that hold a keyword)."""
+
+
 class _Region:
     """The parse state of one engine's lines: the last engine's region is the `ParsedLog`.
 
@@ -411,13 +417,40 @@ class _Region:
         self.table: dict[str, Any] | None = None
         self.tracker = _BarTracker(fmt)
 
+        self.deferred: list[tuple[int, str, bool]] = []
+        """Segments fed but not read yet (see `feed`)."""
+        self.deferred_chars = 0
+
     def close_table(self, only_with_rows: bool) -> None:
         """What a skipped segment does to an open metrics table (see `_Pending`)."""
         if self.table is not None and (self.table["rows"] or not only_with_rows):
             self.table = None
 
     def feed(self, i: int, seg: str, ends_line: bool) -> None:
-        """One segment (a line, or a part of it between tqdm's carriage returns), number `i`."""
+        """One segment (a line, or a part of it between tqdm's carriage returns), number `i`.
+
+        Read later, in order (`flush`), while no metrics table is open and `seg` cannot open one:
+        only the last engine's region is the result, so in a log of many restarts most regions
+        are dropped unread when the next engine line comes. The parse's own state (an open
+        table) is never deferred, and at most `DEFERRED_CHARS` wait, so memory stays bounded.
+        """
+        if self.table is None and _HEADER_GUARD not in seg:
+            self.deferred.append((i, seg, ends_line))
+            self.deferred_chars += len(seg)
+            if self.deferred_chars > DEFERRED_CHARS:
+                self.flush()
+            return
+        self.flush()
+        self._read(i, seg, ends_line)
+
+    def flush(self) -> None:
+        """Read the deferred segments."""
+        deferred, self.deferred, self.deferred_chars = self.deferred, [], 0
+        for item in deferred:
+            self._read(*item)
+
+    def _read(self, i: int, seg: str, ends_line: bool) -> None:
+        """`feed`'s work on one segment."""
         fmt, g = self.fmt, GUARDS  # each pattern is searched only where its GUARDS text is
         if not seg:
             if self.table is not None and self.table["rows"]:
@@ -559,6 +592,7 @@ class _Region:
         Raises:
             LogError: no line of it is one vLLM writes.
         """
+        self.flush()
         recognised = self.recognised
         events = self.events
         runner_evidence = self.runner_evidence
@@ -695,6 +729,9 @@ that holds its text, and a segment that holds none is skipped after a few substr
 instead of thirty regular expressions. `tests/test_logs_stream.py` proves it from the patterns
 themselves, so a new pattern needs its entry here."""
 
+_HEADER_GUARD = GUARDS["metrics_header"]
+"""A segment without it cannot open a metrics table (what `_Region.feed` may defer)."""
+
 KEYWORDS = (
     "engine",
     "args",
@@ -753,7 +790,7 @@ class _Pending:
         """Segment `i`; `may_match` is `_may_match(seg)`."""
         if not (may_match or self.in_table):
             return  # outside a table only keyword lines count before the engine line
-        if seg and _PRE_ENGINE.search(seg):
+        if seg and (_PRE_ENGINE.search(seg) if self.in_table else _pre_engine_outside_table(seg)):
             self.items.append((i, seg, ends_line))
             self.in_table = self.in_table or bool(_TABLE_HEADER.search(seg))
             return
@@ -809,6 +846,32 @@ _PRE_ENGINE = _union(
 """What a segment before the engine line is read with, in any log format."""
 _TABLE_HEADER = _union(("metrics_header",))
 
+_PRE_ENGINE_OUTSIDE_TABLE = tuple(
+    (GUARDS[f], _union((f,)))
+    for f in (
+        "non_default_args",
+        "chunked_prefill",
+        "bar",
+        "metrics_header",
+        "runner_fallback",
+        "dynamic_sd_override",
+        "truncated_max",
+        "sizes_overridden",
+    )
+)
+"""`_PRE_ENGINE`'s fields that count outside a metrics table, each with its `GUARDS` text. Outside
+a table, a segment only a metrics-table pattern matches does nothing when the next engine
+replays it (its region has no open table then either), so it need not be kept; and searching
+one field's pattern where its text is beats the union of twelve (a restart-dense log spent a
+third of its parse there)."""
+
+
+def _pre_engine_outside_table(seg: str) -> bool:
+    for text, pattern in _PRE_ENGINE_OUTSIDE_TABLE:  # noqa: SIM110 - a loop is cheaper than any()
+        if text in seg and pattern.search(seg):
+            return True
+    return False
+
 
 class _Parser:
     """The one-pass parse: the current engine's `_Region` and the next one's `_Pending`."""
@@ -861,19 +924,24 @@ class _Parser:
         """Lines joined by newlines (no trailing one). Runs of lines that hold no `KEYWORDS`
         text are stepped over with C string searches while no metrics table is open: `line`
         would do nothing with them."""
-        next_at = {k: text.find(k) for k in KEYWORDS}
+        # (next position, keyword) of every keyword still ahead, nearest first: a keyword is
+        # searched for again only once the parse has passed it
+        ahead = [(at, k) for k in KEYWORDS if (at := text.find(k)) >= 0]
+        heapq.heapify(ahead)
         pos, end = 0, len(text)
         while True:
             if self.region.table is None and not self.pending.in_table:
-                hit = -1
-                for k, at in next_at.items():
-                    if 0 <= at < pos:
-                        at = next_at[k] = text.find(k, pos)
-                    if at >= 0 and (hit < 0 or at < hit):
-                        hit = at
-                if hit < 0:
+                while ahead and ahead[0][0] < pos:
+                    k = ahead[0][1]
+                    at = text.find(k, pos)
+                    if at < 0:
+                        heapq.heappop(ahead)
+                    else:
+                        heapq.heapreplace(ahead, (at, k))
+                if not ahead:
                     self.i += text.count("\n", pos) + 1
                     return
+                hit = ahead[0][0]
                 start = text.rfind("\n", pos, hit) + 1
                 if start > pos:
                     self.i += text.count("\n", pos, start)

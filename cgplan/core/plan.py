@@ -10,7 +10,7 @@ from cgplan.core.cost import drafter_shape
 from cgplan.core.defaults import assumed_defaults
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
-from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases
+from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases, v2_manager
 from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import capture_ladder
 from cgplan.core.modes import Mode
@@ -27,7 +27,16 @@ from cgplan.core.resolve import (
     validate_ubatching_backend,
 )
 from cgplan.core.spec import PlanInput
-from cgplan.core.types import DispatchRange, Graph, Note, Plan, Rejected, as_dispatch_mode, as_model_runner
+from cgplan.core.types import (
+    DispatchMode,
+    DispatchRange,
+    Graph,
+    Note,
+    Plan,
+    Rejected,
+    as_dispatch_mode,
+    as_model_runner,
+)
 from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 
 
@@ -144,19 +153,33 @@ def dispatch_table(
         if cut is None or hi >= n_max:
             break
         prev = cut
-    out: list[DispatchRange] = []
+    # merged as plain tuples first: a DispatchRange (frozen) is built once per run
+    merged: list[list[object]] = []
     for lo, hi, o in rows:
-        last = out[-1] if out else None
-        if (
-            last is not None
-            and last.last == lo - 1
-            and (last.mode, last.padded_tokens, last.padded_reqs)
-            == (o.mode.value, o.padded_tokens, o.padded_reqs)
-        ):
-            out[-1] = DispatchRange(last.first, hi, last.mode, last.padded_tokens, last.padded_reqs)
+        value = as_dispatch_mode(o.mode._value_)  # Enum's .value is a slow descriptor: runs per interval
+        last = merged[-1] if merged else None
+        if last is not None and last[1] == lo - 1 and (last[2], last[3], last[4]) == (value, *o[1:]):
+            last[1] = hi
         else:
-            out.append(DispatchRange(lo, hi, as_dispatch_mode(o.mode.value), o.padded_tokens, o.padded_reqs))
-    return tuple(out)
+            merged.append([lo, hi, value, o.padded_tokens, o.padded_reqs])
+    return tuple(_dispatch_range(*m) for m in merged)  # type: ignore[arg-type]
+
+
+_RANGES: dict[tuple[int, int, DispatchMode, int | None, int | None], DispatchRange] = {}
+"""Dispatch runs already made (frozen, so plans share them): the plans of a sweep or of a fix
+search repeat most of their runs, and a frozen dataclass is slow to build."""
+
+
+def _dispatch_range(
+    first: int, last: int, mode: DispatchMode, tokens: int | None, reqs: int | None
+) -> DispatchRange:
+    key = (first, last, mode, tokens, reqs)
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, mode, tokens, reqs)
+    return r
 
 
 def naive_dispatch_table(
@@ -241,6 +264,29 @@ def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: in
 
 def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
     return dispatcher.dispatch(num_tokens, False)
+
+
+def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the uniform decode at `ql`, made once per manager: it depends on the
+    manager, `ql`, the LoRA case and the number of batches only."""
+    key = ("decode", ql, min(s, b // ql), loras)
+    got = manager.tables.get(key)
+    if got is None:
+        pick = partial(_v2_decode, manager, ql, loras=loras)
+        got = manager.tables[key] = dispatch_table(ql, s, b, pick, manager.boundaries())
+    return got  # type: ignore[return-value]
+
+
+def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the mixed batches, made once per manager, token bound and the request
+    count `_v2_mixed` gives a batch (min(tokens, max_num_seqs), the same above mixed_hi)."""
+    key = ("mixed", min(mixed_hi, b), min(s, mixed_hi))
+    got = manager.tables.get(key)
+    if got is None:
+        got = manager.tables[key] = dispatch_table(
+            1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries()
+        )
+    return got  # type: ignore[return-value]
 
 
 def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -> Outcome:
@@ -336,7 +382,7 @@ def build_plan(
             # the proposer's own CudagraphDispatcher reads the same LoRA config
             graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s, loras).graphs()
     else:
-        manager = V2Manager(
+        manager = v2_manager(
             sizes,
             max_size,
             mode,
@@ -359,14 +405,13 @@ def build_plan(
             )
         tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
         for ql in tiers:
-            uniform[ql] = dispatch_table(ql, s, b, partial(_v2_decode, manager, ql), manager.boundaries())
+            uniform[ql] = _v2_table(manager, ql, s, b, 0)
             if inp.enable_lora:
-                pick = partial(_v2_decode, manager, ql, loras=1)
-                uniform_lora[ql] = dispatch_table(ql, s, b, pick, manager.boundaries())
-        mixed = dispatch_table(1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries())
+                uniform_lora[ql] = _v2_table(manager, ql, s, b, 1)
+        mixed = _v2_mixed_table(manager, mixed_hi, s, b)
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
-            prefill = V2Manager(
+            prefill = v2_manager(
                 sizes,
                 max_size,
                 mode,
@@ -383,7 +428,7 @@ def build_plan(
             if mode.decode_mode() is Mode.FULL:
                 _check_drafter_decode_lens(inp, k, decode_lens)
             if k > 1 and mode.decode_mode() is Mode.FULL:
-                decode = V2Manager(
+                decode = v2_manager(
                     sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
                 )
                 decode_graphs = decode.graphs()
@@ -450,4 +495,26 @@ def _pieces(inp: PlanInput, graphs: dict[str, tuple[Graph, ...]]) -> tuple[tuple
 
 def _replan(inp: PlanInput, policy: CapturePolicy) -> Plan:
     # The mixed table too: a fix must not make any mixed batch worse either.
-    return build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
+    return plan_again(inp, policy)
+
+
+_AGAIN: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], Plan] = {}
+"""The last plans `plan_again` made (a pure function of its arguments, so a cache; a Plan is
+frozen): the fix search plans every candidate, then pricing its fixes in time plans the kept
+ones again."""
+
+
+def plan_again(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> Plan:
+    """`build_plan(inp, with_fixes=False, policy=policy)`, remembered for the last few inputs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    key = (inp, policy.name, tuple(sorted(policy.overrides.items())))  # a policy holds a dict
+    got = _AGAIN.get(key)
+    if got is None:
+        got = build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
+        if len(_AGAIN) >= 64:
+            _AGAIN.clear()
+        _AGAIN[key] = got
+    return got

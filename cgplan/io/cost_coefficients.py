@@ -22,7 +22,6 @@ from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
 from cgplan.io.output import write_atomically
-from cgplan.io.reports import _bytes, _measurements, _number
 from cgplan.io.schema import SCHEMA_VERSION
 
 DEFAULT_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200.json"
@@ -197,6 +196,9 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
         ReportError: not a complete capture with NVML figures, or its config cannot be found; a
             figure of the wrong type or out of range, at its key path.
     """
+    # the report reader only here: `plan` (which prices every plan) does not pay for it (#18)
+    from cgplan.io.reports import _bytes, _measurements, _number
+
     if doc.get("kind") != "capture" or doc.get("status") != "complete":
         raise ReportError(f"{report}: not a complete capture report (status {preview(doc.get('status'))})")
     m = doc.get("measured")

@@ -229,14 +229,14 @@ def with_latency(
     to price its gain."""
     if coefficients is None:
         return plan
-    from cgplan.core.plan import build_plan
+    from cgplan.core.plan import plan_again
 
     def replan(j: int) -> tuple[Plan, PlanInput] | None:
         changed = apply_change(inp, plan.fixes[j].config_change)
         if changed is None:
             return None
         try:
-            return build_plan(changed, with_fixes=False), changed
+            return plan_again(changed), changed  # the fix search planned it already
         except ConfigError:
             return None
 
