@@ -1,5 +1,8 @@
 """`python -m cgplan` runs the CLI."""
 
-from cgplan.cli import main
+try:  # Ctrl-C while the CLI module itself is compiled or imported: exit 130 quietly, as later
+    from cgplan.cli import main
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 main()

@@ -4,11 +4,14 @@ name the fix, make help. Each test failed before the change it names."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -168,23 +171,26 @@ def test_format_a_command_does_not_have(
 # --------------------------------------------------------------------------------- - = stdin
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_dash_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`kubectl logs POD | cgplan logs -` and `... | cgplan plan -` (before: "-: no such file")."""
     code, from_file, _ = run(monkeypatch, capsys, "logs", str(LOG), "--json")
-    monkeypatch.setattr(sys, "stdin", _stdin(LOG.read_bytes()))
-    code_s, from_stdin, err = run(monkeypatch, capsys, "logs", "-", "--json")
-    assert code_s == code and not err
-    a, b = json.loads(from_file), json.loads(from_stdin)
-    assert b.pop("source") == "<stdin>" and a.pop("source") == str(LOG)
-    assert a == b
-    monkeypatch.setattr(sys, "stdin", _stdin(EXAMPLE.read_bytes()))
-    code, out, _ = run(monkeypatch, capsys, "plan", "-", "--json")
-    assert code == 0 and json.loads(out)["source"] == "<stdin>"
-    monkeypatch.setattr(sys, "stdin", _stdin(EXAMPLE.read_bytes()))
-    code, out, _ = run(monkeypatch, capsys, "gate", "-")
-    assert code == 1 and "FAIL <stdin>" in out
+    with contextlib.ExitStack() as streams:
+
+        def stdin(data: bytes) -> None:
+            monkeypatch.setattr(sys, "stdin", streams.enter_context(_stdin(data)))
+
+        stdin(LOG.read_bytes())
+        code_s, from_stdin, err = run(monkeypatch, capsys, "logs", "-", "--json")
+        assert code_s == code and not err
+        a, b = json.loads(from_file), json.loads(from_stdin)
+        assert b.pop("source") == "<stdin>" and a.pop("source") == str(LOG)
+        assert a == b
+        stdin(EXAMPLE.read_bytes())
+        code, out, _ = run(monkeypatch, capsys, "plan", "-", "--json")
+        assert code == 0 and json.loads(out)["source"] == "<stdin>"
+        stdin(EXAMPLE.read_bytes())
+        code, out, _ = run(monkeypatch, capsys, "gate", "-")
+        assert code == 1 and "FAIL <stdin>" in out
 
 
 # ---------------------------------------------------------------------------- -h, -V, --quiet
@@ -454,12 +460,9 @@ def test_make_help_lists_every_target() -> None:
     assert proc.returncode == 0 and all(t in proc.stdout for t in documented)
 
 
-def _stdin(data: bytes) -> object:
+def _stdin(data: bytes) -> io.TextIOWrapper:
     """A stdin with a real file descriptor (the reader reads `-` from the descriptor, with a
-    time-out when it is a pipe)."""
-    import io
-    import tempfile
-
+    time-out when it is a pipe); the caller closes it."""
     f = tempfile.TemporaryFile()  # noqa: SIM115 (it is the stdin the test reads; closed with it)
     f.write(data)
     f.seek(0)

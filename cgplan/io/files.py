@@ -30,6 +30,7 @@ import os
 import select
 import stat
 import sys
+import weakref
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -163,21 +164,22 @@ def _read_fd(fd: int, shown: str, what: str, limit: int, *, timeout_s: float | N
             raise _too_large(shown, what, limit)
 
 
-_STDIN_READ: list[tuple[TextIO | None, bytes]] = []
-"""What `-` read from standard input, with the stream it came from: standard input can be read
-once, and a command may look at `-` twice (diff and gate tell a report from a config by its
-content, then read it), or take it for two inputs (`diff - -` compares it with itself)."""
+_STDIN_READ: list[tuple[weakref.ref[TextIO] | None, bytes]] = []
+"""What `-` read from standard input, with (a weak reference to) the stream it came from: standard
+input can be read once, and a command may look at `-` twice (diff and gate tell a report from a
+config by its content, then read it), or take it for two inputs (`diff - -` compares it with
+itself). Weak, so that the cache never keeps a caller's stream open after the caller let it go."""
 
 
 def _stdin_bytes(what: str, limit: int) -> bytes:
     stream = sys.stdin
-    if _STDIN_READ and _STDIN_READ[0][0] is stream:
+    if _STDIN_READ and stream is not None and (ref := _STDIN_READ[0][0]) is not None and ref() is stream:
         data = _STDIN_READ[0][1]
         if len(data) > limit:
             raise _too_large("-", what, limit)
         return data
     data = _read_stdin(stream, what, limit)
-    _STDIN_READ[:] = [(stream, data)]
+    _STDIN_READ[:] = [(weakref.ref(stream) if stream is not None else None, data)]
     return data
 
 
