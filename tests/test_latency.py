@@ -283,8 +283,22 @@ def test_the_shipped_latency_data_is_what_fit_py_writes(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == (ROOT / "cgplan/data/latency-h200.json").read_text()
-    assert json.loads(report.read_text()) == json.loads((RUNS / "fit-report.json").read_text())
+    # The report keeps unrounded errors: their last bits differ between Python versions (3.12's
+    # floating-point sums), so it is compared at 9 decimals; the coefficients above are exact.
+    assert _rounded(json.loads(report.read_text())) == _rounded(
+        json.loads((RUNS / "fit-report.json").read_text())
+    )
     assert "widest batch eager/graph within 10%: 5 of 11 runs (2 of 3 held-out runs)" in proc.stdout
+
+
+def _rounded(x: object) -> object:
+    if isinstance(x, float):
+        return round(x, 9)
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
 
 
 def test_point_statistics_of_fit_py() -> None:
