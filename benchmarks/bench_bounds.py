@@ -470,12 +470,17 @@ def main() -> int:
         action="store_true",
         help="only the per-file-kind cases (file_kinds in the output); the other cases are kept as they were",
     )
+    ap.add_argument(
+        "--cases-only",
+        action="store_true",
+        help="only the plan/sweep/diff/gate cases; the file_kinds cases are kept as they were",
+    )
     opts = ap.parse_args()
     rows = []
     file_rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for name, expect, args in file_cases(tmp):
+        for name, expect, args in [] if opts.cases_only else file_cases(tmp):
             got = measure(args, tmp, opts.timeout)
             ok = (
                 (got.get("exit") in (0, 1))
@@ -549,6 +554,11 @@ def main() -> int:
             "cases": file_rows,
         },
     }
+    if opts.cases_only and opts.out.exists():
+        old = json.loads(opts.out.read_text())
+        doc["file_kinds"] = old.get("file_kinds", {})
+        doc["file_kinds_date"] = old.get("file_kinds_date", old.get("date"))
+        doc["command"] += " --cases-only (file_kinds: from the run of file_kinds_date)"
     if opts.files_only and opts.out.exists():
         old = json.loads(opts.out.read_text())
         doc["cases"] = old.get("cases", [])

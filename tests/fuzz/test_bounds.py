@@ -205,3 +205,19 @@ def test_sweep_ladder_bounds() -> None:
         assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
         assert re.search(pattern, run.err), run.err
         assert run.cpu_seconds < 2
+
+
+def test_latency_walk_bound(tmp_path: Path) -> None:
+    """The step-latency prediction prices every request count of the plan and of each fix:
+    at max_num_seqs 10^6 that took 24 to 80 s per command; above LATENCY_WORK it is left out,
+    with a note that says why."""
+    from cgplan.api.plan import LATENCY_WORK, plan_file
+
+    assert LATENCY_WORK == 10**6
+    path = serve(tmp_path, "max_num_seqs: 1000000\nmax_num_batched_tokens: 10000000\n")
+    run = run_cli(["plan", str(path)])
+    assert run.code == 0, run.err
+    assert "no step-latency prediction: max_num_seqs x (1 + fixes) = 2,000,000 request counts" in run.out
+    assert run.cpu_seconds < 15
+    _, small = plan_file(serve(tmp_path, "max_num_seqs: 256\n"))
+    assert small.latency is not None
