@@ -194,10 +194,11 @@ def plan_vllm_args(
     return loaded, _timed(plan, loaded.input, latency, traffic)
 
 
-LATENCY_WORK = 10**6
+LATENCY_WORK = 200_000
 """Upper bound on max_num_seqs x (1 + fixes) for the step-latency prediction at its default traffic
 (every uniform-decode batch size once): it prices every request count of the plan and of each
-re-planned fix, 10 to 30 µs each, so max_num_seqs 10^6 took 24 to 80 s per command (bench_bounds).
+re-planned fix, 20 to 45 µs each on this machine, so max_num_seqs 10^6 took 24 to 90 s per
+command (bench_bounds: gate 43 s, diff of two releases 91 s); at the bound, about 9 s per plan.
 Above it the plan carries no step times and says why (a traffic file bounds the walk itself)."""
 
 
