@@ -194,27 +194,10 @@ def plan_vllm_args(
     return loaded, _timed(plan, loaded.input, latency, traffic)
 
 
-LATENCY_WORK = 200_000
-"""Upper bound on max_num_seqs x (1 + fixes) for the step-latency prediction at its default traffic
-(every uniform-decode batch size once): it prices every request count of the plan and of each
-re-planned fix, 20 to 45 µs each on this machine, so max_num_seqs 10^6 took 24 to 90 s per
-command (bench_bounds: gate 43 s, diff of two releases 91 s); at the bound, about 9 s per plan.
-Above it the plan carries no step times and says why (a traffic file bounds the walk itself)."""
-
-
 def _timed(plan: Plan, inp: PlanInput, latency: LatencyCoefficients | None, traffic: Traffic | None) -> Plan:
     """The plan with its predicted step times (`latency`, default: the shipped H200 set) at
     `traffic` (default: every uniform-decode batch size once)."""
     if traffic is None:
-        work = plan.max_num_seqs * (1 + len(plan.fixes))
-        if work > LATENCY_WORK:
-            why = Note(
-                "latency_skipped",
-                f"cgplan: no step-latency prediction: max_num_seqs x (1 + fixes) = {work:,} request counts "
-                f"is above {LATENCY_WORK:,}, the bound that keeps a plan within a minute (give --traffic "
-                "to price a histogram instead)",
-            )
-            return replace(plan, notes=(*plan.notes, why))
         return with_latency(plan, inp, latency or shipped_latency())
     return with_latency(
         plan, inp, latency or shipped_latency(), traffic.uniform_decode, traffic.mixed, traffic.source

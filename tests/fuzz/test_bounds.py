@@ -207,17 +207,13 @@ def test_sweep_ladder_bounds() -> None:
         assert run.cpu_seconds < 2
 
 
-def test_latency_walk_bound(tmp_path: Path) -> None:
-    """The step-latency prediction prices every request count of the plan and of each fix:
-    at max_num_seqs 10^6 that took 24 to 90 s per command; above LATENCY_WORK it is left out,
-    with a note that says why."""
-    from cgplan.api.plan import LATENCY_WORK, plan_file
-
-    assert LATENCY_WORK == 200_000
+def test_latency_at_a_million_requests(tmp_path: Path) -> None:
+    """The step-latency prediction prices every request count of the plan and of each fix: at
+    max_num_seqs 10^6 plan, gate and a two-release diff took 24 to 91 s of CPU (bench_bounds,
+    found by the full fuzz run as hangs); priced by runs of equal outcome now (speed-18), a plan
+    there takes well under a second and keeps its step times."""
     path = serve(tmp_path, "max_num_seqs: 1000000\nmax_num_batched_tokens: 10000000\n")
-    run = run_cli(["plan", str(path)])
+    run = run_cli(["plan", str(path), "--json"])
     assert run.code == 0, run.err
-    assert "no step-latency prediction: max_num_seqs x (1 + fixes) = 2,000,000 request counts" in run.out
-    assert run.cpu_seconds < 15
-    _, small = plan_file(serve(tmp_path, "max_num_seqs: 256\n"))
-    assert small.latency is not None
+    assert json.loads(run.out)["predicted_latency"] is not None
+    assert run.cpu_seconds < 10

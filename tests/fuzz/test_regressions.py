@@ -432,7 +432,7 @@ def test_markup_in_a_file_name(tmp_path: Path, command: list[str]) -> None:
 def test_full_fuzz_hang_max_num_seqs_1m(tmp_path: Path) -> None:
     """The full fuzz run (FUZZ_SEED=2020, parts config:3 and config:4: 13 inputs) found plans still
     running after 30 s: max_num_seqs 1M priced the step latency of every request count (24 to 90 s
-    of CPU). The latency walk is bounded now (api/plan.py:LATENCY_WORK) and says so."""
+    of CPU); priced by runs now (speed-18's change, merged meanwhile)."""
     path = tmp_path / "serve.yaml"
     path.write_text(
         "max_num_seqs: 1M\nmax_num_batched_tokens: 1M\ntensor_parallel_size: 1\nenforce_eager: false\n"
@@ -441,4 +441,4 @@ def test_full_fuzz_hang_max_num_seqs_1m(tmp_path: Path) -> None:
     )
     run = run_cli(["plan", str(path)])
     assert run.code == 0 and problems(run, where=[str(path)]) == [], (run.escaped, run.err)
-    assert "no step-latency prediction" in run.out
+    assert run.cpu_seconds < 10
