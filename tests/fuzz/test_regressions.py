@@ -442,3 +442,11 @@ def test_full_fuzz_hang_max_num_seqs_1m(tmp_path: Path) -> None:
     run = run_cli(["plan", str(path)])
     assert run.code == 0 and problems(run, where=[str(path)]) == [], (run.escaped, run.err)
     assert run.cpu_seconds < 10
+
+
+@pytest.mark.parametrize("version", ["0.²", "0.33.²", "٣.1"])
+def test_full_fuzz_vllm_version_with_unicode_digits(version: str) -> None:
+    """The full fuzz run (FUZZ_SEED=2020, config:4): `--vllm-version 0.²` escaped as a ValueError
+    ("²".isdigit() is True, int("²") fails) in the release lookup."""
+    run = run_cli(["plan", str(PR), "--vllm-version", version])
+    assert run.code == 2 and problems(run, where=["--vllm-version"]) == [], (run.escaped, run.err)
