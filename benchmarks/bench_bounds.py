@@ -470,12 +470,22 @@ def main() -> int:
         action="store_true",
         help="only the per-file-kind cases (file_kinds in the output); the other cases are kept as they were",
     )
+    ap.add_argument(
+        "--cases-only",
+        action="store_true",
+        help="only the plan/sweep/diff/gate cases; the file_kinds cases are kept as they were",
+    )
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="re-measure only the cases whose name contains this text, in the --out file's rows",
+    )
     opts = ap.parse_args()
     rows = []
     file_rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for name, expect, args in file_cases(tmp):
+        for name, expect, args in [] if (opts.cases_only or opts.only is not None) else file_cases(tmp):
             got = measure(args, tmp, opts.timeout)
             ok = (
                 (got.get("exit") in (0, 1))
@@ -492,7 +502,10 @@ def main() -> int:
             }
             file_rows.append(row)
             print(json.dumps(row), flush=True)
-        for name, expect, args in [] if opts.files_only else cases(tmp, opts.quick):
+        chosen = [] if opts.files_only else cases(tmp, opts.quick)
+        if opts.only is not None:
+            chosen = [c for c in chosen if opts.only in c[0]]
+        for name, expect, args in chosen:
             got = measure(args, tmp, opts.timeout)
             ok = (
                 (got.get("exit") in (0, 1))
@@ -549,6 +562,24 @@ def main() -> int:
             "cases": file_rows,
         },
     }
+    if opts.only is not None and opts.out.exists():  # the other rows as they were
+        old = json.loads(opts.out.read_text())
+        fresh = {r["case"]: r for r in rows}
+        doc = old
+        doc["cases"] = [fresh.pop(r["case"], r) for r in old.get("cases", [])] + list(fresh.values())
+        doc.setdefault("re_measured", []).append(
+            {
+                "only": opts.only,
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            }
+        )
+        rows = doc["cases"]
+        file_rows = doc.get("file_kinds", {}).get("cases", [])
+    if opts.cases_only and opts.out.exists():
+        old = json.loads(opts.out.read_text())
+        doc["file_kinds"] = old.get("file_kinds", {})
+        doc["file_kinds_date"] = old.get("file_kinds_date", old.get("date"))
+        doc["command"] += " --cases-only (file_kinds: from the run of file_kinds_date)"
     if opts.files_only and opts.out.exists():
         old = json.loads(opts.out.read_text())
         doc["cases"] = old.get("cases", [])

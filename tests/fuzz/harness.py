@@ -277,6 +277,17 @@ class ProcessRun:
     hung: bool = False
 
 
+def passable(args: Sequence[str]) -> bool:
+    """Whether `args` can be a process's argv: a lone surrogate ("\ud800" in a drawn --set string)
+    has no bytes, so no shell or exec can pass it (the full run's sweep part crashed on one)."""
+    try:
+        for a in args:
+            os.fsencode(a)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def run_process(args: Sequence[str], *, timeout_s: float = HARD_STOP_S) -> ProcessRun:
     """`python -m cgplan ARGS` as its own process, stdin closed off, reaped with wait4 so its own
     peak RSS is known (getrusage(RUSAGE_CHILDREN) only gives the largest child so far)."""

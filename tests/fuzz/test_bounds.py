@@ -205,3 +205,15 @@ def test_sweep_ladder_bounds() -> None:
         assert run.code == 2 and problems(run, where=["--set"]) == [], run.err
         assert re.search(pattern, run.err), run.err
         assert run.cpu_seconds < 2
+
+
+def test_latency_at_a_million_requests(tmp_path: Path) -> None:
+    """The step-latency prediction prices every request count of the plan and of each fix: at
+    max_num_seqs 10^6 plan, gate and a two-release diff took 24 to 91 s of CPU (bench_bounds,
+    found by the full fuzz run as hangs); priced by runs of equal outcome now (speed-18), a plan
+    there takes well under a second and keeps its step times."""
+    path = serve(tmp_path, "max_num_seqs: 1000000\nmax_num_batched_tokens: 10000000\n")
+    run = run_cli(["plan", str(path), "--json"])
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["predicted_latency"] is not None
+    assert run.cpu_seconds < 10

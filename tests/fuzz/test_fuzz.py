@@ -39,6 +39,7 @@ from tests.fuzz.harness import (
     Run,
     Tally,
     materialize,
+    passable,
     problems,
     process_problems,
     run_cli,
@@ -164,7 +165,7 @@ def judge(
     `as_process`: run it a second time as its own process too, counted in `tally`."""
     args = [a.replace("{folder}", str(folder)) for a in materialize(inp.files, inp.args, folder)]
     run = run_cli(args)
-    if as_process and tally is not None:
+    if as_process and tally is not None and passable(args):
         proc = run_process(args)
         tally.add_process(
             proc, process_problems(proc, run, memory_limit_mb=PROCESS_MEMORY_LIMIT_MB), inp.sample()

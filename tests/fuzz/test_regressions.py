@@ -427,3 +427,26 @@ def test_markup_in_a_file_name(tmp_path: Path, command: list[str]) -> None:
     path.write_text(PR.read_text().replace("../models", str(MODELS.parent / "models")))
     run = run_cli([command[0], str(path), *command[1:]])
     assert problems(run, where=[str(path)]) == [], run.escaped
+
+
+def test_full_fuzz_hang_max_num_seqs_1m(tmp_path: Path) -> None:
+    """The full fuzz run (FUZZ_SEED=2020, parts config:3 and config:4: 13 inputs) found plans still
+    running after 30 s: max_num_seqs 1M priced the step latency of every request count (24 to 90 s
+    of CPU); priced by runs now (speed-18's change, merged meanwhile)."""
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "max_num_seqs: 1M\nmax_num_batched_tokens: 1M\ntensor_parallel_size: 1\nenforce_eager: false\n"
+        "optimization_level: 2\ncompilation_config:\n  cudagraph_capture_sizes:\n  - 8k\n  - '2_048'\n"
+        f"  pass_config:\n    enable_sp: false\n  mode: 3\ncgplan: 0\nmodel: {MODELS / 'med-llama'}\n"
+    )
+    run = run_cli(["plan", str(path)])
+    assert run.code == 0 and problems(run, where=[str(path)]) == [], (run.escaped, run.err)
+    assert run.cpu_seconds < 10
+
+
+@pytest.mark.parametrize("version", ["0.²", "0.33.²", "٣.1"])
+def test_full_fuzz_vllm_version_with_unicode_digits(version: str) -> None:
+    """The full fuzz run (FUZZ_SEED=2020, config:4): `--vllm-version 0.²` escaped as a ValueError
+    ("²".isdigit() is True, int("²") fails) in the release lookup."""
+    run = run_cli(["plan", str(PR), "--vllm-version", version])
+    assert run.code == 2 and problems(run, where=["--vllm-version"]) == [], (run.escaped, run.err)

@@ -265,7 +265,8 @@ def numeric_release(text: str) -> tuple[int, ...] | None:
     ((0, 33, 1), (0, 33), None)
     """
     parts = text.split(".")
-    if len(parts) in (2, 3) and all(p.isdigit() and len(p) < 6 for p in parts):
+    # isascii: "²".isdigit() is True, int("²") a ValueError (the full fuzz run: --vllm-version 0.²)
+    if len(parts) in (2, 3) and all(p.isascii() and p.isdigit() and len(p) < 6 for p in parts):
         return tuple(int(p) for p in parts)
     return None
 
