@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cgplan.core.calibrate import LatencyCalibration
 from cgplan.core.latency import (
     LatencyCoefficients,
     LatencyObservation,
@@ -264,19 +265,6 @@ def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanIn
             continue
         kw[leaf] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(inp, **kw)
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyCalibration:
-    """A user's fit of the latency model and how well it predicts."""
-
-    coefficients: LatencyCoefficients
-    fit_points: int
-    fit_median_error: float
-    fit_within_10pct: float
-    held_out_points: int
-    held_out_median_error: float
-    held_out_within_10pct: float
 
 
 def calibrate_latency(
