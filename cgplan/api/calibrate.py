@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.core.calibrate import Calibration
-from cgplan.core.cost import FitError, check_coefficients, fit_coefficients
+from cgplan.core.calibrate import Calibration, LatencyCalibration
+from cgplan.core.calibrate import calibrate_latency as fit_latency_runs
+from cgplan.core.cost import CostObservation, FitError, check_coefficients, fit_coefficients
 from cgplan.errors import ReportError
 from cgplan.io.cost_coefficients import observation_from_report
 from cgplan.io.reports import read_report
 
-__all__ = ["Calibration", "calibrate", "expand_reports"]
+__all__ = ["Calibration", "LatencyCalibration", "calibrate", "calibrate_latency", "expand_reports"]
 
 
 def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
@@ -71,7 +73,7 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     return out, notes
 
 
-def _observations(paths: Sequence[Path], configs: Path | None) -> list:  # type: ignore[type-arg]
+def _observations(paths: Sequence[Path], configs: Path | None) -> list[CostObservation]:
     return [observation_from_report(read_report(p), p, configs) for p in paths]
 
 
@@ -96,3 +98,22 @@ def calibrate(
         raise ReportError(f"{names}: cannot fit the cost model on these reports: {e}") from None
     held = check_coefficients(_observations(test_reports, configs), coeffs) if test_reports else ()
     return Calibration(coeffs, fit, held)
+
+
+def calibrate_latency(
+    runs: Sequence[Path], test: Sequence[Path], gpu: str, measured_with: str
+) -> LatencyCalibration:
+    """Fit the latency model to raw runs (scripts/latency/measure_step.py), starting from the shipped
+    set; predict the held-out runs `test` (the fit is core.calibrate.calibrate_latency).
+
+    Raises:
+        ReportError: a run cannot be read or failed, or there is nothing to fit.
+    """
+    from cgplan.io.latency_coefficients import load_runs, shipped_latency
+
+    obs = load_runs(runs)
+    if not obs:
+        raise ReportError("no timed points in the given runs (expected lat-*.json from measure_step.py)")
+    held = load_runs(test) if test else []
+    start = dataclasses.replace(shipped_latency(), gpu=gpu, measured_with=measured_with)
+    return fit_latency_runs(obs, held, start)

@@ -130,8 +130,9 @@ def _calibrate_latency(
     quiet: bool,
 ) -> None:
 
+    from cgplan.api.calibrate import calibrate_latency
     from cgplan.cli._console import note
-    from cgplan.io.latency_coefficients import calibrate_latency, save_latency
+    from cgplan.io.latency_coefficients import save_latency
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.calibrate import LatencyCalibration
 from cgplan.core.latency import (
     LatencyCoefficients,
     LatencyObservation,
@@ -265,37 +264,3 @@ def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanIn
             continue
         kw[leaf] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(inp, **kw)
-
-
-def calibrate_latency(
-    runs: Sequence[Path], test: Sequence[Path], gpu: str, measured_with: str
-) -> LatencyCalibration:
-    """Fit the latency model to raw runs (scripts/latency/measure_step.py), starting from the shipped
-    set; predict the held-out runs `test`.
-
-    Raises:
-        ReportError: a run cannot be read or failed, or there is nothing to fit.
-    """
-    from cgplan.core.latency import errors, fit_latency
-
-    obs = load_runs(runs)
-    if not obs:
-        raise ReportError("no timed points in the given runs (expected lat-*.json from measure_step.py)")
-    held = load_runs(test) if test else []
-    start = dataclasses.replace(shipped_latency(), gpu=gpu, measured_with=measured_with)
-    c = fit_latency(obs, start)
-    hidden = [o.target.hidden_size for o in obs]
-    layers = [o.target.layers for o in obs]
-    fmed, fw = errors(c, obs)
-    hmed, hw = errors(c, held)
-    c = dataclasses.replace(
-        c,
-        hidden_size_range=(min(hidden), max(hidden)),
-        layers_range=(min(layers), max(layers)),
-        max_tokens=max(o.step.target_tokens for o in obs),
-        fitted_on=tuple(sorted({o.run for o in obs})),
-        held_out=tuple(sorted({o.run for o in held})),
-        held_out_median_error=round(hmed, 4),
-        held_out_within_10pct=round(hw, 4),
-    )
-    return LatencyCalibration(c, len(obs), fmed, fw, len(held), hmed, hw)
