@@ -309,3 +309,37 @@ def test_optimize_in_time_always_has_the_default_ladder(tmp_path: Path) -> None:
     assert o.memory_mib <= o.memory_budget_mib
     assert o.step_ms <= o.default_step_ms  # never worse than the default ladder it may fall back to
     assert graph_count(o.plan) <= graph_count(o.default_plan)
+
+
+def test_the_search_is_the_cores_from_values_alone() -> None:
+    """#15: optimize's search over ladders is core.optimize.optimize, pure: given the parsed config,
+    its default plan, the traffic values and the coefficient sets, it returns what the library call
+    on the files returns, and a traffic without shapes is named by its file only in the api."""
+    from cgplan.core.optimize import optimize
+    from cgplan.core.traffic import Traffic
+    from cgplan.io.cost_coefficients import default_coefficients
+    from cgplan.io.latency_coefficients import shipped_latency
+
+    config = ROOT / "configs/gpu/tiny-nospec.yaml"
+    traffic_path = TRAFFIC / "decode-heavy-mns32.yaml"
+    loaded = load_config(config, Overrides())
+    inp = loaded.input
+    default_plan = build_plan(inp, with_fixes=False)
+    traffic = load_traffic(traffic_path)
+    for objective in ("time", "padding"):
+        from_files = optimize_config(config, traffic_path, Overrides(), objective=objective)
+        from_values = optimize(
+            inp,
+            default_plan,
+            traffic,
+            latency=shipped_latency(),
+            coefficients=default_coefficients(),
+            objective=objective,
+            notes=tuple(loaded.notes),
+        )
+        assert from_values == from_files
+        assert from_values.sizes and from_values.objective == objective
+    empty = Traffic((), (), "nothing")
+    with pytest.raises(ConfigError) as core_err:
+        optimize(inp, default_plan, empty, latency=shipped_latency(), coefficients=default_coefficients())
+    assert str(core_err.value) == "the traffic file has no batch shapes"

@@ -1,24 +1,20 @@
-"""`cgplan calibrate`: fit cost coefficients from capture reports, check them on held-out reports."""
+"""`cgplan calibrate`: fit cost coefficients from capture reports, check them on held-out reports
+(the reports read here; the result, core.calibrate.Calibration, is written by render/ and io/schema/)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from cgplan.core.cost import CostCoefficients, FitCheck, FitError, check_coefficients, fit_coefficients
+from cgplan.core.calibrate import Calibration, LatencyCalibration
+from cgplan.core.calibrate import calibrate_latency as fit_latency_runs
+from cgplan.core.cost import CostObservation, FitError, check_coefficients, fit_coefficients
 from cgplan.errors import ReportError
 from cgplan.io.cost_coefficients import observation_from_report
 from cgplan.io.reports import read_report
 
-
-@dataclass(frozen=True)
-class Calibration:
-    """Fitted coefficients with each report's prediction against its measurement."""
-
-    coefficients: CostCoefficients
-    fit: tuple[FitCheck, ...]
-    held_out: tuple[FitCheck, ...]
+__all__ = ["Calibration", "LatencyCalibration", "calibrate", "calibrate_latency", "expand_reports"]
 
 
 def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
@@ -77,7 +73,7 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     return out, notes
 
 
-def _observations(paths: Sequence[Path], configs: Path | None) -> list:  # type: ignore[type-arg]
+def _observations(paths: Sequence[Path], configs: Path | None) -> list[CostObservation]:
     return [observation_from_report(read_report(p), p, configs) for p in paths]
 
 
@@ -104,94 +100,20 @@ def calibrate(
     return Calibration(coeffs, fit, held)
 
 
-def check_to_dict(c: FitCheck) -> dict[str, object]:
-    """One row of the calibration table as JSON."""
-    est = c.vllm_estimate_gib
-    return {
-        "report": c.name,
-        "measured_mib": round(c.measured_mib, 1),
-        "predicted_mib": round(c.predicted_mib, 1),
-        "error": round(c.error, 4),
-        "vllm_estimate_mib": round(est * 1024, 1) if est is not None else None,
-        "vllm_estimate_error": round((est * 1024 - c.measured_mib) / c.measured_mib, 4)
-        if est is not None and c.measured_mib
-        else None,
-        "measured_capture_s": c.measured_capture_s,
-        "predicted_capture_s": round(c.predicted_capture_s, 3),
-    }
+def calibrate_latency(
+    runs: Sequence[Path], test: Sequence[Path], gpu: str, measured_with: str
+) -> LatencyCalibration:
+    """Fit the latency model to raw runs (scripts/latency/measure_step.py), starting from the shipped
+    set; predict the held-out runs `test` (the fit is core.calibrate.calibrate_latency).
 
+    Raises:
+        ReportError: a run cannot be read or failed, or there is nothing to fit.
+    """
+    from cgplan.io.latency_coefficients import load_runs, shipped_latency
 
-def calibration_table(cal: Calibration) -> str:
-    """Plain-text table: each report's measured and predicted capture memory, and vLLM's estimate."""
-    lines = [
-        f"{'set':5} {'report':40} {'measured':>9} {'predicted':>10} {'error':>7} "
-        f"{'vLLM est.':>10} {'its error':>9} {'capture s':>9} {'pred. s':>8}"
-    ]
-    for label, rows in (("fit", cal.fit), ("test", cal.held_out)):
-        for c in rows:
-            d = check_to_dict(c)
-            est = d["vllm_estimate_mib"]
-            est_err = d["vllm_estimate_error"]
-            lines.append(
-                f"{label:5} {c.name[:40]:40} {c.measured_mib:>6.0f} MiB {c.predicted_mib:>6.0f} MiB "
-                f"{100 * c.error:>+6.1f}% "
-                + (
-                    f"{est:>6.0f} MiB {100 * est_err:>+8.1f}% "
-                    if isinstance(est, float) and isinstance(est_err, float)
-                    else f"{'-':>10} {'-':>9} "
-                )
-                + f"{c.measured_capture_s if c.measured_capture_s is not None else float('nan'):>9.2f} "
-                f"{c.predicted_capture_s:>8.2f}"
-            )
-    if cal.held_out:
-        worst = max(abs(c.error) for c in cal.held_out)
-        lines.append(f"held-out: {len(cal.held_out)} reports, worst error {100 * worst:.1f}%")
-    lo, hi = cal.coefficients.band_ratio
-    lines.append(f"band shown with predictions: measured/predicted within {lo:.3f}..{hi:.3f} on the fit")
-    return "\n".join(lines) + "\n"
-
-
-def calibration_markdown(cal: Calibration) -> str:
-    """The calibration table as markdown (a PR comment): the same rows and figures as the table."""
-
-    def cell(x: object, fmt: str) -> str:
-        return format(x, fmt) if isinstance(x, float) else "-"
-
-    lines = [
-        "| set | report | measured MiB | predicted MiB | error | vLLM est. MiB | its error "
-        "| capture s | pred. s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for label, rows in (("fit", cal.fit), ("test", cal.held_out)):
-        for c in rows:
-            d = check_to_dict(c)
-            est_err = d["vllm_estimate_error"]
-            lines.append(
-                f"| {label} | `{c.name}` | {c.measured_mib:.0f} | {c.predicted_mib:.0f} "
-                f"| {100 * c.error:+.1f}% "
-                f"| {cell(d['vllm_estimate_mib'], '.0f')} "
-                f"| {format(100 * est_err, '+.1f') + '%' if isinstance(est_err, float) else '-'} "
-                f"| {cell(c.measured_capture_s, '.2f')} | {c.predicted_capture_s:.2f} |"
-            )
-    lines.append("")
-    if cal.held_out:
-        worst = max(abs(c.error) for c in cal.held_out)
-        lines.append(f"Held out: {len(cal.held_out)} reports, worst error {100 * worst:.1f}%.")
-    lo, hi = cal.coefficients.band_ratio
-    lines.append(f"Band shown with predictions: measured/predicted within {lo:.3f}..{hi:.3f} on the fit.")
-    return "\n".join(lines) + "\n"
-
-
-def calibration_json(cal: Calibration) -> str:
-    """The calibration as JSON."""
-    from cgplan.io.cost_coefficients import coefficients_to_dict
-    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
-
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "calibration",
-        "coefficients": coefficients_to_dict(cal.coefficients),
-        "fit": [check_to_dict(c) for c in cal.fit],
-        "held_out": [check_to_dict(c) for c in cal.held_out],
-    }
-    return dumps_ascii(doc)
+    obs = load_runs(runs)
+    if not obs:
+        raise ReportError("no timed points in the given runs (expected lat-*.json from measure_step.py)")
+    held = load_runs(test) if test else []
+    start = dataclasses.replace(shipped_latency(), gpu=gpu, measured_with=measured_with)
+    return fit_latency_runs(obs, held, start)

@@ -26,7 +26,7 @@ from cgplan.io.latency_coefficients import shipped_latency, with_latency
 
 if TYPE_CHECKING:
     from cgplan.core.gate import GatePolicy
-    from cgplan.io.traffic import Traffic
+    from cgplan.core.traffic import Traffic
 
 
 @dataclass(frozen=True)

@@ -8,17 +8,19 @@ from typing import Annotated
 
 import typer
 
-from cgplan.api.calibrate import (
-    Calibration,
-    calibration_json,
-    calibration_markdown,
-    calibration_table,
-    expand_reports,
-)
+from cgplan.api.calibrate import Calibration, expand_reports
 from cgplan.api.calibrate import calibrate as run_calibrate
 from cgplan.cli._options import FormatOpt, JsonOpt, MarkdownOpt, QuietOpt
 from cgplan.cli._output import is_stdout, write_artifact, write_artifacts
 from cgplan.io.cost_coefficients import coefficients_text
+from cgplan.io.schema import dumps_ascii
+from cgplan.io.schema.calibrate import calibration_to_dict, latency_calibration_to_dict
+from cgplan.render.calibrate import (
+    calibration_markdown,
+    calibration_table,
+    latency_calibration_markdown,
+    latency_calibration_text,
+)
 
 
 def calibrate(
@@ -85,8 +87,12 @@ def calibrate(
     for line in (*notes, *test_notes):
         note(line, quiet)
     cal = run_calibrate(fit_paths, test_paths, gpu, measured_with, configs)
-    render = {"json": calibration_json, "markdown": calibration_markdown}.get(chosen, calibration_table)
-    table = render(cal)
+    if chosen == "json":
+        table = dumps_ascii(calibration_to_dict(cal))
+    elif chosen == "markdown":
+        table = calibration_markdown(cal)
+    else:
+        table = calibration_table(cal)
     if output is None:
         write_artifact(table, None)
     elif str(output) == "-":  # `-o -`: the coefficients are the output; the table goes to stderr
@@ -124,9 +130,9 @@ def _calibrate_latency(
     quiet: bool,
 ) -> None:
 
+    from cgplan.api.calibrate import calibrate_latency
     from cgplan.cli._console import note
-    from cgplan.io.latency_coefficients import calibrate_latency, latency_to_dict, save_latency
-    from cgplan.io.schema import SCHEMA_VERSION, dumps_ascii
+    from cgplan.io.latency_coefficients import save_latency
 
     cal = calibrate_latency(runs, test, gpu, measured_with)
     if output is not None:
@@ -134,44 +140,11 @@ def _calibrate_latency(
         if str(output) != "-":
             note(f"latency coefficients written to {output}", quiet)
     if chosen == "json":
-        doc = {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "latency-calibration",
-            "coefficients": latency_to_dict(cal.coefficients),
-            "fit": {
-                "points": cal.fit_points,
-                "median_error": cal.fit_median_error,
-                "within_10pct": cal.fit_within_10pct,
-            },
-            "held_out": {
-                "points": cal.held_out_points,
-                "median_error": cal.held_out_median_error,
-                "within_10pct": cal.held_out_within_10pct,
-            },
-        }
-        text = dumps_ascii(doc)
+        text = dumps_ascii(latency_calibration_to_dict(cal))
     elif chosen == "markdown":
-        rows = [("fit", cal.fit_points, cal.fit_median_error, cal.fit_within_10pct)]
-        if cal.held_out_points:
-            rows.append(
-                ("held out", cal.held_out_points, cal.held_out_median_error, cal.held_out_within_10pct)
-            )
-        text = (
-            "| latency model | points | median error | within 10% |\n|---|---:|---:|---:|\n"
-            + "".join(f"| {name} | {n} | {med:.1%} | {w10:.0%} |\n" for name, n, med, w10 in rows)
-            + ("" if cal.held_out_points else "\nNo held-out runs (--test RUN).\n")
-        )
+        text = latency_calibration_markdown(cal)
     else:
-        text = (
-            f"latency model fitted on {cal.fit_points} points: median error {cal.fit_median_error:.1%}, "
-            f"{cal.fit_within_10pct:.0%} within 10%\n"
-            + (
-                f"held out {cal.held_out_points} points: median error {cal.held_out_median_error:.1%}, "
-                f"{cal.held_out_within_10pct:.0%} within 10%\n"
-                if cal.held_out_points
-                else "no held-out runs (--test RUN)\n"
-            )
-        )
+        text = latency_calibration_text(cal)
     if output is not None and is_stdout(output):
         if not quiet:  # stdout holds the coefficients (`-o -`): the summary goes to stderr
             sys.stderr.write(text)

@@ -1,30 +1,19 @@
 """Traffic histograms for `cgplan optimize`: a YAML histogram, a vLLM `--cudagraph-metrics`
-log, or a Prometheus text dump of vLLM's metrics → batch shapes with counts."""
+log, or a Prometheus text dump of vLLM's metrics → batch shapes with counts (core.traffic.Traffic)."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from cgplan.core.traffic import Traffic
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import MIB, ReadError, parse_yaml, read_text
 
 TRAFFIC_LIMIT_BYTES = 64 * MIB
 """A histogram, a `--cudagraph-metrics` log or a metrics dump, after gzip expansion (its lines
 are held in memory at once)."""
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """Batch shapes the server sees, with how often."""
-
-    uniform_decode: tuple[tuple[int, float], ...]
-    """(num_reqs, steps) of uniform-decode steps (tokens = num_reqs × that batch's query length)."""
-    mixed: tuple[tuple[int, float], ...]
-    """(num_tokens, steps) of every other step."""
-    source: str
 
 
 _METRICS_ROW = re.compile(r"^\|?\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([A-Z_]+)\s*\|\s*(\d+)\s*\|?\s*$")
