@@ -40,6 +40,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # JSON is not rendered: it is the contract, io/schema/ (the CLI writes it from there)
     "cgplan/render/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.render"),
     "cgplan/gpu/": ("cgplan.__version__", "cgplan.core", "cgplan.errors", "cgplan.gpu", "cgplan.io"),
+    # the library: files in, typed results out; rendering is the CLI's (render/ is not imported)
+    "cgplan/api/": (
+        "cgplan.__version__",
+        "cgplan.api",
+        "cgplan.core",
+        "cgplan.errors",
+        "cgplan.gpu",
+        "cgplan.io",
+    ),
 }
 """Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""
 
@@ -131,6 +140,11 @@ def test_every_import_is_where_it_belongs() -> None:
             "cgplan/io/x.py",
             "from ..render import table",
             "imports cgplan.render.table; cgplan/io/ imports only",
+        ),
+        (
+            "cgplan/api/x.py",
+            "def f():\n    from cgplan.render.fleet import fleet_html",
+            "imports cgplan.render.fleet.fleet_html; cgplan/api/ imports only",
         ),
     ],
 )

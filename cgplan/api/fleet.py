@@ -707,17 +707,17 @@ def exit_code(doc: dict[str, Any]) -> int:
     return int(ExitCode.OK)
 
 
-def write_aggregate(doc: dict[str, Any], out_dir: Path) -> list[Path]:
-    """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically."""
+def write_aggregate(doc: dict[str, Any], out_dir: Path, *, markdown: str, html: str) -> list[Path]:
+    """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically; the pages come
+    rendered (render/fleet.py, by the caller: the library does not render)."""
     from cgplan.io.schema import dumps_ascii
-    from cgplan.render.fleet import fleet_html, fleet_markdown
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for suffix, text in (
         ("json", dumps_ascii(doc)),
-        ("md", fleet_markdown(doc)),
-        ("html", fleet_html(doc)),
+        ("md", markdown),
+        ("html", html),
     ):
         path = out_dir / f"{AGGREGATE_NAME}.{suffix}"
         write_atomically(path, text)

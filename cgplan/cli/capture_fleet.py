@@ -33,7 +33,7 @@ from cgplan.api.fleet import (
 from cgplan.cli._output import write_artifact
 from cgplan.errors import CaptureError
 from cgplan.io.config import Overrides
-from cgplan.render.fleet import fleet_html, fleet_table
+from cgplan.render.fleet import fleet_html, fleet_markdown, fleet_table
 
 
 class FleetBar:
@@ -192,7 +192,7 @@ def capture_fleet(
             out_dir,
         )
     )
-    written = write_aggregate(doc, out_dir)
+    written = write_aggregate(doc, out_dir, markdown=fleet_markdown(doc), html=fleet_html(doc))
     if json_out:
         write_artifact(dumps_ascii(doc), None)
     else:
