@@ -278,7 +278,7 @@ class ProcessRun:
 
 
 def passable(args: Sequence[str]) -> bool:
-    """Whether `args` can be a process's argv: a lone surrogate ("\ud800" in a drawn --set string)
+    """Whether `args` can be a process's argv: a lone surrogate ("\\ud800" in a drawn --set string)
     has no bytes, so no shell or exec can pass it (the full run's sweep part crashed on one)."""
     try:
         for a in args:
