@@ -95,6 +95,7 @@ def _fake_torch() -> types.ModuleType:
     torch = types.ModuleType("torch")
     cuda = types.ModuleType("torch.cuda")
     cuda.synchronize = lambda *a: None  # type: ignore[attr-defined]
+    cuda.empty_cache = lambda: None  # type: ignore[attr-defined]
     cuda.graph = _Graph  # type: ignore[attr-defined]
     cuda.memory_stats_as_nested_dict = lambda: {"reserved_bytes": {"all": {"current": 0}}}  # type: ignore[attr-defined]
     cuda.get_device_name = lambda i: "Fake H200"  # type: ignore[attr-defined]

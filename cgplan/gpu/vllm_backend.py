@@ -267,6 +267,13 @@ def instrument(
                 nv = _worker_nvml(self, recorder, state) if state.in_worker else nvml
                 recorder.armed = True
                 torch.cuda.synchronize()
+                # vLLM empties the allocator's cache before it reads its own baseline (V1
+                # `capture_model`, 0.26.0: `empty_cache()` then `get_memory_info()`). Reading
+                # NVML before that release counted blocks cached by the profile run in the
+                # baseline: with an MTP drafter (test-dsv3-mtp1-mns32, 2026-12-01) 316 MiB were
+                # cached, the phase read 94 MiB where vLLM said 0.40 GiB. Releasing first makes
+                # both baselines the same; vLLM releases them anyway a moment later.
+                torch.cuda.empty_cache()
                 used0 = nv.memory_used_bytes() if nv else None
                 t0 = time.perf_counter()
                 try:
