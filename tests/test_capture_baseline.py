@@ -2,8 +2,9 @@
 
 vLLM's V1 `capture_model` (0.26.0) releases the allocator's cache, then reads free memory, and
 its "took X GiB" is measured from there. On the H200 (2026-12-01, test-dsv3-mtp1-mns32: an MTP
-drafter's profile run left 316 MiB cached) a baseline read before that release made the capture
-phase 94 MiB where vLLM said 0.40 GiB. These stand-ins model the allocator that far.
+drafter's profile run left blocks cached) a baseline read before that release made the capture
+phase 94 MiB; read after it, 154 MiB (benchmarks/results/h200/moe/call2). These stand-ins model
+the allocator that far.
 """
 
 from __future__ import annotations

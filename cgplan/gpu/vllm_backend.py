@@ -270,9 +270,12 @@ def instrument(
                 # vLLM empties the allocator's cache before it reads its own baseline (V1
                 # `capture_model`, 0.26.0: `empty_cache()` then `get_memory_info()`). Reading
                 # NVML before that release counted blocks cached by the profile run in the
-                # baseline: with an MTP drafter (test-dsv3-mtp1-mns32, 2026-12-01) 316 MiB were
-                # cached, the phase read 94 MiB where vLLM said 0.40 GiB. Releasing first makes
-                # both baselines the same; vLLM releases them anyway a moment later.
+                # baseline: with an MTP drafter (test-dsv3-mtp1-mns32, H200, 2026-12-01) 60 MiB
+                # were cached and the phase read 94 MiB; released first, 154 MiB (moe/call2).
+                # Releasing first makes both baselines the same; vLLM releases them anyway a
+                # moment later. (vLLM's own "took 0.40 GiB" there is read before its final
+                # `empty_cache()`, so it also counts ~250 MiB of warmup blocks freed then; cgplan's
+                # end reading is after it: what the graphs keep.)
                 torch.cuda.empty_cache()
                 used0 = nv.memory_used_bytes() if nv else None
                 t0 = time.perf_counter()
