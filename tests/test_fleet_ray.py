@@ -122,3 +122,16 @@ def test_missing_ray_is_an_environment_error(monkeypatch: pytest.MonkeyPatch) ->
 
     with pytest.raises(GpuUnavailableError, match=r"pip install 'cgplan\[ray\]'"):
         fleet_ray.connect("auto")
+
+
+def test_a_task_reports_its_own_run_time_not_its_wait_for_a_gpu(tmp_path: Path) -> None:
+    # On the H200's one-GPU cluster (2026-12-01) every task was submitted at once, and the caller's
+    # clock made the six configs read 38, 71, 101, 133, 165, 193 s: each wait for the GPU added in.
+    (job,) = _jobs(tmp_path, {"queued": 1})
+    got = fleet_ray.TaskResult(0, "node", ("0",), None, "log\n", run_s=31.5)
+    fake_ray: Any = type("FakeRay", (), {"get": staticmethod(lambda ref: got)})
+    result = fleet_ray._gather(fake_ray, object(), job, 193.3)
+    assert result.wall_s == 31.5
+    older = fleet_ray.TaskResult(0, "node", ("0",), None, "log\n")  # a worker on an older cgplan
+    fake_ray.get = staticmethod(lambda ref: older)
+    assert fleet_ray._gather(fake_ray, object(), job, 193.3).wall_s == 193.3
