@@ -39,6 +39,9 @@ class MemoryComparison:
     """The prediction's graph memory in KV-cache tokens (pool bytes ÷ KV bytes per token)."""
     vllm_kv_cache_tokens: int | None = None
     """vLLM's own KV-cache size in tokens (a capture report's), beside it for scale."""
+    a_withheld: str | None = None
+    b_withheld: str | None = None
+    """Why a plan side has no figure (the cost model's own words), shown in its place."""
 
     def kv_text(self) -> str | None:
         """ "= N KV-cache tokens (vLLM's KV cache: M tokens)"."""
@@ -55,12 +58,14 @@ class MemoryComparison:
     def text(self) -> str:
         """One line for humans, in MiB like `plan`."""
 
-        def mib(x: float | None, src: str | None) -> str:
-            return "-" if x is None else f"{x:,.0f} MiB {src or ''}".rstrip()
+        def mib(x: float | None, src: str | None, withheld: str | None) -> str:
+            if x is None:
+                return withheld or "-"
+            return f"{x:,.0f} MiB {src or ''}".rstrip()
 
         line = (
-            f"graph memory (capture phase, per rank): A {mib(self.a_mib, self.a_source)} → "
-            f"B {mib(self.b_mib, self.b_source)}"
+            f"graph memory (capture phase, per rank): A {mib(self.a_mib, self.a_source, self.a_withheld)} → "
+            f"B {mib(self.b_mib, self.b_source, self.b_withheld)}"
         )
         if self.measured_over_predicted is not None:
             err = 100 * (1 / self.measured_over_predicted - 1) if self.measured_over_predicted else 0.0
@@ -131,4 +136,6 @@ def compare_memory(a: Side, b: Side) -> MemoryComparison:
         if pred.pool_source == "predicted" and pred.pool_bytes and pred.kv_bytes_per_token
         else None,
         vllm_kv_cache_tokens=meas.vllm_kv_cache_tokens if meas.pool_source == "measured" else None,
+        a_withheld=a.pool_withheld,
+        b_withheld=b.pool_withheld,
     )

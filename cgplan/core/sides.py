@@ -44,6 +44,9 @@ class Side:
     """A prediction's band (the cost model's documented error), None for a measurement."""
     pool_caveats: tuple[str, ...] = ()
     """Why a prediction is outside the cost model's fitted domain (then the band does not hold)."""
+    pool_withheld: str | None = None
+    """Why a plan has no memory figure at all (outside every fitted domain, by the cost model's own
+    words); None when it has one, or for a capture."""
     graph_sections_bytes: int | None = None
     """Detail: the sum over the graph sections alone (warmups excluded)."""
     capture_time_s: float | None = None
@@ -175,6 +178,9 @@ def side_from_plan(
     band = None
     sections = None
     caveats: tuple[str, ...] = ()
+    withheld = None
+    if pool_bytes is None and plan.cost is not None and plan.cost.graphs and not plan.cost.domain.figure:
+        withheld = "no figure: outside the validated domain (" + "; ".join(plan.cost.domain.outside) + ")"
     if pool_bytes is None and plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure:
         mib = 1 << 20
         pool_bytes = round(plan.cost.total_mib * mib)
@@ -195,6 +201,7 @@ def side_from_plan(
         pool_source="predicted" if pool_bytes is not None else None,
         pool_band_bytes=band,
         pool_caveats=caveats,
+        pool_withheld=withheld,
         graph_sections_bytes=sections,
         model_runner=plan.model_runner,
         kv_bytes_per_token=plan.kv_bytes_per_token,

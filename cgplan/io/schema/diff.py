@@ -109,6 +109,7 @@ def _memory_dict(d: Diff) -> dict[str, Any]:
         "band": None if m.band is None else [round(x, 4) for x in m.band],
         "within_band": m.within_band,
         "caveats": list(m.caveats),
+        "withheld": {"a": m.a_withheld, "b": m.b_withheld},
         "detail_graph_sections_mib": {
             "a": None if m.a_sections_mib is None else round(m.a_sections_mib, 1),
             "b": None if m.b_sections_mib is None else round(m.b_sections_mib, 1),
