@@ -533,3 +533,47 @@ def test_bad_input_exits_2(
     assert err.count("\n") == 1
     with pytest.raises(LogError):
         parse_file(path)
+
+
+def test_a_patch_release_log_is_planned_with_its_release_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # before: planned under 0.26.0 silently (plan prints this note; logs --config did not)
+    text = gzip.decompress((LOGS / "med-llama-mns256-vllm.log.gz").read_bytes()).decode()
+    patched = tmp_path / "patch.log"
+    patched.write_text(text.replace("vLLM 0.26.0", "vLLM 0.26.1").replace("v0.26.0", "v0.26.1"))
+    parsed = parse_file(patched)
+    assert parsed.vllm_version == "0.26.1"
+    cmp = compare_with_config(parsed, CONFIGS / "med-llama-mns256.yaml")
+    assert cmp.vllm_version == "0.26.0" and cmp.agrees, cmp.disagreements
+    assert any("0.26.1 planned with 0.26.0's rules" in n for n in cmp.notes), cmp.notes
+    code, out, _ = run(
+        monkeypatch, capsys, "logs", str(patched), "--config", str(CONFIGS / "med-llama-mns256.yaml")
+    )
+    assert code == 0 and "note: vLLM 0.26.1 planned with 0.26.0's rules" in " ".join(out.split())
+    code, out, _ = run(
+        monkeypatch,
+        capsys,
+        "logs",
+        str(patched),
+        "--config",
+        str(CONFIGS / "med-llama-mns256.yaml"),
+        "--json",
+    )
+    assert code == 0 and any("0.26.1" in n for n in json.loads(out)["comparison"]["notes"])
+
+
+def test_platform_option_plans_the_config_for_another_gpu(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The A100 log's mode downgrade is what the plan predicts on ampere; planned for hopper
+    # (--platform, as `plan --platform`), the plan keeps FULL and the check disagrees.
+    log, config = LOGS / "synthetic-v2-ampere-downgrade.log", CORPUS / "ampere-mode-full.yaml"
+    code, _, _ = run(monkeypatch, capsys, "logs", str(log), "--config", str(config))
+    assert code == 0
+    code, out, _ = run(
+        monkeypatch, capsys, "logs", str(log), "--config", str(config), "--platform", "hopper", "--json"
+    )
+    assert code == 1
+    bad = [c["name"] for c in json.loads(out)["comparison"]["checks"] if not c["agrees"]]
+    assert "warning: mode downgrade" in bad, bad

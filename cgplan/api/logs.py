@@ -19,6 +19,7 @@ def compare_with_config(
     config: str | Path,
     vllm_version: str | None = None,
     model_config: Path | None = None,
+    platform: str | None = None,
 ) -> Comparison:
     """Plan `config` under the log's vLLM release (or `vllm_version`) and compare.
 
@@ -31,21 +32,26 @@ def compare_with_config(
         raise LogError(
             f"{parsed.source}: the log names no vLLM version (no engine line); pass --vllm-version"
         )
-    if vllm_version is None:
-        # a patch release of a known one (0.33.1): planned with that release's rules
-        version = release_for(version) or version
-    if version not in SUPPORTED_VERSIONS and vllm_version is None:
+    # a patch release of a known one (0.33.1) is planned with that release's rules; the config
+    # reader says so in a note, as `plan` does
+    release = release_for(version) if vllm_version is None else version
+    if vllm_version is None and (release is None or release not in SUPPORTED_VERSIONS):
         raise LogError(
             f"{parsed.source}: the log is from vLLM {version}; cgplan has rules for "
             f"{', '.join(SUPPORTED_VERSIONS)} (pass --vllm-version to plan under one of them)"
         )
+    overrides = Overrides(vllm_version=version, platform=platform, model_config=model_config)
     try:
-        loaded, plan = plan_file(
-            config, Overrides(vllm_version=version, model_config=model_config), with_fixes=False
-        )
+        loaded, plan = plan_file(config, overrides, with_fixes=False)
     except ConfigRejected as e:
-        return Comparison(str(config), version, e.message, refused_checks(parsed))
-    return Comparison(str(config), version, None, compare(parsed, loaded.input, plan))
+        return Comparison(str(config), release or version, e.message, refused_checks(parsed))
+    return Comparison(
+        str(config),
+        loaded.input.vllm_version,
+        None,
+        compare(parsed, loaded.input, plan),
+        loaded.notes,
+    )
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ def check_log(
     config: str | Path | None = None,
     vllm_version: str | None = None,
     model_config: Path | None = None,
+    platform: str | None = None,
 ) -> LogCheck:
     """Read and parse the log at `path` (plain or gzip, `-` for stdin); with `config`, plan it
     under the log's release and check every figure the log states.
@@ -74,6 +81,8 @@ def check_log(
 
     parsed = parse_file(path)
     comparison = (
-        compare_with_config(parsed, config, vllm_version, model_config) if config is not None else None
+        compare_with_config(parsed, config, vllm_version, model_config, platform)
+        if config is not None
+        else None
     )
     return LogCheck(parsed, comparison)

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from cgplan.cli._options import FormatOpt, JsonOpt, ModelConfigOpt, NoColorOpt, OutputOpt, _complete_versions
+from cgplan.cli._options import (
+    FormatOpt,
+    JsonOpt,
+    ModelConfigOpt,
+    NoColorOpt,
+    OutputOpt,
+    PlatformOpt,
+    _complete_versions,
+)
 
 
 def logs(
@@ -35,6 +43,7 @@ def logs(
     output: OutputOpt = None,
     no_color: NoColorOpt = False,
     model_config: ModelConfigOpt = None,
+    platform: PlatformOpt = None,
 ) -> None:
     """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache."""
     from cgplan.api.logs import check_log
@@ -46,7 +55,7 @@ def logs(
     from cgplan.render.logs import render_logs
 
     chosen = output_format(fmt, ("table", "json"), json_flag=json_out)
-    r = check_log(file, config, vllm_version, model_config)
+    r = check_log(file, config, vllm_version, model_config, platform)
     parsed, comparison = r.parsed, r.comparison
     if chosen == "json":
         text = dumps_ascii(logs_to_dict(parsed, comparison))

@@ -44,6 +44,9 @@ class Comparison:
     """vLLM's reason when the plan says this release refuses the config (no plan then)."""
     checks: tuple[Check, ...] = field(default_factory=tuple)
     """Every comparison made."""
+    notes: tuple[str, ...] = ()
+    """How the config was read where it is not literal (a patch release planned with its
+    release's rules, a GPU named for its family), as `plan` prints them."""
 
     @property
     def disagreements(self) -> tuple[Check, ...]:

@@ -125,6 +125,8 @@ def render_logs(
         return buf.getvalue()
     say()
     say(f"plan: {comparison.config} under vLLM {comparison.vllm_version} rules", soft_wrap=True)
+    for note in comparison.notes:
+        say(Text(f"note: {note}", style="dim"), soft_wrap=True)
     if comparison.refused is not None:
         say(Text(f"the plan refuses this config: {comparison.refused}", style="bold red"), soft_wrap=True)
         shows = f"capture {parsed.capture_status}"

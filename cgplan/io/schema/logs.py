@@ -111,6 +111,7 @@ def logs_to_dict(parsed: ParsedLog, comparison: Comparison | None = None) -> dic
         doc["comparison"] = {
             "config": comparison.config,
             "vllm_version": comparison.vllm_version,
+            "notes": list(comparison.notes),
             "plan_refused": comparison.refused,
             "agrees": comparison.agrees,
             "checks": [
