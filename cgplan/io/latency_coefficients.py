@@ -103,6 +103,14 @@ def load_latency(path: str | Path) -> LatencyCoefficients:
                 raise ConfigError(name, f"expected a list, got {v!r}", source=source)
             values[name] = tuple(v)
     unknown = sorted(set(doc) - set(_FIELDS) - {"kind", "schema_version"})
+    if "step_ms_per_request" in unknown:
+        # the model of 2026-12-01 (before call 4) added it outside the forward, as host time
+        raise ConfigError(
+            "step_ms_per_request",
+            "a coefficient of an earlier latency model (now gpu_ms_per_request, GPU time of the forward): "
+            "refit the file with cgplan calibrate --latency",
+            source=source,
+        )
     if unknown:
         raise ConfigError(unknown[0], "unknown key", source=source)
     for rng in ("hidden_size_range", "layers_range"):

@@ -77,7 +77,7 @@ START = LatencyCoefficients(
     piecewise_overlap_loss=0.19,
     step_ms=0.09,
     draft_step_ms=0.10,
-    step_ms_per_request=0.005,
+    gpu_ms_per_request=0.005,
     eager_layer_factor=((REFERENCE_ARCH, 1.0),),
 )
 
