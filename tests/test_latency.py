@@ -167,6 +167,21 @@ def test_a_coefficient_file_of_the_earlier_model_is_refused_with_the_way_out(tmp
         load_latency(path)
 
 
+def test_a_plan_above_the_measured_requests_per_step_says_so() -> None:
+    """Before: max_num_seqs 1024 was priced without a caveat, though no measured step had more
+    than 256 requests and the per-request GPU time (6.9 us each) is then a straight-line
+    extrapolation (7 ms of a 1024-request step)."""
+    from cgplan.core.latency import domain_caveats
+
+    c = shipped_latency()
+    assert c.max_reqs == 256
+    inp = load_config(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml").input
+    assert inp.max_num_seqs == 1024
+    assert any("steps above 256 requests were not measured" in x for x in domain_caveats(c, inp))
+    med = load_config(ROOT / "configs/gpu/med-llama-mns256.yaml").input
+    assert not any("requests were not measured" in x for x in domain_caveats(c, med))
+
+
 def test_fit_recovers_known_coefficients() -> None:
     """Synthetic points from a known set: the fit finds it again (pure, no GPU data)."""
     truth = shipped_latency()

@@ -84,6 +84,8 @@ class LatencyCoefficients:
     layers_range: tuple[int, int] = (4, 64)
     max_tokens: int = 2048
     """Largest batch measured (tokens per forward)."""
+    max_reqs: int = 256
+    """Most requests in one measured step (the per-request time is fitted up to there)."""
     max_speculative_tokens: int = 16
     fitted_on: tuple[str, ...] = ()
     held_out: tuple[str, ...] = ()
@@ -378,6 +380,12 @@ def domain_caveats(
     widest = inp.max_num_seqs * inp.uniform_decode_query_len
     if widest > c.max_tokens:
         out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest})")
+    if inp.max_num_seqs > c.max_reqs:
+        # the per-request GPU time is a straight line fitted on steps of up to max_reqs requests
+        out.append(
+            f"steps above {c.max_reqs} requests were not measured (max_num_seqs here: {inp.max_num_seqs}; "
+            "the per-request time is extrapolated)"
+        )
     if f"vLLM {inp.vllm_version}" not in c.measured_with:
         out.append(
             f"measured with {c.measured_with.split(',')[0]}; vLLM {inp.vllm_version}'s step may differ"

@@ -191,6 +191,7 @@ def main() -> int:
             "hidden_size_range": (min(hidden), max(hidden)),
             "layers_range": (min(layers), max(layers)),
             "max_tokens": max(o.step.target_tokens for o in obs),
+            "max_reqs": max(o.step.reqs for o in obs),
             "fitted_on": tuple(r for r in runs if r not in HELD_OUT_RUNS),
             "held_out": HELD_OUT_RUNS + tuple(f"batch {b} of every run" for b in HELD_OUT_BATCHES),
             "held_out_median_error": round(med, 4),
