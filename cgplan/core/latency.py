@@ -5,7 +5,8 @@ The model, fitted on an H200 from real vLLM 0.26.0 engines (docs/latency-model.m
 
 - the GPU's time for one forward pass over T tokens is the weights read once (bytes / bandwidth),
   a fixed time per layer, a per-token cost proportional to the FLOPs per token (with a steeper
-  slope once T passes the compute-bound knee) and to the layers' width, and the logits rows;
+  slope once T passes the compute-bound knee) and to the layers' width, the logits rows, and a
+  time per request (per-sequence work: GPU time, so a host-bound eager step hides it);
 - the host's time to launch it depends on the mode: a FULL graph is one replay; a PIECEWISE graph
   launches one graph per compiled piece and the attention between them (per layer); eager
   launches every kernel (per layer, with a factor per architecture: more kernels per layer);
@@ -74,12 +75,17 @@ class LatencyCoefficients:
     """Host time of each drafter decode step beyond its forward (metadata, sampling)."""
     eager_layer_factor: tuple[tuple[str, float], ...]
     """Per-architecture factor on the eager per-layer time (measured architectures)."""
-    step_ms_per_request: float = 0.0
-    """Host time per request of a step's input preparation (before the forward is launched)."""
+    gpu_ms_per_request: float = 0.0
+    """GPU time per request of the target forward (per-sequence work beside the per-token cost):
+    like the rest of the forward's GPU time it overlaps the host's launches, so it adds to a FULL
+    replay but hides behind a host-bound eager step (whose measured time does not grow with
+    requests: docs/latency-model.md, "The model")."""
     hidden_size_range: tuple[int, int] = (512, 5120)
     layers_range: tuple[int, int] = (4, 64)
     max_tokens: int = 2048
     """Largest batch measured (tokens per forward)."""
+    max_reqs: int = 256
+    """Most requests in one measured step (the per-request time is fitted up to there)."""
     max_speculative_tokens: int = 16
     fitted_on: tuple[str, ...] = ()
     held_out: tuple[str, ...] = ()
@@ -125,8 +131,8 @@ def _arch_factor(c: LatencyCoefficients, arch: str) -> float:
     return 1.0
 
 
-def gpu_ms(c: LatencyCoefficients, s: ForwardShape, tokens: int, logit_rows: int) -> float:
-    """Modelled GPU time of one forward over `tokens` (padded) tokens."""
+def gpu_ms(c: LatencyCoefficients, s: ForwardShape, tokens: int, logit_rows: int, reqs: int = 0) -> float:
+    """Modelled GPU time of one forward over `tokens` (padded) tokens of `reqs` requests."""
     gflop_tok = 2.0 * s.body_params / 1e9
     weights_gb = 2.0 * (s.body_params + s.head_params) / 1e9
     return (
@@ -136,6 +142,7 @@ def gpu_ms(c: LatencyCoefficients, s: ForwardShape, tokens: int, logit_rows: int
         * (gflop_tok * c.gpu_ms_per_gflop + s.layers * s.hidden_size / 1e3 * c.gpu_ms_per_token_width)
         + logit_rows * 2.0 * s.head_params / 1e9 * c.gpu_ms_per_gflop
         + max(0.0, tokens - c.compute_bound_from_tokens) * gflop_tok * c.gpu_ms_per_gflop_compute_bound
+        + reqs * c.gpu_ms_per_request
     )
 
 
@@ -148,9 +155,11 @@ def host_ms(c: LatencyCoefficients, s: ForwardShape, mode: str) -> float:
     return c.host_ms_eager + s.layers * c.host_ms_eager_per_layer * _arch_factor(c, s.architecture)
 
 
-def forward_ms(c: LatencyCoefficients, s: ForwardShape, mode: str, tokens: int, logit_rows: int) -> float:
+def forward_ms(
+    c: LatencyCoefficients, s: ForwardShape, mode: str, tokens: int, logit_rows: int, reqs: int = 0
+) -> float:
     """One forward pass: host and GPU overlap, less what the overlap loses."""
-    g = gpu_ms(c, s, tokens, logit_rows)
+    g = gpu_ms(c, s, tokens, logit_rows, reqs)
     h = host_ms(c, s, mode)
     loss = (
         c.eager_overlap_loss if mode == "NONE" else c.piecewise_overlap_loss if mode == "PIECEWISE" else 0.0
@@ -178,8 +187,8 @@ class StepShape:
 
 def step_ms(c: LatencyCoefficients, target: ForwardShape, step: StepShape) -> float:
     """Modelled time of one step."""
-    t = c.step_ms + step.reqs * c.step_ms_per_request
-    t += forward_ms(c, target, step.target_mode, step.target_tokens, step.logit_rows)
+    t = c.step_ms
+    t += forward_ms(c, target, step.target_mode, step.target_tokens, step.logit_rows, step.reqs)
     if step.drafter_prefill_mode is not None:
         d = drafter_shape(target)
         t += forward_ms(c, d, step.drafter_prefill_mode, step.drafter_prefill_tokens, step.drafter_reqs)
@@ -371,6 +380,12 @@ def domain_caveats(
     widest = inp.max_num_seqs * inp.uniform_decode_query_len
     if widest > c.max_tokens:
         out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest})")
+    if inp.max_num_seqs > c.max_reqs:
+        # the per-request GPU time is a straight line fitted on steps of up to max_reqs requests
+        out.append(
+            f"steps above {c.max_reqs} requests were not measured (max_num_seqs here: {inp.max_num_seqs}; "
+            "the per-request time is extrapolated)"
+        )
     if f"vLLM {inp.vllm_version}" not in c.measured_with:
         out.append(
             f"measured with {c.measured_with.split(',')[0]}; vLLM {inp.vllm_version}'s step may differ"
@@ -423,8 +438,9 @@ def uniform_ranges(plan: Plan) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-Linear = tuple[int, int, int, int]
-"""(tokens at `lo`, tokens per request, rows at `lo`, rows per request) of a forward over lo..hi."""
+Linear = tuple[int, int, int, int, int, int]
+"""(tokens at `lo`, tokens per request, rows at `lo`, rows per request, requests at `lo`, requests
+per request) of a forward over lo..hi (its requests: those whose per-request GPU time it carries)."""
 
 
 def _forward_kinks(
@@ -433,10 +449,10 @@ def _forward_kinks(
     """Where `forward_ms` of a forward whose (tokens, rows) are linear in n on lo..hi may bend: the
     compute-bound knee of `gpu_ms` and the points where host and GPU time cross (`forward_ms`
     takes their max and a share of their min). Between two such points it is linear in n."""
-    t0, t1, r0, r1 = lin
+    t0, t1, r0, r1, q0, q1 = lin
 
     def gpu(n: int) -> float:
-        return gpu_ms(c, s, t0 + t1 * (n - lo), r0 + r1 * (n - lo))
+        return gpu_ms(c, s, t0 + t1 * (n - lo), r0 + r1 * (n - lo), q0 + q1 * (n - lo))
 
     kinks: list[float] = []
     pieces = [(lo, hi)]
@@ -510,13 +526,12 @@ def _segment_sum(
     if hi > lo:
         nxt, d = shape(lo + 1), drafter_shape(target)
 
-        def lin(tokens: tuple[int, int], rows: tuple[int, int]) -> Linear:
-            return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0]
+        def lin(tokens: tuple[int, int], rows: tuple[int, int], reqs: tuple[int, int] = (0, 0)) -> Linear:
+            return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0], reqs[0], reqs[1] - reqs[0]
 
         target_rows = (first.logit_rows, nxt.logit_rows)
-        kinks += _forward_kinks(
-            c, target, first.target_mode, lo, hi, lin((first.target_tokens, nxt.target_tokens), target_rows)
-        )
+        target_lin = lin((first.target_tokens, nxt.target_tokens), target_rows, (first.reqs, nxt.reqs))
+        kinks += _forward_kinks(c, target, first.target_mode, lo, hi, target_lin)
         if first.drafter_prefill_mode is not None:
             d_rows = (first.drafter_reqs, nxt.drafter_reqs)
             d_tokens = (first.drafter_prefill_tokens, nxt.drafter_prefill_tokens)
@@ -835,7 +850,7 @@ _FREE = (
     "piecewise_overlap_loss",
     "step_ms",
     "draft_step_ms",
-    "step_ms_per_request",
+    "gpu_ms_per_request",
 )
 _BOUNDS = {
     "compute_bound_from_tokens": (16.0, 1024.0),

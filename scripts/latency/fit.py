@@ -6,16 +6,25 @@
 Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the PR #50488
 case on an 8B), and a set of batch sizes in every other run.
 
+The runs are read from every lat-*.json under the folders given (benchmarks/results/h200/latency:
+one folder per device call, call1 .. call4); the folders read and their runs are printed and kept
+in the report (`sources`).
+
 `--statistic` says which figure of a point's repetitions is fitted and checked: the median (what
 the shipped data uses), the median without the first k repetitions (`drop1`, `drop3`, `drop5`: the
-warm-up that vLLM's own benchmarks discard), or a low quantile (`p25`, `p10`, `min`). The other
-statistics are for the comparison in docs/latency-model.md ("Repetitions"); write them elsewhere
-than the shipped file (`-o /tmp/x.json`).
+warm-up that vLLM's own benchmarks discard), or a low quantile (`p25`, `p10`, `min`).
+
+`--rounds` says how a point timed in several rounds is read (the widest batch, six rounds per
+engine in call4; the runs of call1 repeated in call3): its lowest per-round figure (`lowest`, what
+the shipped data uses: `least_contended`) or the median over rounds of the per-round figures
+(`median`). The alternatives are for the comparisons in docs/latency-model.md ("Repetitions");
+write them elsewhere than the shipped file (`-o /tmp/x.json`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -31,7 +40,13 @@ from cgplan.core.latency import (
     fit_latency,
     step_ms,
 )
-from cgplan.io.latency_coefficients import least_contended, load_runs, observations_from_run, save_latency
+from cgplan.io.latency_coefficients import (
+    least_contended,
+    observations_from_run,
+    read_runs,
+    run_files,
+    save_latency,
+)
 
 HELD_OUT_RUNS = ("llama-3.1-8b-mns256", "qwen2.5-14b-mns256", "llama-3.1-8b-eagle-k16-mns32-max544")
 HELD_OUT_BATCHES = (
@@ -62,7 +77,7 @@ START = LatencyCoefficients(
     piecewise_overlap_loss=0.19,
     step_ms=0.09,
     draft_step_ms=0.10,
-    step_ms_per_request=0.005,
+    gpu_ms_per_request=0.005,
     eager_layer_factor=((REFERENCE_ARCH, 1.0),),
 )
 
@@ -83,25 +98,65 @@ def point_ms(event_ms: list[float], statistic: str) -> float:
     return statistics.median(event_ms)
 
 
-def load(paths: list[Path], statistic: str) -> list[LatencyObservation]:
+ROUNDS = ("lowest", "median")
+
+
+def load(paths: list[Path], statistic: str, rounds: str = "lowest") -> list[LatencyObservation]:
     """Every observation of the raw runs, each point read as `statistic` of its repetitions (the
-    median: what the measurement script stored, the median of `event_ms`)."""
+    median: what the measurement script stored, the median of `event_ms`), a point timed in
+    several rounds as `rounds` of its per-round figures."""
     if statistic == "median":
-        return load_runs(paths)
-    files: list[Path] = []
-    for p in paths:
-        files.extend(sorted(p.glob("**/lat-*.json")) if p.is_dir() else [p])
-    obs: list[LatencyObservation] = []
-    for f in files:
+        obs = read_runs(paths)
+    else:
+        obs = []
+        for f in run_files(paths):
+            doc: dict[str, Any] = json.loads(f.read_text())
+            points = [
+                {**p, "median_ms": round(point_ms([float(x) for x in p["event_ms"]], statistic), 4)}
+                if p.get("event_ms")
+                else p
+                for p in doc.get("points") or []
+            ]
+            obs.extend(observations_from_run({**doc, "points": points}, str(f)))
+    return least_contended(obs) if rounds == "lowest" else median_of_rounds(obs)
+
+
+def _key(o: LatencyObservation) -> tuple[str, str, str, int]:
+    return (o.run, o.batch, o.step.target_mode, o.step.target_tokens)
+
+
+def median_of_rounds(obs: list[LatencyObservation]) -> list[LatencyObservation]:
+    """One observation per point: the median over its rounds (the alternative to `least_contended`)."""
+    groups: dict[tuple[str, str, str, int], list[LatencyObservation]] = {}
+    for o in obs:
+        groups.setdefault(_key(o), []).append(o)
+    median = statistics.median
+    return [dataclasses.replace(g[0], measured_ms=median(x.measured_ms for x in g)) for g in groups.values()]
+
+
+Rounds = dict[tuple[str, str, str, int], list[tuple[str, float]]]
+"""(run, batch, outcome, tokens) → every round's figure, with the folder (device call) it came from."""
+
+
+def round_figures(paths: list[Path], statistic: str) -> Rounds:
+    """Every point's per-round figures, in timing order, with the folder (device call) of each."""
+    out: Rounds = {}
+    for f in run_files(paths):
         doc: dict[str, Any] = json.loads(f.read_text())
-        points = [
-            {**p, "median_ms": round(point_ms([float(x) for x in p["event_ms"]], statistic), 4)}
-            if p.get("event_ms")
-            else p
-            for p in doc.get("points") or []
-        ]
-        obs.extend(observations_from_run({**doc, "points": points}, str(f)))
-    return least_contended(obs)
+        for o, p in zip(observations_from_run(doc, str(f)), _timed(doc), strict=True):
+            reps = [float(x) for x in p.get("event_ms") or []]
+            ms = point_ms(reps, statistic) if reps else o.measured_ms
+            out.setdefault(_key(o), []).append((f.parent.name, round(ms, 4)))
+    return out
+
+
+def _timed(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The points `observations_from_run` turns into observations, in the same order."""
+    return [
+        p
+        for p in doc.get("points") or []
+        if "median_ms" in p and "target" in {x[0] for x in p.get("dispatch") or []}
+    ]
 
 
 def held(o: LatencyObservation) -> bool:
@@ -114,8 +169,14 @@ def main() -> int:
     ap.add_argument("-o", "--output", type=Path, required=True)
     ap.add_argument("--report", type=Path)
     ap.add_argument("--statistic", choices=STATISTICS, default="median")
+    ap.add_argument("--rounds", choices=ROUNDS, default="lowest")
     a = ap.parse_args()
-    obs = load(a.runs, a.statistic)
+    sources: dict[str, list[str]] = {}
+    for f in run_files(a.runs):
+        sources.setdefault(f.parent.name, []).append(f.name.removeprefix("lat-").removesuffix(".json"))
+    print("read: " + "; ".join(f"{k} ({len(v)} runs)" for k, v in sorted(sources.items())))
+    obs = load(a.runs, a.statistic, a.rounds)
+    per_round = round_figures(a.runs, a.statistic)
     fit = [o for o in obs if not held(o)]
     out = [o for o in obs if held(o)]
     c = fit_latency(fit, START)
@@ -130,6 +191,7 @@ def main() -> int:
             "hidden_size_range": (min(hidden), max(hidden)),
             "layers_range": (min(layers), max(layers)),
             "max_tokens": max(o.step.target_tokens for o in obs),
+            "max_reqs": max(o.step.reqs for o in obs),
             "fitted_on": tuple(r for r in runs if r not in HELD_OUT_RUNS),
             "held_out": HELD_OUT_RUNS + tuple(f"batch {b} of every run" for b in HELD_OUT_BATCHES),
             "held_out_median_error": round(med, 4),
@@ -147,6 +209,7 @@ def main() -> int:
             "fit_within_10pct": fw10,
             "held_out_median_error": med,
             "held_out_within_10pct": w10,
+            "sources": sources,
             "runs": {},
         }
         for r in runs:
@@ -171,11 +234,12 @@ def main() -> int:
                 "held_out_run": r in HELD_OUT_RUNS,
                 "fit": dict(zip(("median_error", "within_10pct"), errors(c, f), strict=True)),
                 "held_out": dict(zip(("median_error", "within_10pct"), errors(c, h), strict=True)),
-                "widest": widest(c, pts),
+                "widest": widest(c, pts, per_round),
                 "points": rows,
             }
         w10 = {r: abs(float(v["widest"].get("ratio_error", 1.0))) <= 0.10 for r, v in report["runs"].items()}
         report["statistic"] = a.statistic
+        report["rounds"] = a.rounds
         report["widest_ratio_within_10pct"] = {
             "runs": sum(w10.values()),
             "of": len(w10),
@@ -198,8 +262,13 @@ def main() -> int:
     return 0
 
 
-def widest(c: LatencyCoefficients, pts: list[LatencyObservation]) -> dict[str, object]:
-    """The widest uniform batch: eager / graph step time, measured and predicted."""
+def widest(
+    c: LatencyCoefficients,
+    pts: list[LatencyObservation],
+    per_round: Rounds,
+) -> dict[str, object]:
+    """The widest uniform batch: eager / graph step time, measured (with every round it was timed
+    in: device call and figure, in timing order) and predicted."""
     uni = [o for o in pts if o.batch.startswith("uniform:")]
     if not uni:
         return {}
@@ -222,6 +291,8 @@ def widest(c: LatencyCoefficients, pts: list[LatencyObservation]) -> dict[str, o
         "predicted_eager_ms": round(step_ms(c, eager[0].target, eager[0].step), 3),
         "predicted_graph_ms": round(step_ms(c, graph[0].target, graph[0].step), 3),
         "log_error": round(math.log(p / m), 3),
+        "eager_rounds": [list(x) for x in per_round.get(_key(eager[0]), [])],
+        "graph_rounds": [list(x) for x in per_round.get(_key(graph[0]), [])],
     }
 
 

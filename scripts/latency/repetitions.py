@@ -10,7 +10,12 @@ Reads every point's repetitions (`event_ms`, in timing order) and prints:
    grid, an hour apart) give two figures per point; for each candidate statistic, how well the
    two calls agree (|log ratio|). Decided on the runs that are fitted (med-llama, tiny EAGLE), the
    held-out run (llama-3.1-8b) printed apart and not used for the choice;
-3. the widest batch, timed first and again last in call 3: the same engine, minutes apart.
+3. the widest batch timed in several rounds of one engine: first and last in call 3, six rounds
+   spread over the run in call 4 (per-round medians, in timing order);
+4. how a point timed in several rounds is read: each candidate reading (the lowest per-round
+   median, the median or mean over rounds, the median of all rounds' repetitions pooled) computed
+   on split halves of call 4's six rounds (every split into 3 + 3), and how well the two halves
+   agree. Decided on the fitted runs (3B, 32B), the held-out 14B printed apart.
 
 Points are read as scripts/latency/fit.py --statistic reads them; the figures are in
 docs/latency-model.md ("Repetitions").
@@ -18,10 +23,12 @@ docs/latency-model.md ("Repetitions").
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,17 +107,77 @@ def retest(all_runs: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 def widest_again(all_runs: dict[tuple[str, str], dict[str, Any]]) -> None:
-    print("3. the widest batch timed first and last in one engine (call3): median ms (first -> last)")
+    print("3. the widest batch timed in several rounds of one engine: per-round median ms, in timing order")
     for (call, name), doc in all_runs.items():
-        if call != "call3":
-            continue
         s = doc["max_num_seqs"]
         at: dict[str, list[float]] = {}
         for p in timed(doc):
             if p["kind"] == "uniform" and p["size"] == s:
                 at.setdefault(p["force"], []).append(float(p["median_ms"]))
-        cells = [f"{f} {' -> '.join(f'{x:.2f}' for x in v)}" for f, v in at.items()]
-        print(f"   {name:30} {s:>4} requests: " + "; ".join(cells))
+        if max((len(v) for v in at.values()), default=0) < 2:
+            continue
+        print(f"   {call} {name} ({s} requests)")
+        for force, v in at.items():
+            print(f"     {force:10} {' '.join(f'{x:6.2f}' for x in v)}")
+
+
+READINGS: dict[str, Callable[[list[list[float]]], float]] = {
+    "lowest round": lambda rounds: min(statistics.median(r) for r in rounds),
+    "median over rounds": lambda rounds: statistics.median(statistics.median(r) for r in rounds),
+    "mean over rounds": lambda rounds: statistics.mean(statistics.median(r) for r in rounds),
+    "pooled median": lambda rounds: statistics.median(x for r in rounds for x in r),
+}
+"""How a point timed in several rounds may be read (each round's figure is its median)."""
+
+
+Rounds = dict[str, list[list[float]]]
+"""Outcome → its rounds, each the repetitions of one round."""
+
+
+def _read(fn: Callable[[list[list[float]]], float], by: Rounds, force: str, idx: Sequence[int]) -> float:
+    """`fn`'s reading of the rounds `idx` of one outcome."""
+    return float(fn([by[force][i] for i in idx]))
+
+
+def rounds_reading(all_runs: dict[tuple[str, str], dict[str, Any]]) -> None:
+    print("4. reading a point timed in rounds: split halves of call 4's rounds (every 3 + 3 split)")
+    print("   median |log(half A / half B)| (worst split), per outcome and for the eager / FULL ratio")
+    widest: dict[str, Rounds] = {}
+    for (call, name), doc in all_runs.items():
+        if call != "call4":
+            continue
+        s = doc["max_num_seqs"]
+        for p in timed(doc):
+            if p["kind"] == "uniform" and p["size"] == s:
+                reps = [float(x) for x in p["event_ms"]]
+                widest.setdefault(name, {}).setdefault(p["force"], []).append(reps)
+    names = sorted(widest)
+    for label, group in (
+        ("fitted runs (the choice)", [n for n in names if n not in HELD_OUT_RUNS]),
+        ("held-out run (not used for the choice)", [n for n in names if n in HELD_OUT_RUNS]),
+    ):
+        print(f"   {label}: {', '.join(group)}")
+        cols = ("natural", "PIECEWISE", "NONE", "NONE/natural")
+        print(f"   {'reading':20} " + " ".join(f"{c:>15}" for c in cols))
+        for reading, fn in READINGS.items():
+            cells = []
+            for col in cols:
+                logs = []
+                for n in group:
+                    by = widest[n]
+                    k = len(by["natural"])
+                    for half in itertools.combinations(range(k), k // 2):
+                        if 0 not in half:
+                            continue  # each split once
+                        other = [i for i in range(k) if i not in half]
+                        if col == "NONE/natural":
+                            a = _read(fn, by, "NONE", half) / _read(fn, by, "natural", half)
+                            b = _read(fn, by, "NONE", other) / _read(fn, by, "natural", other)
+                        else:
+                            a, b = _read(fn, by, col, half), _read(fn, by, col, other)
+                        logs.append(abs(math.log(a / b)))
+                cells.append(f"{statistics.median(logs):.4f} ({max(logs):.3f})")
+            print(f"   {reading:20} " + " ".join(f"{c:>15}" for c in cells))
 
 
 def main() -> int:
@@ -119,6 +186,7 @@ def main() -> int:
     warmup(all_runs)
     retest(all_runs)
     widest_again(all_runs)
+    rounds_reading(all_runs)
     return 0
 
 

@@ -3,7 +3,7 @@
 # start-up, serialised timing; pack the raw results into $OUT/latency-SET.tar.gz.
 # usage (repository root of a checkout carrying .devx/{payload.tar.xz,scripts,models,latency-17}):
 #   bash .devx/latency-17/scripts/latency/run_device.sh call1|call2|call3|call4|call5
-# call4 and call5 (not run yet: #17's widest-batch ratio) time only the widest batch, six rounds
+# call4 (run 2026-12-01, benchmarks/results/h200/latency/call4) and call5 (not run) time only the widest batch, six rounds
 # spread over the run, for the engines whose widest batch was timed once, first (calls 1 and 2).
 set -u
 SET=$1
