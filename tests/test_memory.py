@@ -67,6 +67,11 @@ def test_diff_compares_capture_phase_with_the_documented_error(report: Path) -> 
         withheld = diff_to_dict(diff_sides(plan, cap))["memory"]["withheld"]
         assert withheld == {"a": plan.pool_withheld, "b": None}
         return
+    if report.relative_to(H200) == Path("moe/test-dsv3-mtp1-mns32-vllm.json"):
+        # its NVML baseline was read before the allocator's cache was released (fixed in
+        # 6544303): the phase read 94 MiB, 60 MiB low; moe/call2 holds the same run re-captured
+        assert mem.measured_over_predicted < 0.7
+        return
     assert "capture phase, per rank" in text and "measured/predicted" in text
     if mem.caveats:
         assert "outside the cost model's fitted domain" in text
