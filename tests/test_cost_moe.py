@@ -363,3 +363,20 @@ def test_moe_layer_fields_of_odd_types_are_read_as_none(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(base | {"first_k_dense_replace": 99}))
     shape = read_model_shape(tmp_path, "model")
     assert shape.moe_dense_layers == 4 and shape.moe_shared_expert_layers == 0
+
+
+def test_optimize_and_the_fix_search_price_moe_models_with_the_moe_set() -> None:
+    # `cgplan optimize` priced every model with the dense set, so an MoE/MLA ladder had no memory
+    # figure there while `plan` gave one; both now take the set the plan's own figure comes from
+    import cgplan.api.plan as planning
+    from cgplan.api.optimize import optimize_config
+    from cgplan.io.config import Overrides
+
+    config = MOE / "test-dsv3-mns128.yaml"
+    o = optimize_config(config, ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides())
+    assert o.default_memory_mib is not None and o.memory_mib is not None
+    shipped = planning.plan_file(config, with_fixes=False)[1].cost
+    assert shipped is not None and o.default_memory_mib == pytest.approx(shipped.total_mib, rel=1e-6)
+    inp = load_config(config).input
+    assert planning.fix_search().coefficients is planning.shipped_coefficients()
+    assert planning.shipped_coefficients_for(inp).fitted_model_kinds == ("mla", "moe")
