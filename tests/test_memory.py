@@ -84,6 +84,19 @@ def test_diff_compares_capture_phase_with_the_documented_error(report: Path) -> 
     assert detail is None or "not comparable" in detail
 
 
+def test_a_plan_without_a_figure_says_why_in_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every committed report has a figure now that MoE/MLA models have their own set (#16);
+    without it (the dense set alone) the diff's memory line says why in its place."""
+    import cgplan.api.plan as planning
+
+    monkeypatch.setattr(planning, "_shipped_moe", lambda: None)
+    plan, cap, _ = _sides(H200 / "moe/fit-dsv3-mns64-vllm.json")
+    text = compare_memory(plan, cap).text()
+    assert plan.pool_withheld and "A no figure: outside the validated domain (MOE+MLA layers" in text, text
+    withheld = diff_to_dict(diff_sides(plan, cap))["memory"]["withheld"]
+    assert withheld == {"a": plan.pool_withheld, "b": None}
+
+
 def test_issue_eagle_k3_shows_the_real_error() -> None:
     """Before: "0.7xx GiB (predicted) → 0.6xx GiB (measured)", 15% off for a 1.5% error."""
     plan, cap, _ = _sides(H200 / "llama8b-eagle-k3-mns64-vllm.json")
