@@ -380,3 +380,21 @@ def test_optimize_and_the_fix_search_price_moe_models_with_the_moe_set() -> None
     inp = load_config(config).input
     assert planning.fix_search().coefficients is planning.shipped_coefficients()
     assert planning.shipped_coefficients_for(inp).fitted_model_kinds == ("mla", "moe")
+
+
+def test_optimize_gives_no_memory_figure_where_plan_gives_none() -> None:
+    # #16's deployment: `plan` says "no figure · outside the validated domain"; optimize printed
+    # 141 MiB for its default ladder (and 171 for its own) from the same disowned terms
+    from cgplan.api.optimize import optimize_config
+    from cgplan.io.config import Overrides
+
+    deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
+    o = optimize_config(deploy, ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides())
+    assert o.default_memory_mib is None and o.memory_mib is None
+    said = [c for c in o.caveats if c.startswith("graph memory: no figure · outside the validated domain")]
+    assert said and "attention backend TRITON_MLA" in said[0]
+    # inside a domain the figure stays
+    inside = optimize_config(
+        MOE / "fit-qwen3-mns64.yaml", ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides()
+    )
+    assert inside.default_memory_mib is not None and not any("no figure" in c for c in inside.caveats)
