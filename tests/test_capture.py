@@ -28,7 +28,13 @@ CRASHED = {"tiny-eagle-dyn-v2-vllm"}  # vLLM itself failed to start: see test_gp
 # Top level: the capture issue's runs; cost/: the cost model's fit and held-out runs; tp2/: TP=2.
 EVIDENCE = sorted(
     p
-    for pat in ("*-vllm.json", "cost/*-vllm.json", "tp2/*-vllm.json", "moe/*-vllm.json")
+    for pat in (
+        "*-vllm.json",
+        "cost/*-vllm.json",
+        "tp2/*-vllm.json",
+        "moe/*-vllm.json",
+        "moe/call2/*-vllm.json",
+    )
     for p in H200.glob(pat)
     if p.stem not in CRASHED
 )
@@ -42,7 +48,9 @@ EVIDENCE += sorted(
 
 def _config_of(report: Path) -> Path:
     # cost/ and moe/ (#16) reports come from configs/gpu/cost and configs/gpu/moe
-    folder = CONFIGS / report.parent.name if report.parent.name in ("cost", "moe") else CONFIGS
+    # moe/call2: two of them captured again after the recorder's baseline fix (6544303)
+    parent = report.parent.parent if report.parent.name == "call2" else report.parent
+    folder = CONFIGS / parent.name if parent.name in ("cost", "moe") else CONFIGS
     name = report.stem.removesuffix("-vllm")
     # regenerated since its capture (#13.6): the ladder captured then is kept under this name
     name = {"med-llama-mns256-optimized": "med-llama-mns256-optimized-captured"}.get(name, name)

@@ -125,9 +125,14 @@ def test_diff_page_has_coverage_charts_and_memory(tmp_path: Path) -> None:
 
 
 def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
-    """An MoE/MLA plan has no memory figure (outside the fitted domain): the page says so, as the
-    table does, instead of failing on the missing number (it raised TypeError before)."""
-    _, plan = plan_file(ROOT / "configs/examples/mtp-dsv3-k3.yaml")
+    """A plan with no memory figure (outside the fitted domain: #16's deployment, MLA on SM120's
+    TRITON_MLA, never measured): the page says so, as the table does, instead of failing on the
+    missing number (it raised TypeError before)."""
+    deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
+    _, plan = plan_file(deploy)
     assert plan.cost is not None and not plan.cost.domain.figure
-    page = plan_html(plan_to_dict(plan, source="mtp-dsv3-k3.yaml"))
-    assert "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: MOE+MLA" in page
+    page = plan_html(plan_to_dict(plan, source=deploy.name))
+    assert (
+        "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
+        "attention backend TRITON_MLA" in page
+    )

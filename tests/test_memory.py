@@ -67,6 +67,11 @@ def test_diff_compares_capture_phase_with_the_documented_error(report: Path) -> 
         withheld = diff_to_dict(diff_sides(plan, cap))["memory"]["withheld"]
         assert withheld == {"a": plan.pool_withheld, "b": None}
         return
+    if report.relative_to(H200) == Path("moe/test-dsv3-mtp1-mns32-vllm.json"):
+        # its NVML baseline was read before the allocator's cache was released (fixed in
+        # 6544303): the phase read 94 MiB, 60 MiB low; moe/call2 holds the same run re-captured
+        assert mem.measured_over_predicted < 0.7
+        return
     assert "capture phase, per rank" in text and "measured/predicted" in text
     if mem.caveats:
         assert "outside the cost model's fitted domain" in text
@@ -77,6 +82,19 @@ def test_diff_compares_capture_phase_with_the_documented_error(report: Path) -> 
         assert mem.within_band or 0.95 <= mem.measured_over_predicted <= 1.2001, text
     detail = mem.detail()
     assert detail is None or "not comparable" in detail
+
+
+def test_a_plan_without_a_figure_says_why_in_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every committed report has a figure now that MoE/MLA models have their own set (#16);
+    without it (the dense set alone) the diff's memory line says why in its place."""
+    import cgplan.api.plan as planning
+
+    monkeypatch.setattr(planning, "_shipped_moe", lambda: None)
+    plan, cap, _ = _sides(H200 / "moe/fit-dsv3-mns64-vllm.json")
+    text = compare_memory(plan, cap).text()
+    assert plan.pool_withheld and "A no figure: outside the validated domain (MOE+MLA layers" in text, text
+    withheld = diff_to_dict(diff_sides(plan, cap))["memory"]["withheld"]
+    assert withheld == {"a": plan.pool_withheld, "b": None}
 
 
 def test_issue_eagle_k3_shows_the_real_error() -> None:

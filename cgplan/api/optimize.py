@@ -10,7 +10,6 @@ from cgplan.core.optimize import Optimized, check_options, optimize
 from cgplan.core.plan import build_plan
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import Overrides, load_config
-from cgplan.io.cost_coefficients import default_coefficients
 from cgplan.io.latency_coefficients import shipped_latency
 from cgplan.io.traffic import load_traffic
 
@@ -38,6 +37,8 @@ def optimize_config(
     Raises:
         ConfigError: a bad option, config or traffic file, located at the file it came from.
     """
+    from cgplan.api.plan import shipped_coefficients_for  # the set plan prices this model with
+
     check_options(objective, relax)  # before any file is read, as the command line is checked first
     loaded = load_config(config, overrides)
     traffic = load_traffic(traffic_path)
@@ -52,7 +53,7 @@ def optimize_config(
             default_plan,
             traffic,
             latency=latency or shipped_latency(),
-            coefficients=default_coefficients(),
+            coefficients=shipped_coefficients_for(inp),
             max_sizes=max_sizes,
             max_graphs=max_graphs,
             eager_step_cost=eager_step_cost,

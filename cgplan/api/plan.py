@@ -123,7 +123,10 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        # the fixes are priced with the set the plan's own figure comes from (MoE/MLA: #16)
+        search = fix_search(
+            coefficients or shipped_coefficients_for(loaded.input), allow_over_budget=allow_over_budget
+        )
         plan = _build(loaded.input, with_fixes, policy, search)
     except ConfigRejected as e:
         raise e.located(str(path)) from None
@@ -186,7 +189,9 @@ def plan_vllm_args(
         notes: list[str] = []
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)
         loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored), tuple(notes))
-        search = fix_search(coefficients, allow_over_budget=allow_over_budget)
+        search = fix_search(
+            coefficients or shipped_coefficients_for(inp), allow_over_budget=allow_over_budget
+        )
         plan = _build(loaded.input, with_fixes, policy, search)
     except ConfigError as e:
         raise parsed.locate(e) from None

@@ -86,6 +86,23 @@ class CostCoefficients:
     validated_tensor_parallel_max: int = 2
     """Largest TP whose per-rank figures were checked against captures (held-out TP=2 runs,
     benchmarks/results/h200/tp2); above it the attention-only TP scaling is an extrapolation."""
+    exec_mib_per_shared_expert_layer: float = 0.0
+    """Extra graph state per MoE layer with shared experts, in every graph that holds the layer:
+    the shared MLP's kernels (gate_up GEMM, SiLU-and-mul, down GEMM, add) are more graph nodes.
+    0 where the fit saw no such layer (the dense set)."""
+    piecewise_pool_per_dense_mlp_activation: float = 0.0
+    """Largest target PIECEWISE pool per MiB of an MoE model's dense-layer gate_up output (tokens x
+    2 x intermediate_size / TP x dtype): the widest tensor of its first pieces. 0 where the fit
+    saw no MoE model with dense layers."""
+    drafter_in_target_pool: bool = False
+    """The fit saw no drafter: on the V1 runner a drafter's PIECEWISE graphs are predicted as
+    sharing the target's pool (V1 captures every graph into one global pool,
+    compilation/cuda_graph.py), growing it only beyond what the target's largest PIECEWISE graph
+    reserved; on V2 they keep a pool of their own with the target's terms."""
+    routed_experts_range: tuple[int, int] = (0, 0)
+    """Routed-expert counts of the fitted MoE targets ((0, 0): no MoE target was fitted)."""
+    fitted_model_runners: tuple[str, ...] = ("v1", "v2")
+    """Model runners the fit measured (the other's FULL-pool base and warmups are then copies)."""
 
 
 OUTSIDE_BAND_FACTOR = 2.0
@@ -123,13 +140,20 @@ def model_kinds(shape: ModelShape) -> tuple[str, ...]:
     return kinds or ("dense",)
 
 
+def _experts_text(c: CostCoefficients) -> str:
+    lo, hi = c.routed_experts_range
+    if not hi:
+        return ""
+    return f", {lo} routed experts" if lo == hi else f", {lo}..{hi} routed experts"
+
+
 def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
     """The domain check of one prediction (every dimension the fit fixed)."""
     lo, hi = c.hidden_size_range
     fitted = (
         f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
         f"TP <= {c.validated_tensor_parallel_max}, {'/'.join(c.fitted_model_kinds)} models, "
-        f"hidden size {lo}..{hi}, PP/DP/DCP 1, no EP/LoRA/DBO"
+        f"hidden size {lo}..{hi}{_experts_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO"
     )
     widen: list[str] = []
     withhold: list[str] = []
@@ -143,6 +167,12 @@ def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
         widen.append(f"TP {inp.tensor_parallel_size} > {c.validated_tensor_parallel_max}")
     if not lo <= inp.target.hidden_size <= hi:
         widen.append(f"hidden size {inp.target.hidden_size} outside {lo}..{hi}")
+    if inp.model_runner not in c.fitted_model_runners:
+        widen.append(f"model runner {inp.model_runner} (fitted: {'/'.join(c.fitted_model_runners)})")
+    e_lo, e_hi = c.routed_experts_range
+    experts = inp.target.num_routed_experts
+    if e_hi and inp.target.is_moe and not e_lo <= experts <= e_hi:
+        widen.append(f"{experts} routed experts outside {e_lo}..{e_hi}")
     for name, size in (("PP", inp.pipeline_parallel_size), ("DP", inp.data_parallel_size)):
         if size > 1:
             widen.append(f"{name} {size}")
@@ -232,6 +262,24 @@ def activation_mib(num_tokens: int, shape: ModelShape) -> float:
     return num_tokens * shape.hidden_size * DTYPE_BYTES.get(shape.dtype, 2) / MIB
 
 
+def shared_expert_layers(shape: ModelShape) -> int:
+    """MoE layers with shared experts among the shape's layers (a PP stage or an MTP head holds
+    fewer layers than the checkpoint)."""
+    return max(0, min(shape.moe_shared_expert_layers, shape.num_hidden_layers))
+
+
+def dense_mlp_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int) -> float:
+    """An MoE model's dense-layer gate_up output of `num_tokens` tokens (merged gate and up
+    projections, 2 x intermediate_size, column-sharded by TP); 0 without dense layers. The routed
+    experts' own intermediates (fused_moe's workspace13/workspace2/output) are not in any graph
+    pool: vLLM 0.26.0 takes them from its WorkspaceManager, grown by the profile run and locked
+    before capture (fused_moe/modular_kernel.py, v1/worker/workspace.py)."""
+    if shape.moe_dense_layers <= 0:
+        return 0.0
+    width = 2 * shape.intermediate_size // max(1, tensor_parallel_size)
+    return num_tokens * width * DTYPE_BYTES.get(shape.dtype, 2) / MIB
+
+
 def accumulator_width(shape: ModelShape) -> int:
     """Width of one token's split-KV partial output over all query heads: heads x head_dim, or for
     MLA decode (FlashAttnMLA: the latent value, `headdim_v = kv_lora_rank`) heads x kv_lora_rank."""
@@ -252,13 +300,15 @@ def drafter_shape(target: ModelShape, draft: ModelShape | None, method: str | No
     if draft is not None:
         return draft
     layers = target.num_nextn_predict_layers if method == "mtp" and target.num_nextn_predict_layers else 1
-    return replace(target, num_hidden_layers=layers)
+    # an MTP layer is a routed-expert layer (DeepSeek-V3's MTP block), never a dense first layer
+    return replace(target, num_hidden_layers=layers, moe_dense_layers=0)
 
 
-def _exec_mib(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
+def _exec_mib(c: CostCoefficients, mode: str, pieces: int, layers: int, shared_layers: int = 0) -> float:
+    shared = c.exec_mib_per_shared_expert_layer * shared_layers
     if mode == "PIECEWISE":
-        return c.exec_mib_per_piece * pieces
-    return c.exec_mib_per_full_graph + c.exec_mib_per_full_layer * layers
+        return c.exec_mib_per_piece * pieces + shared
+    return c.exec_mib_per_full_graph + c.exec_mib_per_full_layer * layers + shared
 
 
 def _capture_ms(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
@@ -304,6 +354,7 @@ def predict_cost(
     """
     costs: list[GraphCost] = []
     full_pool_tokens = 0
+    target_piecewise_mib = 0.0
     for family, items in graphs.items():
         shape = inp.target if family == "target" else inp.drafter
         if family == "target" and inp.pipeline_parallel_size > 1:
@@ -316,16 +367,18 @@ def predict_cost(
             pool = 0.0
             if mode not in seen:
                 seen.add(mode)
-                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens)
+                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib)
                 if mode == "FULL":
                     full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
+                elif family == "target":
+                    target_piecewise_mib = max(target_piecewise_mib, pool)
             costs.append(
                 GraphCost(
                     family,
                     mode,
                     tokens,
                     pool,
-                    _exec_mib(c, mode, pieces, shape.num_hidden_layers),
+                    _exec_mib(c, mode, pieces, shape.num_hidden_layers, shared_expert_layers(shape)),
                     _capture_ms(c, mode, pieces, shape.num_hidden_layers),
                 )
             )
@@ -380,10 +433,20 @@ def _pool_mib(
     shape: ModelShape,
     inp: CostInput,
     earlier_full: int,
+    target_piecewise_mib: float = 0.0,
 ) -> float:
     if mode == "PIECEWISE":
-        if family == "target":
-            return c.piecewise_pool_base_mib + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
+        # V1's one global pool (the V2 runner's drafters measured their own pools: dense set)
+        shared_pool = c.drafter_in_target_pool and inp.model_runner == "v1"
+        if family == "target" or shared_pool:
+            need = (
+                c.piecewise_pool_base_mib
+                + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
+                + c.piecewise_pool_per_dense_mlp_activation
+                * dense_mlp_mib(tokens, shape, inp.tensor_parallel_size)
+            )
+            # one pool: a drafter's graphs reuse what the target's largest graph reserved
+            return need if family == "target" else max(0.0, need - target_piecewise_mib)
         return c.drafter_piecewise_pool_base_mib + c.drafter_piecewise_pool_per_activation * activation_mib(
             tokens, shape
         )
@@ -494,6 +557,24 @@ def _lstsq(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
     return [a[i][n] / a[i][i] for i in range(n)]
 
 
+def _lstsq_non_negative(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
+    """Least squares with every coefficient >= 0: a term of memory (or time) a graph adds cannot
+    be negative. Where the plain fit gives one below zero (two terms the reports cannot tell apart,
+    such as per-graph and per-layer state over models of 4 and 6 layers measured in 2 MiB steps),
+    that term is held at 0 and the rest refitted."""
+    held: set[int] = set()
+    while True:
+        keep = [i for i in range(len(rows[0])) if i not in held]
+        fitted = _lstsq([[r[i] for i in keep] for r in rows], ys)
+        coef = [0.0] * len(rows[0])
+        for i, v in zip(keep, fitted, strict=True):
+            coef[i] = v
+        worst = min(keep, key=lambda i: coef[i])
+        if coef[worst] >= 0 or len(keep) == 1:
+            return coef
+        held.add(worst)
+
+
 def _groups(obs: CostObservation) -> dict[tuple[str, str], list[ObservedGraph]]:
     out: dict[tuple[str, str], list[ObservedGraph]] = {}
     for g in obs.graphs:
@@ -503,6 +584,10 @@ def _groups(obs: CostObservation) -> dict[tuple[str, str], list[ObservedGraph]]:
 
 def _layers(obs: CostObservation, family: str) -> int:
     return (obs.inp.target if family == "target" else obs.inp.drafter).num_hidden_layers
+
+
+def _shared_layers(obs: CostObservation, family: str) -> int:
+    return shared_expert_layers(obs.inp.target if family == "target" else obs.inp.drafter)
 
 
 def _med(values: Iterable[float], what: str) -> float:
@@ -528,12 +613,16 @@ def fit_coefficients(
     ex_y: list[float] = []
     t_rows: list[list[float]] = []
     t_y: list[float] = []
+    # the shared-expert graph state is a term only where the fit saw such layers (else 0: the
+    # column would make the least squares singular)
+    with_shared = any(_shared_layers(o, g.family) for o in observations for g in o.graphs)
     for o in observations:
         for (family, mode), gs in _groups(o).items():
             layers = _layers(o, family)
+            shared = [float(_shared_layers(o, family))] if with_shared else []
             for g in gs[1:]:
                 row = [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
-                ex_rows.append(row)
+                ex_rows.append(row + shared)
                 ex_y.append((g.nvml_bytes - g.torch_reserved_bytes) / MIB)
             for g in gs:
                 t_rows.append(
@@ -542,15 +631,19 @@ def fit_coefficients(
                 t_y.append(g.capture_ms)
     if not ex_rows:
         raise FitError("the reports hold no graph measurements")
-    per_piece, per_full, per_layer = _lstsq(ex_rows, ex_y)
-    t_piece, t_full, t_layer = _lstsq(t_rows, t_y)
+    per_piece, per_full, per_layer, *per_shared = _lstsq_non_negative(ex_rows, ex_y)
+    t_piece, t_full, t_layer = _lstsq_non_negative(t_rows, t_y)
     draft = CostCoefficients(
         gpu, measured_with, per_piece, per_full, per_layer, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
         t_piece, t_full, t_layer, 0.0, (1.0, 1.0),
+        exec_mib_per_shared_expert_layer=per_shared[0] if per_shared else 0.0,
     )  # fmt: skip
 
     def exec_of(o: CostObservation, family: str, mode: str, g: ObservedGraph) -> float:
-        return _exec_mib(draft, mode, g.pieces, _layers(o, family))
+        return _exec_mib(draft, mode, g.pieces, _layers(o, family), _shared_layers(o, family))
+
+    # an MoE model's dense first layers: their gate_up output is a pool term only where seen
+    with_dense_mlp = any(o.inp.target.moe_dense_layers for o in observations)
 
     pw_rows: list[list[float]] = []
     pw_y: list[float] = []
@@ -567,7 +660,8 @@ def fit_coefficients(
             shape = o.inp.target if family == "target" else o.inp.drafter
             act = activation_mib(gs[0].num_tokens, shape)
             if family == "target" and mode == "PIECEWISE":
-                pw_rows.append([1.0, act])
+                dense_mlp = dense_mlp_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size)
+                pw_rows.append([1.0, act] + ([dense_mlp] if with_dense_mlp else []))
                 pw_y.append(pool)
             elif family == "target" and mode == "FULL":
                 splits = 32 if o.inp.attention_backend in SPLIT_KV_BACKENDS else 0
@@ -583,10 +677,12 @@ def fit_coefficients(
             warm[o.inp.model_runner].append(outside)
         if o.capture_wall_s is not None:
             overhead_s.append(o.capture_wall_s - sum(g.capture_ms for g in o.graphs) / 1000)
-    if len(pw_rows) < 2:
+    if len(pw_rows) < 2 or len(pw_rows) < len(pw_rows[0]):
         raise FitError("need at least two reports with target PIECEWISE graphs")
-    pw_base, pw_slope = _lstsq(pw_rows, pw_y)
-    d_base, d_slope = (pw_base, pw_slope) if len(dpw_rows) < 2 else _lstsq(dpw_rows, dpw_y)
+    pw_base, pw_slope, *pw_dense = _lstsq(pw_rows, pw_y)
+    # no drafter measured: its graphs share the target's pool, as V1's global pool makes them
+    in_target_pool = len(dpw_rows) < 2
+    d_base, d_slope = (pw_base, pw_slope) if in_target_pool else _lstsq(dpw_rows, dpw_y)
     w = {r: _med(v, f"a runner {r} capture without a drafter") if v else None for r, v in warm.items()}
     known = [x for x in w.values() if x is not None]
     if not known:
@@ -602,6 +698,12 @@ def fit_coefficients(
         raise FitError("no report with target FULL graphs")
     widths = [o.inp.target.hidden_size for o in observations]
     kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
+    experts = [o.inp.target.num_routed_experts for o in observations if o.inp.target.is_moe]
+    # The dense set's TP 2 was validated by held-out TP=2 captures (benchmarks/results/h200/tp2);
+    # a set fitted on MoE/MLA layers states only the TP its captures ran at.
+    tp_max = draft.validated_tensor_parallel_max
+    if kinds != ["dense"]:
+        tp_max = max(o.inp.tensor_parallel_size for o in observations)
     # the backends the fit saw: only there is the split-KV term measured (others: no figure)
     backends = tuple(b for b in SPLIT_KV_BACKENDS if any(o.inp.attention_backend == b for o in observations))
     coeffs = replace(
@@ -621,6 +723,11 @@ def fit_coefficients(
         fitted_dtypes=tuple(sorted({o.inp.target.dtype for o in observations})),
         fitted_model_kinds=tuple(kinds),
         split_kv_backends=backends or draft.split_kv_backends,
+        piecewise_pool_per_dense_mlp_activation=pw_dense[0] if pw_dense else 0.0,
+        drafter_in_target_pool=in_target_pool,
+        routed_experts_range=(min(experts), max(experts)) if experts else (0, 0),
+        validated_tensor_parallel_max=tp_max,
+        fitted_model_runners=tuple(sorted({o.inp.model_runner for o in observations})),
     )
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]

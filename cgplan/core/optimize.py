@@ -336,9 +336,7 @@ def _optimize(
     )
     graph_budget = max_graphs if max_graphs is not None else graph_count(default_plan)
     default_costed = _with_cost(default_plan, inp, coeffs)
-    default_mem = (
-        default_costed.cost.total_mib if default_costed.cost and default_costed.cost.graphs else None
-    )
+    default_mem = _memory_mib(default_costed)
     default_cap = (
         default_costed.cost.capture_s if default_costed.cost and default_costed.cost.graphs else None
     )
@@ -415,7 +413,7 @@ def _optimize(
         default_step_ms=default_t,
         step_ms=expected(lat, plan, inp, traffic.uniform_decode, traffic.mixed).step_ms,
         default_memory_mib=default_mem,
-        memory_mib=costed.cost.total_mib if costed.cost and costed.cost.graphs else None,
+        memory_mib=_memory_mib(costed),
         default_capture_s=default_cap,
         capture_s=costed.cost.capture_s if costed.cost and costed.cost.graphs else None,
         latency_gpu=lat.gpu,
@@ -424,9 +422,19 @@ def _optimize(
     )
 
 
+def _memory_mib(costed: Plan) -> float | None:
+    """The predicted graph memory of a costed plan, None where `plan` gives no figure (no graphs,
+    or outside every fitted domain: the number would be one the cost model disowns)."""
+    c = costed.cost
+    return c.total_mib if c is not None and c.graphs and c.domain.figure else None
+
+
 def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[str, ...]:
     """The latency model's domain caveats, then the cost model's (memory), each labelled."""
     cost = tuple(costed.cost.caveats) if costed.cost is not None else ()
+    if costed.cost is not None and costed.cost.graphs and not costed.cost.domain.figure:
+        why = "; ".join(costed.cost.domain.outside)
+        cost = (f"no figure · outside the validated domain: {why}", *cost)
     return tuple(f"step time: {c}" for c in domain_caveats(lat, inp, costed.model_runner)) + tuple(
         f"graph memory: {c}" for c in cost
     )
@@ -575,7 +583,7 @@ def _consider(
         if graph_count(candidate) > graph_budget:
             continue
         costed = _with_cost(candidate, changed, coeffs)
-        mem = costed.cost.total_mib if costed.cost and costed.cost.graphs else None
+        mem = _memory_mib(costed)
         cap_s = costed.cost.capture_s if costed.cost and costed.cost.graphs else None
         if mem_budget is not None and mem is not None and mem > mem_budget:
             continue

@@ -53,6 +53,17 @@ class ModelShape:
     kv_lora_rank: int = field(default=0, metadata={"fingerprint": False})
     """MLA's latent width (`kv_lora_rank`; 0 without MLA): the value width of MLA decode, which
     sizes FlashAttnMLA's split-KV accumulators (cost model only; capture does not depend on it)."""
+    moe_dense_layers: int = field(default=0, metadata={"fingerprint": False})
+    """Layers of an MoE model that run a dense MLP instead of experts (`first_k_dense_replace`,
+    Qwen-MoE's `mlp_only_layers`; 0 for a dense model): their gate_up output, 2 x
+    intermediate_size wide, is the widest tensor of a piece (cost model only)."""
+    num_routed_experts: int = field(default=0, metadata={"fingerprint": False})
+    """Routed experts per MoE layer (0 for a dense model): the cost model's domain states the
+    expert counts it was fitted on (cost model only)."""
+    moe_shared_expert_layers: int = field(default=0, metadata={"fingerprint": False})
+    """MoE layers that also run shared experts (`n_shared_experts`, Qwen2-MoE's
+    `shared_expert_intermediate_size`): a second MLP per layer, more kernels in every graph
+    (cost model only)."""
     num_nextn_predict_layers: int = 0
     """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
     max_position_embeddings: int = 2048

@@ -473,17 +473,35 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
     heads = num("num_attention_heads", 32)
     hidden = num("hidden_size", 4096)
     experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts") or 0
+    is_moe = bool(isinstance(experts, int) and experts > 0)
+    layers = num("num_hidden_layers", 32)
+    dense_layers = shared_layers = 0
+    if is_moe:
+        # vLLM's DeepSeek/GLM layers: the first `first_k_dense_replace` are dense; Qwen-MoE names
+        # its dense layers in `mlp_only_layers` (cost model only: never fails a config)
+        first_dense = text.get("first_k_dense_replace")
+        mlp_only = text.get("mlp_only_layers")
+        if isinstance(first_dense, int) and not isinstance(first_dense, bool) and first_dense > 0:
+            dense_layers = min(first_dense, layers)
+        elif isinstance(mlp_only, list):
+            dense_layers = min(len(mlp_only), layers)
+        shared = text.get("n_shared_experts") or text.get("shared_expert_intermediate_size") or 0
+        if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
+            shared_layers = layers - dense_layers
     return ModelShape(
         architecture=arch,
         hidden_size=hidden,
-        num_hidden_layers=num("num_hidden_layers", 32),
+        num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=num("num_key_value_heads", heads),
         head_dim=num("head_dim", max(1, hidden // heads)),
         intermediate_size=num("intermediate_size", 4 * hidden),
         vocab_size=num("vocab_size", 32000),
         dtype=dtype if isinstance(dtype, str) and dtype else "bfloat16",
-        is_moe=bool(isinstance(experts, int) and experts > 0),
+        is_moe=is_moe,
+        num_routed_experts=experts if is_moe else 0,
+        moe_dense_layers=dense_layers,
+        moe_shared_expert_layers=shared_layers,
         use_mla=bool(text.get("kv_lora_rank")),
         kv_lora_rank=num("kv_lora_rank", 0, minimum=0) if text.get("kv_lora_rank") else 0,
         num_nextn_predict_layers=num("num_nextn_predict_layers", 0, minimum=0),

@@ -29,9 +29,9 @@ DEFAULT_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200.json"
 JSON, because every `plan` reads it and the C JSON parser costs microseconds where YAML costs
 milliseconds."""
 
-MOE_COEFFICIENTS = Path(__file__).parent / "data" / "cost-h200-moe.json"
-"""The set fitted on MoE/MLA captures (benchmarks/results/h200/moe), used for MoE and MLA models
-when it is shipped; not yet (no capture was made: that folder's README), so they get no figure."""
+MOE_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200-moe.json"
+"""The set fitted on MoE/MLA captures (benchmarks/results/h200/moe, the command in that folder's
+README and docs/cost-model.md), used for models with MoE or MLA layers; it states its own domain."""
 
 COEFFICIENTS_KIND = "cgplan-cost-coefficients"
 _FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
@@ -91,6 +91,10 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1024:
                 raise ConfigError(name, f"expected an integer 0..1024, got {preview(v)}", source=source)
             values[name] = v
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                raise ConfigError(name, f"expected true or false, got {preview(v)}", source=source)
+            values[name] = v
         elif kind == "str":
             if not isinstance(v, str):
                 raise ConfigError(name, f"expected text, got {preview(v)}", source=source)
@@ -122,12 +126,13 @@ def _tuple_field(name: str, v: object, source: str) -> tuple[Any, ...]:
                 source=source,
             )
         return (float(v[0]), float(v[1]))
-    if name == "hidden_size_range":
+    if name in ("hidden_size_range", "routed_experts_range"):
+        lowest = 1 if name == "hidden_size_range" else 0
         ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
-        if not ok or not 1 <= v[0] <= v[1] <= _MAX_WIDTH:
+        if not ok or not lowest <= v[0] <= v[1] <= _MAX_WIDTH:
             raise ConfigError(
                 name,
-                f"expected [lowest, highest] widths in 1..{_MAX_WIDTH:,} (got {preview(v)})",
+                f"expected [lowest, highest] in {lowest}..{_MAX_WIDTH:,} (got {preview(v)})",
                 source=source,
             )
         return (v[0], v[1])
