@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import TYPE_CHECKING
 
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM
@@ -591,6 +590,8 @@ def _shared_layers(obs: CostObservation, family: str) -> int:
 
 
 def _med(values: Iterable[float], what: str) -> float:
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+
     vs = list(values)
     if not vs:
         raise FitError(f"no report shows {what}")

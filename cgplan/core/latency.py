@@ -23,12 +23,12 @@ shipped for the H200 and replaceable by a user's own fit (`fit_latency`).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from statistics import median
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cgplan.core.spec import ModelShape, PlanInput
 
@@ -117,8 +117,10 @@ def forward_shape(m: ModelShape) -> ForwardShape:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def drafter_shape(target: ForwardShape) -> ForwardShape:
-    """An EAGLE drafter: one decoder layer of the target's width, with the target's vocabulary."""
+    """An EAGLE drafter: one decoder layer of the target's width, with the target's vocabulary
+    (remembered: every step of a latency walk asks for it, and a frozen dataclass is slow to make)."""
     return ForwardShape(
         "drafter", 1, target.hidden_size, target.body_params // max(target.layers, 1), target.head_params
     )
@@ -512,19 +514,25 @@ def _segment_sum(
     """Step time summed over n = lo..hi, a run where every forward's mode and graph are fixed
     (so its tokens and rows are linear in n), and the target's mode there."""
 
+    known: dict[int, StepShape] = {}
+
     def shape(n: int) -> StepShape:
-        return decode_step(plan, inp, n, q, mode, n * q if mode else None)
+        got = known.get(n)
+        if got is None:
+            got = decode_step(plan, inp, n, q, mode, n * q if mode else None)
+        return got
 
     def f(n: int) -> float:
         return step_ms(c, target, shape(n))
 
-    first = shape(lo)
+    first = known[lo] = shape(lo)
     if hi - lo < SHORT_RUN:
         # a short run point by point: fewer evaluations than finding its kinks
         return step_ms(c, target, first) + sum(f(n) for n in range(lo + 1, hi + 1)), first.target_mode
     kinks: list[float] = []
     if hi > lo:
         nxt, d = shape(lo + 1), drafter_shape(target)
+        known[lo + 1] = nxt  # the run's sum evaluates both ends again
 
         def lin(tokens: tuple[int, int], rows: tuple[int, int], reqs: tuple[int, int] = (0, 0)) -> Linear:
             return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0], reqs[0], reqs[1] - reqs[0]
@@ -645,8 +653,9 @@ def widest_batch(plan: Plan) -> tuple[int, int]:
     return 1, _query_len_for(plan, 1)
 
 
-@dataclass(frozen=True)
-class _Expected:
+class _Expected(NamedTuple):
+    """An internal sum (a named tuple: no dataclass made at import for it, #18)."""
+
     step_ms: float
     eager_share: float
     tokens_per_s: float
@@ -949,6 +958,8 @@ def fit_latency(
 
 def errors(c: LatencyCoefficients, obs: Sequence[LatencyObservation]) -> tuple[float, float]:
     """(median |predicted/measured - 1|, share within 10%) over `obs`."""
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+
     if not obs:
         return 0.0, 0.0
     e = [abs(math.exp(r) - 1) for r in residuals(c, obs)]
