@@ -145,6 +145,7 @@ def test_over_budget_candidates_plan_no_dispatch() -> None:
         return plan
 
     plan_mod._AGAIN.clear()
+    plan_mod._CAPTURED.clear()
     plan_mod.build_plan = counting
     try:
         plan = real(inp, search=SEARCH)

@@ -295,10 +295,19 @@ def worse_somewhere(before: Sequence[tuple[int, int, int]], after: Sequence[tupl
     return False
 
 
-def _opens_gaps(before: Plan, after: Plan) -> bool:
-    if worse_somewhere(_runs(before), _runs(after)):
+def _opens_gaps(
+    before: Plan,
+    after: Plan,
+    before_runs: Sequence[tuple[int, int, int]] | None = None,
+    before_mixed: Sequence[tuple[int, int, int]] | None = None,
+) -> bool:
+    """Some batch of `before` is worse in `after` (`before`'s runs may be given: the search holds
+    every candidate against the same plan)."""
+    if worse_somewhere(_runs(before) if before_runs is None else before_runs, _runs(after)):
         return True
-    return bool(before.mixed) and worse_somewhere(_mixed_runs(before), _mixed_runs(after))
+    if not before.mixed:
+        return False
+    return worse_somewhere(_mixed_runs(before) if before_mixed is None else before_mixed, _mixed_runs(after))
 
 
 class _Candidate(NamedTuple):
@@ -656,6 +665,7 @@ def propose_fixes(
     before_graphs, before_pad = graph_count(plan), padding_tokens(plan)
     seen: set[PlanInput] = {inp}
     fixes: list[tuple[Fix, tuple[object, ...]]] = []
+    runs0, mixed0 = _runs(plan), _mixed_runs(plan)  # what every candidate is held against
 
     def attempt(cand: _Candidate, bound_base: Plan | None) -> Plan | None:
         if cand.inp in seen:
@@ -673,7 +683,7 @@ def propose_fixes(
             after = replan(cand.inp)
         except (Rejected, ValueError):
             return None
-        if _opens_gaps(plan, after):
+        if _opens_gaps(plan, after, runs0, mixed0):
             return None
         if gap_batches(after) >= gap_batches(plan):
             return after  # no better on its own; it may still be a base for stage two

@@ -304,7 +304,7 @@ class _Captured(NamedTuple):
     inp: PlanInput
     """The input as planned (dynamic SD dropped under DP)."""
     rules: VllmRules
-    notes: list[Note]
+    notes: tuple[Note, ...]
     runs: list[tuple[int, int, int]] | None
     runner: str
     decision: ModeDecision
@@ -444,8 +444,30 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
                     )
                 )
     return _Captured(
-        inp, rules, notes, runs, runner, decision, mode, attn, ladder, sizes, max_size, graphs, target, loras
+        inp,
+        rules,
+        tuple(notes),
+        runs,
+        runner,
+        decision,
+        mode,
+        attn,
+        ladder,
+        sizes,
+        max_size,
+        graphs,
+        target,
+        loras,
     )
+
+
+_CAPTURED: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], _Captured] = {}
+"""The last `captured_graphs` stages (pure, frozen inputs: a cache): the fix search asks for a
+candidate's graphs, then plans the candidate in full when they are within budget."""
+
+
+def _policy_key(policy: CapturePolicy) -> tuple[str, tuple[tuple[str, object], ...]]:
+    return policy.name, tuple(sorted(policy.overrides.items()))  # a policy holds a dict
 
 
 def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[str, tuple[Graph, ...]]:
@@ -455,7 +477,13 @@ def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[st
     Raises:
         Rejected: the release refuses to start with this config.
     """
-    return _capture(inp, policy).graphs
+    key = (inp, *_policy_key(policy))
+    got = _CAPTURED.get(key)
+    if got is None:
+        if len(_CAPTURED) >= 64:
+            _CAPTURED.clear()
+        got = _CAPTURED[key] = _capture(inp, policy)
+    return got.graphs
 
 
 def build_plan(
@@ -474,7 +502,9 @@ def build_plan(
     Raises:
         Rejected: the release refuses to start with this config.
     """
-    cap = _capture(inp, policy)
+    cap = _CAPTURED.get((inp, *_policy_key(policy))) if _CAPTURED else None
+    if cap is None:
+        cap = _capture(inp, policy)
     inp, rules, notes, runs, runner = cap.inp, cap.rules, cap.notes, cap.runs, cap.runner
     mode, sizes, max_size, graphs, ladder = cap.mode, cap.sizes, cap.max_size, cap.graphs, cap.ladder
     q = inp.uniform_decode_query_len
@@ -571,7 +601,7 @@ def plan_again(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> Plan:
     Raises:
         Rejected: the release refuses to start with this config.
     """
-    key = (inp, policy.name, tuple(sorted(policy.overrides.items())))  # a policy holds a dict
+    key = (inp, *_policy_key(policy))
     got = _AGAIN.get(key)
     if got is None:
         got = build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
