@@ -17,7 +17,7 @@ import math
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.ladder import Ladder, capture_ladder, request_counts, token_grid
@@ -27,7 +27,7 @@ from cgplan.core.types import Fix, Gap, Graph, Plan, Rejected, StepPadding
 from cgplan.core.vllm.releases import DecodeSizes, VllmRules, first_release, rules_for
 
 if TYPE_CHECKING:
-    from cgplan.core.cost import CostCoefficients, CostPrediction
+    from cgplan.core.cost import CostCoefficients, CostTotals
 
 Replan = Callable[[PlanInput], Plan]
 GraphsOf = Callable[[PlanInput], Mapping[str, Sequence[Graph]]]
@@ -310,12 +310,15 @@ def _opens_gaps(
     return worse_somewhere(_mixed_runs(before) if before_mixed is None else before_mixed, _mixed_runs(after))
 
 
-class _Candidate(NamedTuple):
-    """One change the search plans (internal; a named tuple: no dataclass made at import, #18)."""
+class _Candidate:
+    """One change the search plans, in words (e.g. "raise the maximum to 544") and as the input
+    (internal; a plain class: no dataclass or NamedTuple made at import, #18)."""
 
-    what: tuple[str, ...]
-    """The changes in words, e.g. ("raise the maximum to 544",)."""
-    inp: PlanInput
+    __slots__ = ("inp", "what")
+
+    def __init__(self, what: tuple[str, ...], inp: PlanInput) -> None:
+        self.what = what
+        self.inp = inp
 
 
 def _sizes_change(base: PlanInput, sizes: Iterable[int]) -> PlanInput:
@@ -514,8 +517,8 @@ def _graph_breaks(
 def _budget_breaks(
     before: Plan,
     after: Plan,
-    cost_before: CostPrediction | None,
-    cost_after: CostPrediction | None,
+    cost_before: CostTotals | None,
+    cost_after: CostTotals | None,
     budgets: FixBudgets,
 ) -> tuple[str, ...]:
     """Budgets `after` breaks (one already broken before may stay broken, no worse)."""
@@ -651,14 +654,15 @@ def propose_fixes(
     dropped there, before `replan` plans its dispatch tables (most of a plan's cost), since it
     could only have been dropped for the same break after them.
     """
-    from cgplan.core.cost import plan_cost
+    from cgplan.core.cost import plan_cost_totals
 
     search = search or FixSearch()
     rules = rules or rules_for(inp.vllm_version)
     budgets = search.budgets
 
-    def cost(p: Plan, i: PlanInput) -> CostPrediction | None:
-        return plan_cost(p, i, search.coefficients) if search.coefficients is not None else None
+    def cost(p: Plan, i: PlanInput) -> CostTotals | None:
+        # the two totals a fix is held to and shows (plan_cost's, without its per-graph parts)
+        return plan_cost_totals(p, i, search.coefficients) if search.coefficients is not None else None
 
     cost0 = cost(plan, inp)
     pad0 = step_padding(plan)

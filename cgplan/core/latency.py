@@ -28,7 +28,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from cgplan.core.spec import ModelShape, PlanInput
 
@@ -653,12 +653,15 @@ def widest_batch(plan: Plan) -> tuple[int, int]:
     return 1, _query_len_for(plan, 1)
 
 
-class _Expected(NamedTuple):
-    """An internal sum (a named tuple: no dataclass made at import for it, #18)."""
+class _Expected:
+    """An internal sum (a plain class: no dataclass or NamedTuple made at import, #18)."""
 
-    step_ms: float
-    eager_share: float
-    tokens_per_s: float
+    __slots__ = ("eager_share", "step_ms", "tokens_per_s")
+
+    def __init__(self, step_ms: float, eager_share: float, tokens_per_s: float) -> None:
+        self.step_ms = step_ms
+        self.eager_share = eager_share
+        self.tokens_per_s = tokens_per_s
 
 
 def expected(

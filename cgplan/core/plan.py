@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import NamedTuple
 
 from cgplan.core.cost import drafter_shape
 from cgplan.core.defaults import assumed_defaults
@@ -297,25 +296,59 @@ def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -
     return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
 
 
-class _Captured(NamedTuple):
+class _Captured:
     """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
-    search reads a candidate's graph counts here and plans no dispatch for one over budget)."""
+    search reads a candidate's graph counts here and plans no dispatch for one over budget). A
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18)."""
 
-    inp: PlanInput
-    """The input as planned (dynamic SD dropped under DP)."""
-    rules: VllmRules
-    notes: tuple[Note, ...]
-    runs: list[tuple[int, int, int]] | None
-    runner: str
-    decision: ModeDecision
-    mode: Mode
-    attn: Attention
-    ladder: Ladder
-    sizes: tuple[int, ...]
-    max_size: int
-    graphs: dict[str, tuple[Graph, ...]]
-    target: V1Dispatcher | V2Manager
-    loras: tuple[int, ...]
+    __slots__ = (
+        "attn",
+        "decision",
+        "graphs",
+        "inp",
+        "ladder",
+        "loras",
+        "max_size",
+        "mode",
+        "notes",
+        "rules",
+        "runner",
+        "runs",
+        "sizes",
+        "target",
+    )
+
+    def __init__(
+        self,
+        inp: PlanInput,
+        rules: VllmRules,
+        notes: tuple[Note, ...],
+        runs: list[tuple[int, int, int]] | None,
+        runner: str,
+        decision: ModeDecision,
+        mode: Mode,
+        attn: Attention,
+        ladder: Ladder,
+        sizes: tuple[int, ...],
+        max_size: int,
+        graphs: dict[str, tuple[Graph, ...]],
+        target: V1Dispatcher | V2Manager,
+        loras: tuple[int, ...],
+    ) -> None:
+        self.inp = inp
+        self.rules = rules
+        self.notes = notes
+        self.runs = runs
+        self.runner = runner
+        self.decision = decision
+        self.mode = mode
+        self.attn = attn
+        self.ladder = ladder
+        self.sizes = sizes
+        self.max_size = max_size
+        self.graphs = graphs
+        self.target = target
+        self.loras = loras
 
 
 def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:

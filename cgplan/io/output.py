@@ -26,7 +26,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NamedTuple
 
 from cgplan.errors import CgplanError, one_line
 
@@ -176,13 +175,16 @@ def _kind(path: Path) -> str:
     raise CgplanError(f"{path}: cannot write: {what}; refusing to replace it (name a file)")
 
 
-class _Staged(NamedTuple):
-    """A file written beside its target, renamed into place once every output is written (a named
-    tuple: this module is imported by every command, and a dataclass is made at import)."""
+class _Staged:
+    """A file written beside its target, renamed into place once every output is written (a plain
+    class: this module is imported by every command; no dataclass or NamedTuple made at import)."""
 
-    path: Path
-    target: Path
-    tmp: str
+    __slots__ = ("path", "target", "tmp")
+
+    def __init__(self, path: Path, target: Path, tmp: str) -> None:
+        self.path = path
+        self.target = target
+        self.tmp = tmp
 
 
 @contextlib.contextmanager
