@@ -559,10 +559,12 @@ def _decode_sum(
     a: int,
     b: int,
     mode: str | None = None,
+    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
 ) -> tuple[float, float]:
     """(sum, sum over eager steps) of `decode_step(plan, inp, n, q, mode)`'s step time over n = a..b
     (forced `mode` at n x q tokens, or as planned): O(graphs), the sum point by point up to float
-    rounding (tests/test_latency_ranges.py)."""
+    rounding (tests/test_latency_ranges.py). `memo` keeps each run's sum for later calls on the
+    same `c`, `target`, `plan` and `inp` (a gap's runs are runs of the plan's whole walk)."""
     cuts: set[int] = {a, b + 1}
     if mode is None:
         for r in plan.uniform_decode.get(q, ()):
@@ -572,7 +574,12 @@ def _decode_sum(
     bounds = sorted(x for x in cuts if a <= x <= b + 1)
     total = eager = 0.0
     for lo, end in itertools.pairwise(bounds):
-        part, target_mode = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
+        got = memo.get((q, lo, end, mode)) if memo is not None else None
+        if got is None:
+            got = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
+            if memo is not None:
+                memo[(q, lo, end, mode)] = got
+        part, target_mode = got
         total += part
         if target_mode == "NONE":
             eager += part
@@ -585,6 +592,7 @@ def _expected_ranges(
     inp: PlanInput,
     counts: Sequence[tuple[int, int]],
     mixed: Sequence[tuple[int, float]] = (),
+    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
 ) -> _Expected:
     """`expected` at weight 1 for every request count in the runs `counts` (the default traffic),
     in O(runs x graphs) instead of O(max_num_seqs)."""
@@ -595,7 +603,7 @@ def _expected_ranges(
             a, b = max(a, lo), min(b, hi)
             if a > b:
                 continue
-            ms, eager = _decode_sum(c, target, plan, inp, q, a, b)
+            ms, eager = _decode_sum(c, target, plan, inp, q, a, b, memo=memo)
             total_w += b - a + 1
             total_ms += ms
             eager_ms += eager
@@ -716,12 +724,17 @@ def predict_latency(
     hist = tuple(uniform) if uniform is not None else ()
     target = forward_shape(inp.model)
 
-    def at_traffic(p: Plan, i: PlanInput) -> _Expected:
+    # the plan's runs summed once: each gap's sum below is over runs of the plan's whole walk
+    runs_memo: dict[tuple[int, int, int, str | None], tuple[float, str]] = {}
+
+    def at_traffic(
+        p: Plan, i: PlanInput, memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None
+    ) -> _Expected:
         if counts is not None:
-            return _expected_ranges(c, p, i, counts, mixed)
+            return _expected_ranges(c, p, i, counts, mixed, memo)
         return expected(c, p, i, hist, mixed)
 
-    base = at_traffic(plan, inp)
+    base = at_traffic(plan, inp, runs_memo)
     memo: dict[tuple[int, int, str | None], float] = {}
 
     def dec(n: int, q: int, mode: str | None = None) -> float:
@@ -753,7 +766,7 @@ def predict_latency(
                 for a, b in counts:
                     a, b = max(a, g.first), min(b, g.last)
                     if a <= b:
-                        planned = _decode_sum(c, target, plan, inp, q, a, b)[0]
+                        planned = _decode_sum(c, target, plan, inp, q, a, b, memo=runs_memo)[0]
                         exp_cost += planned - _decode_sum(c, target, plan, inp, q, a, b, "FULL")[0]
             else:
                 exp_cost = sum(
