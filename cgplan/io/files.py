@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import gzip
 import io
 import json
 import math
@@ -34,7 +33,6 @@ import select
 import stat
 import sys
 import weakref
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -218,6 +216,9 @@ def _read_stdin(stream: TextIO | None, what: str, limit: int) -> bytes:
 def _gunzip(data: bytes, shown: str, what: str, limit: int) -> bytes:
     """Every member of a gzip stream, stopped as soon as the output passes `limit` (the gzip
     module streams member after member, so many tiny members cost no more than one)."""
+    import gzip  # a .gz file only (not on a config's path)
+    import zlib
+
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             out = stream.read(limit + 1)

@@ -108,8 +108,19 @@ class _Indented:
         if isinstance(o, dict):
             if not o:
                 return "{}"
-            key, value = self.key, self.value
-            parts = [key(k) + ": " + value(v, inner) for k, v in sorted(o.items())]
+            key, value, string = self.key, self.value, self.string
+            parts = []
+            for k, v in sorted(o.items()):
+                t = type(v)  # the common exact types here: most values are scalars of small dicts
+                if t is int:
+                    text = int.__repr__(v)
+                elif t is str:
+                    text = string(v)
+                elif v is None:
+                    text = "null"
+                else:
+                    text = value(v, inner)
+                parts.append(key(k) + ": " + text)
             return "{" + inner + ("," + inner).join(parts) + indent + "}"
         if self.default is None:
             raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
