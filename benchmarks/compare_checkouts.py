@@ -68,9 +68,11 @@ def main() -> int:
         git = ["git", "-C", str(root)]
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
         dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", "cgplan"],
+            capture_output=True,
+            text=True,
         )
-        return head.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
+        return head.strip() + (" (uncommitted changes in cgplan/)" if dirty.stdout.strip() else "")
 
     out = {
         "what": "CPU seconds (user + system) per process; medians of per-pair ratios",
