@@ -104,6 +104,7 @@ def clear_caches() -> None:
     import cgplan.core.plan
 
     cgplan.core.plan._AGAIN.clear()
+    cgplan.core.plan._CAPTURED.clear()
     cgplan.core.plan._RANGES.clear()
     cgplan.core.graphs._GRAPHS.clear()
     cgplan.core.graphs._MANAGERS.clear()

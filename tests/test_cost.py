@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from cgplan.api.plan import plan_file
 from cgplan.core.cost import (
@@ -22,16 +23,18 @@ from cgplan.core.cost import (
     fit_coefficients,
     predict_cost,
 )
-from cgplan.core.spec import ModelShape
+from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.errors import ConfigError
 from cgplan.io.cost_coefficients import (
     DEFAULT_COEFFICIENTS,
     coefficients_text,
+    default_coefficients,
     load_coefficients,
     observation_from_report,
     save_coefficients,
 )
 from tests.cli_helpers import run
+from tests.test_properties import plan_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "benchmarks/results/h200"
@@ -325,3 +328,20 @@ def test_pipeline_stages_hold_their_share_of_the_layers() -> None:
     ratio = by2[("target", "PIECEWISE")].exec_mib / by[("target", "PIECEWISE")].exec_mib
     assert ratio == pytest.approx(17 / 33)
     assert any("PP 2" in x for x in pp2.domain.outside)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs())
+def test_totals_are_the_predictions_totals(inp: PlanInput) -> None:
+    """The fix search's totals (no GraphCost per graph) are plan_cost's floats, bit for bit (#18)."""
+    from cgplan.core.cost import plan_cost, plan_cost_totals
+    from cgplan.core.plan import build_plan
+    from cgplan.core.types import Rejected
+
+    try:
+        plan = build_plan(inp, with_fixes=False)
+    except Rejected:
+        return
+    c = default_coefficients()
+    full, totals = plan_cost(plan, inp, c), plan_cost_totals(plan, inp, c)
+    assert (totals.total_mib, totals.capture_s) == (full.total_mib, full.capture_s)

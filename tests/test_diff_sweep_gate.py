@@ -38,6 +38,14 @@ def test_default_policy_file_is_the_builtin_default() -> None:
     assert load_policy(ROOT / "configs/gates/default.yaml") == DEFAULT_POLICY
 
 
+def test_plan_budgets_are_the_default_gates() -> None:
+    """`plan` reads the default budgets from core.budgets (without the gate's module): they are
+    the default gate policy's."""
+    from cgplan.core import budgets, gate
+
+    assert budgets.DEFAULT_BUDGETS == gate.budgets_of(DEFAULT_POLICY) == gate.DEFAULT_BUDGETS
+
+
 def test_diff_one_config_two_releases(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -105,6 +105,56 @@ def test_every_fix_closes_or_is_partial(inp: PlanInput) -> None:
         assert len(plan.fixes) == 1  # a partial fix only where no complete one exists
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(serve_configs(), st.booleans())
+def test_budget_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None:
+    """Dropping over-budget stage-two candidates from their graphs alone (before their dispatch
+    tables) gives the same fixes as planning every candidate in full (#18)."""
+    from cgplan.core.gaps import propose_fixes
+    from cgplan.core.ladder import capture_ladder
+    from cgplan.core.vllm.releases import rules_for
+
+    search = dataclasses.replace(SEARCH, allow_over_budget=over)
+    try:
+        plan = build_plan(inp, with_fixes=False)
+    except Rejected:
+        return
+    if not plan.gaps:
+        return
+    rules = rules_for(inp.vllm_version)
+    ladder = capture_ladder(inp, rules, plan.requested_cudagraph_mode != "NONE", False)
+
+    def replan(i: PlanInput) -> Plan:
+        return build_plan(i, with_fixes=False)
+
+    full = propose_fixes(plan, inp, ladder, replan, search, rules)
+    checked = propose_fixes(plan, inp, ladder, replan, search, rules, plan_mod.captured_graphs)
+    assert checked == full
+
+
+def test_over_budget_candidates_plan_no_dispatch() -> None:
+    """The issue's config (EAGLE K=16, 1,024 requests, 4-range dynamic SD): its six stage-two
+    candidates over the graph budget are dropped from their graphs, before any dispatch table."""
+    inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml").input
+    calls = [0]
+    real = plan_mod.build_plan
+
+    def counting(*a: Any, **k: Any) -> Plan:
+        calls[0] += 1
+        plan: Plan = real(*a, **k)
+        return plan
+
+    plan_mod._AGAIN.clear()
+    plan_mod._CAPTURED.clear()
+    plan_mod.build_plan = counting
+    try:
+        plan = real(inp, search=SEARCH)
+    finally:
+        plan_mod.build_plan = real
+    assert len(plan.fixes) == 4 and all(f.complete for f in plan.fixes)
+    assert calls[0] == 8, calls  # 14 candidates, 6 of them over 400 graphs in a family
+
+
 def _bash_words(line: str) -> list[str]:
     out = subprocess.run(
         ["bash", "-c", "printf '%s\\0' " + line], capture_output=True, check=True, text=True

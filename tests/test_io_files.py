@@ -288,7 +288,7 @@ def test_utf8_errors_are_located(tmp_path: Path) -> None:
 def test_the_c_loader_is_used_when_present() -> None:
     import yaml
 
-    assert files._Loader is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert files.yaml_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # ---------------------------------------------------------------- one human-readable integer

@@ -216,14 +216,14 @@ def fix_search(
     policy: GatePolicy | None = None,
 ) -> FixSearch:
     """The fix search `plan` runs: the default gate's budgets (or `policy`'s) and the cost model."""
-    # the gate's module here, not at import: it brings the diff and side comparison `plan` never runs
-    from cgplan.core.gate import DEFAULT_BUDGETS, budgets_of
+    from cgplan.core.budgets import DEFAULT_BUDGETS
 
-    return FixSearch(
-        budgets_of(policy) if policy is not None else DEFAULT_BUDGETS,
-        coefficients or shipped_coefficients(),
-        allow_over_budget,
-    )
+    budgets = DEFAULT_BUDGETS
+    if policy is not None:  # the gate's module only for a gate policy: `plan` has none (#18)
+        from cgplan.core.gate import budgets_of
+
+        budgets = budgets_of(policy)
+    return FixSearch(budgets, coefficients or shipped_coefficients(), allow_over_budget)
 
 
 @functools.lru_cache(maxsize=1)

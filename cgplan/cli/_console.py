@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -62,7 +61,11 @@ def use_color(no_color: bool, output: Path | None = None, stream: object = None)
 
 def width(color: bool) -> int:
     """The terminal's width on a terminal, else 100 columns."""
-    return shutil.get_terminal_size((100, 24)).columns if color else 100
+    if not color:
+        return 100
+    import shutil  # a terminal only (its import is a few ms of every start-up)
+
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 _RED, _GREEN, _YELLOW, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[0m"

@@ -41,5 +41,10 @@ class FixBudgets:
         return min(limits) if limits else None
 
 
+DEFAULT_BUDGETS = FixBudgets(max_graphs_per_family=(("*", 400),))
+"""The default gate's budgets (`cgplan.core.gate.budgets_of(DEFAULT_POLICY)`, which a test holds
+equal): what every printed fix stays within unless --allow-over-budget. Here, not in the gate's
+module, so that `plan` does not import the gate (its policy and result types) to read them."""
+
 NO_BUDGETS = FixBudgets(max_graphs_per_family=())
 """Every budget off (`--allow-over-budget` still reports what a fix breaks against the gate's)."""

@@ -16,9 +16,8 @@ shipped for the H200; a user can fit their own (`cgplan calibrate`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import TYPE_CHECKING
 
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM
@@ -352,36 +351,7 @@ def predict_cost(
     >>> [round(g.pool_mib, 3) for g in p.graphs], round(p.total_mib, 3)
     ([50.062, 0.0], 100.263)
     """
-    costs: list[GraphCost] = []
-    full_pool_tokens = 0
-    target_piecewise_mib = 0.0
-    for family, items in graphs.items():
-        shape = inp.target if family == "target" else inp.drafter
-        if family == "target" and inp.pipeline_parallel_size > 1:
-            # each PP stage compiles and captures only its own layers (per-rank shard)
-            layers = -(-shape.num_hidden_layers // inp.pipeline_parallel_size)
-            shape = replace(shape, num_hidden_layers=layers)
-        pieces = shape.num_hidden_layers + 1
-        seen: set[str] = set()
-        for mode, tokens in items:
-            pool = 0.0
-            if mode not in seen:
-                seen.add(mode)
-                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib)
-                if mode == "FULL":
-                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
-                elif family == "target":
-                    target_piecewise_mib = max(target_piecewise_mib, pool)
-            costs.append(
-                GraphCost(
-                    family,
-                    mode,
-                    tokens,
-                    pool,
-                    _exec_mib(c, mode, pieces, shape.num_hidden_layers, shared_expert_layers(shape)),
-                    _capture_ms(c, mode, pieces, shape.num_hidden_layers),
-                )
-            )
+    costs = [GraphCost(*g) for g in _graph_costs(graphs, inp, c)]
     groups: dict[tuple[str, str], list[GraphCost]] = {}
     for g in costs:
         groups.setdefault((g.family, g.mode), []).append(g)
@@ -417,6 +387,65 @@ def predict_cost(
         caveats=_caveats(inp, c, bool(costs)),
         domain=domain,
     )
+
+
+def _graph_costs(
+    graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
+) -> Iterator[tuple[str, str, int, float, float, float]]:
+    """`GraphCost`'s fields of every graph of `graphs`, in capture order (`predict_cost`)."""
+    full_pool_tokens = 0
+    target_piecewise_mib = 0.0
+    for family, items in graphs.items():
+        shape = inp.target if family == "target" else inp.drafter
+        if family == "target" and inp.pipeline_parallel_size > 1:
+            # each PP stage compiles and captures only its own layers (per-rank shard)
+            layers = -(-shape.num_hidden_layers // inp.pipeline_parallel_size)
+            shape = replace(shape, num_hidden_layers=layers)
+        pieces = shape.num_hidden_layers + 1
+        seen: set[str] = set()
+        per_mode: dict[str, tuple[float, float]] = {}  # execution and capture cost: the mode's alone
+        for mode, tokens in items:
+            pool = 0.0
+            if mode not in seen:
+                seen.add(mode)
+                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib)
+                if mode == "FULL":
+                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
+                elif family == "target":
+                    target_piecewise_mib = max(target_piecewise_mib, pool)
+            costs = per_mode.get(mode)
+            if costs is None:
+                costs = per_mode[mode] = (
+                    _exec_mib(c, mode, pieces, shape.num_hidden_layers, shared_expert_layers(shape)),
+                    _capture_ms(c, mode, pieces, shape.num_hidden_layers),
+                )
+            yield family, mode, tokens, pool, costs[0], costs[1]
+
+
+class CostTotals:
+    """A prediction's two totals (`predict_cost`'s `total_mib` and `capture_s`, the same floats),
+    without its per-graph and per-section parts: what the fix search holds a candidate to."""
+
+    __slots__ = ("capture_s", "total_mib")
+
+    def __init__(self, total_mib: float, capture_s: float) -> None:
+        self.total_mib = total_mib
+        self.capture_s = capture_s
+
+
+def predict_totals(
+    graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
+) -> CostTotals:
+    """`predict_cost(graphs, inp, c)`'s total_mib and capture_s: the same sums in the same order,
+    without building a GraphCost per graph (a fix search prices every candidate, #18)."""
+    parts = list(_graph_costs(graphs, inp, c))
+    if not parts:
+        return CostTotals(0.0, 0.0)
+    warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+    if set(graphs) - {"target"}:
+        warmup += c.warmup_mib_drafter
+    total = warmup + sum(g[3] + g[4] for g in parts)
+    return CostTotals(total, c.capture_overhead_s + sum(g[5] for g in parts) / 1000)
 
 
 def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
@@ -591,6 +620,8 @@ def _shared_layers(obs: CostObservation, family: str) -> int:
 
 
 def _med(values: Iterable[float], what: str) -> float:
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+
     vs = list(values)
     if not vs:
         raise FitError(f"no report shows {what}")
@@ -753,20 +784,6 @@ def check_coefficients(observations: Sequence[CostObservation], c: CostCoefficie
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class CostDelta:
-    """Predicted memory of two plans, side by side (diff, policies)."""
-
-    a_mib: float
-    b_mib: float
-    by_family_mode: tuple[tuple[str, str, float, float], ...] = field(default=())
-
-    @property
-    def delta_mib(self) -> float:
-        """B minus A."""
-        return self.b_mib - self.a_mib
-
-
 def cost_input_for(
     inp: PlanInput, model_runner: str, attention_backend: str, gpu: str | None = None
 ) -> CostInput:
@@ -794,5 +811,13 @@ def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction
     """Predict the capture cost of `plan` (made from `inp`) on each rank."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
     return predict_cost(
+        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+    )
+
+
+def plan_cost_totals(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostTotals:
+    """`plan_cost(plan, inp, c)`'s total_mib and capture_s (`predict_totals`)."""
+    graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
+    return predict_totals(
         graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
     )

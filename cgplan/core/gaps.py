@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -23,13 +23,15 @@ from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.ladder import Ladder, capture_ladder, request_counts, token_grid
 from cgplan.core.modes import Mode
 from cgplan.core.spec import PlanInput
-from cgplan.core.types import Fix, Gap, Plan, Rejected, StepPadding
+from cgplan.core.types import Fix, Gap, Graph, Plan, Rejected, StepPadding
 from cgplan.core.vllm.releases import DecodeSizes, VllmRules, first_release, rules_for
 
 if TYPE_CHECKING:
-    from cgplan.core.cost import CostCoefficients, CostPrediction
+    from cgplan.core.cost import CostCoefficients, CostTotals
 
 Replan = Callable[[PlanInput], Plan]
+GraphsOf = Callable[[PlanInput], Mapping[str, Sequence[Graph]]]
+"""A candidate's graph families without its dispatch tables (`cgplan.core.plan.captured_graphs`)."""
 
 _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 HEAVY_PADDING_PCT = 25.0
@@ -293,17 +295,30 @@ def worse_somewhere(before: Sequence[tuple[int, int, int]], after: Sequence[tupl
     return False
 
 
-def _opens_gaps(before: Plan, after: Plan) -> bool:
-    if worse_somewhere(_runs(before), _runs(after)):
+def _opens_gaps(
+    before: Plan,
+    after: Plan,
+    before_runs: Sequence[tuple[int, int, int]] | None = None,
+    before_mixed: Sequence[tuple[int, int, int]] | None = None,
+) -> bool:
+    """Some batch of `before` is worse in `after` (`before`'s runs may be given: the search holds
+    every candidate against the same plan)."""
+    if worse_somewhere(_runs(before) if before_runs is None else before_runs, _runs(after)):
         return True
-    return bool(before.mixed) and worse_somewhere(_mixed_runs(before), _mixed_runs(after))
+    if not before.mixed:
+        return False
+    return worse_somewhere(_mixed_runs(before) if before_mixed is None else before_mixed, _mixed_runs(after))
 
 
-@dataclass(frozen=True)
 class _Candidate:
-    what: tuple[str, ...]
-    """The changes in words, e.g. ("raise the maximum to 544",)."""
-    inp: PlanInput
+    """One change the search plans, in words (e.g. "raise the maximum to 544") and as the input
+    (internal; a plain class: no dataclass or NamedTuple made at import, #18)."""
+
+    __slots__ = ("inp", "what")
+
+    def __init__(self, what: tuple[str, ...], inp: PlanInput) -> None:
+        self.what = what
+        self.inp = inp
 
 
 def _sizes_change(base: PlanInput, sizes: Iterable[int]) -> PlanInput:
@@ -482,23 +497,32 @@ def _cheap_bound(cand: PlanInput, rules: VllmRules, base: Plan, budgets: FixBudg
     return None
 
 
+def _graph_breaks(
+    before: Mapping[str, Sequence[Graph]], after: Mapping[str, Sequence[Graph]], budgets: FixBudgets
+) -> list[str]:
+    """The graph-count budgets `after` (graph families) breaks that `before` did not break as badly."""
+    out: list[str] = []
+    for family, graphs in after.items():
+        limit = budgets.graph_limit(family)
+        n, n0 = len(graphs), len(before.get(family, ()))
+        if limit is not None and n > limit and n > n0:
+            out.append(f"{family}: {n} graphs > {limit}")
+    total = sum(len(g) for g in after.values())
+    total0 = sum(len(g) for g in before.values())
+    if budgets.max_total_graphs is not None and total > budgets.max_total_graphs and total > total0:
+        out.append(f"{total} graphs in all > {budgets.max_total_graphs}")
+    return out
+
+
 def _budget_breaks(
     before: Plan,
     after: Plan,
-    cost_before: CostPrediction | None,
-    cost_after: CostPrediction | None,
+    cost_before: CostTotals | None,
+    cost_after: CostTotals | None,
     budgets: FixBudgets,
 ) -> tuple[str, ...]:
     """Budgets `after` breaks (one already broken before may stay broken, no worse)."""
-    out: list[str] = []
-    for family, graphs in after.graphs.items():
-        limit = budgets.graph_limit(family)
-        n, n0 = len(graphs), len(before.graphs.get(family, ()))
-        if limit is not None and n > limit and n > n0:
-            out.append(f"{family}: {n} graphs > {limit}")
-    total, total0 = graph_count(after), graph_count(before)
-    if budgets.max_total_graphs is not None and total > budgets.max_total_graphs and total > total0:
-        out.append(f"{total} graphs in all > {budgets.max_total_graphs}")
+    out = _graph_breaks(before.graphs, after.graphs, budgets)
     if cost_after is not None and budgets.max_pool_mib is not None:
         mib, mib0 = cost_after.total_mib, cost_before.total_mib if cost_before else 0.0
         if mib > budgets.max_pool_mib and mib > mib0:
@@ -617,27 +641,35 @@ def propose_fixes(
     replan: Replan,
     search: FixSearch | None = None,
     rules: VllmRules | None = None,
+    graphs_of: GraphsOf | None = None,
 ) -> tuple[Fix, ...]:
     """Flag changes that close gaps, each planned again in full, best first.
 
     Stage one changes what captures at all (graphs on, the mode, a narrowed dynamic-SD tier);
     stage two, on the original and on every stage-one result, changes the capture sizes aimed at
     the gaps that remain. A change that makes any batch worse is never kept.
+
+    `graphs_of` (optional) gives a candidate's graphs without planning its dispatch: a stage-two
+    candidate whose graph counts break a budget (and over-budget fixes are not asked for) is
+    dropped there, before `replan` plans its dispatch tables (most of a plan's cost), since it
+    could only have been dropped for the same break after them.
     """
-    from cgplan.core.cost import plan_cost
+    from cgplan.core.cost import plan_cost_totals
 
     search = search or FixSearch()
     rules = rules or rules_for(inp.vllm_version)
     budgets = search.budgets
 
-    def cost(p: Plan, i: PlanInput) -> CostPrediction | None:
-        return plan_cost(p, i, search.coefficients) if search.coefficients is not None else None
+    def cost(p: Plan, i: PlanInput) -> CostTotals | None:
+        # the two totals a fix is held to and shows (plan_cost's, without its per-graph parts)
+        return plan_cost_totals(p, i, search.coefficients) if search.coefficients is not None else None
 
     cost0 = cost(plan, inp)
     pad0 = step_padding(plan)
     before_graphs, before_pad = graph_count(plan), padding_tokens(plan)
     seen: set[PlanInput] = {inp}
     fixes: list[tuple[Fix, tuple[object, ...]]] = []
+    runs0, mixed0 = _runs(plan), _mixed_runs(plan)  # what every candidate is held against
 
     def attempt(cand: _Candidate, bound_base: Plan | None) -> Plan | None:
         if cand.inp in seen:
@@ -645,11 +677,17 @@ def propose_fixes(
         seen.add(cand.inp)
         if bound_base is not None and _cheap_bound(cand.inp, rules, bound_base, budgets) is not None:
             return None
+        if bound_base is not None and graphs_of is not None and not search.allow_over_budget:
+            try:
+                if _graph_breaks(plan.graphs, graphs_of(cand.inp), budgets):
+                    return None  # over budget: never a fix (and stage two's results are no bases)
+            except (Rejected, ValueError):
+                return None
         try:
             after = replan(cand.inp)
         except (Rejected, ValueError):
             return None
-        if _opens_gaps(plan, after):
+        if _opens_gaps(plan, after, runs0, mixed0):
             return None
         if gap_batches(after) >= gap_batches(plan):
             return after  # no better on its own; it may still be a base for stage two

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import partial
+from operator import itemgetter
 from typing import NamedTuple
 
 from cgplan.core.modes import Mode
@@ -180,8 +182,8 @@ class _Desc(NamedTuple):
         return Outcome(self.mode, self.num_tokens, self.num_reqs)
 
 
-def _tokens(d: _Desc) -> int:
-    return d.num_tokens
+_TOKENS = itemgetter(1)
+"""A descriptor's num_tokens (the sort key, in C)."""
 
 
 _GRAPHS: dict[tuple[GraphMode, _Desc], Graph] = {}
@@ -253,7 +255,10 @@ class V2Manager:
         max_decode_tokens = max_num_seqs * decode_query_len
         decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
         by_mode: dict[Mode, list[_Desc]] = {}
-        seen: set[_Desc] = set()
+        # the decode descriptors made, by (tokens, query_len, lora, ubatches): within one manager
+        # these fix a decode descriptor (its mode is the decode mode, its requests tokens // ql),
+        # so a size rounding up to one already made makes no descriptor at all
+        seen: set[tuple[int, int | None, int, int]] = set()
         with_decode = mode.separate_routine() and decode_mode is not Mode.NONE
         # 0.26-0.28 pick among every mode's descriptors of one token count, in the order added
         by_token: dict[tuple[int, int], list[_Desc]] | None = (
@@ -264,6 +269,7 @@ class V2Manager:
         decode_list = by_mode.setdefault(decode_mode, []) if with_decode else []
         mixed_list = by_mode.setdefault(mixed_mode, []) if mixed_mode is not Mode.NONE else []
         add_decode, add_mixed, mark = decode_list.append, mixed_list.append, seen.add
+        new_desc = partial(tuple.__new__, _Desc)  # a _Desc of all six fields, made in C
         # a decode graph at query length ql holds tokens = round_up(size, ql) <= limit tokens
         limit = min(max_decode_tokens, max_size)
         mixed_full = mixed_mode is Mode.FULL
@@ -274,21 +280,25 @@ class V2Manager:
                         tokens = ((size + ql - 1) // ql) * ql
                         if tokens > limit or tokens // ql > max_num_seqs:
                             continue
-                        desc = _Desc(decode_mode, tokens, tokens // ql, ql, lora)
-                        if desc not in seen:
-                            mark(desc)
-                            add_decode(desc)
-                            if by_token is not None:
-                                by_token.setdefault((tokens, lora), []).append(desc)
+                        key = (tokens, ql, lora, 1)
+                        if key in seen:
+                            continue  # made already, and its twin with it
+                        mark(key)
+                        desc = new_desc((decode_mode, tokens, tokens // ql, ql, lora, 1))
+                        add_decode(desc)
+                        if by_token is not None:
+                            by_token.setdefault((tokens, lora), []).append(desc)
                         twin = ubatch.twin(desc) if ubatch else None
-                        if twin is not None and twin not in seen:
-                            mark(twin)
-                            add_decode(twin)
-                            if by_token is not None:
-                                by_token.setdefault((twin.num_tokens, lora), []).append(twin)
+                        if twin is not None:
+                            twin_key = (twin.num_tokens, twin.query_len, lora, twin.num_ubatches)
+                            if twin_key not in seen:
+                                mark(twin_key)
+                                add_decode(twin)
+                                if by_token is not None:
+                                    by_token.setdefault((twin.num_tokens, lora), []).append(twin)
                 if mixed_mode is not Mode.NONE:
-                    desc = _Desc(
-                        mixed_mode, size, min(size, max_num_seqs) if mixed_full else None, None, lora
+                    desc = new_desc(
+                        (mixed_mode, size, min(size, max_num_seqs) if mixed_full else None, None, lora, 1)
                     )
                     add_mixed(desc)
                     if by_token is not None:
@@ -300,7 +310,7 @@ class V2Manager:
                             by_token.setdefault((twin.num_tokens, lora), []).append(twin)
         by_mode = {m: descs for m, descs in by_mode.items() if descs}
         for descs in by_mode.values():
-            descs.sort(key=_tokens, reverse=True)
+            descs.sort(key=_TOKENS, reverse=True)
         self.by_mode = by_mode
         for lora in loras:
             groups: list[tuple[list[int], list[list[_Desc]]]] = []

@@ -23,11 +23,11 @@ shipped for the H200 and replaceable by a user's own fit (`fit_latency`).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from statistics import median
 from typing import TYPE_CHECKING
 
 from cgplan.core.spec import ModelShape, PlanInput
@@ -117,8 +117,10 @@ def forward_shape(m: ModelShape) -> ForwardShape:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def drafter_shape(target: ForwardShape) -> ForwardShape:
-    """An EAGLE drafter: one decoder layer of the target's width, with the target's vocabulary."""
+    """An EAGLE drafter: one decoder layer of the target's width, with the target's vocabulary
+    (remembered: every step of a latency walk asks for it, and a frozen dataclass is slow to make)."""
     return ForwardShape(
         "drafter", 1, target.hidden_size, target.body_params // max(target.layers, 1), target.head_params
     )
@@ -512,19 +514,25 @@ def _segment_sum(
     """Step time summed over n = lo..hi, a run where every forward's mode and graph are fixed
     (so its tokens and rows are linear in n), and the target's mode there."""
 
+    known: dict[int, StepShape] = {}
+
     def shape(n: int) -> StepShape:
-        return decode_step(plan, inp, n, q, mode, n * q if mode else None)
+        got = known.get(n)
+        if got is None:
+            got = decode_step(plan, inp, n, q, mode, n * q if mode else None)
+        return got
 
     def f(n: int) -> float:
         return step_ms(c, target, shape(n))
 
-    first = shape(lo)
+    first = known[lo] = shape(lo)
     if hi - lo < SHORT_RUN:
         # a short run point by point: fewer evaluations than finding its kinks
         return step_ms(c, target, first) + sum(f(n) for n in range(lo + 1, hi + 1)), first.target_mode
     kinks: list[float] = []
     if hi > lo:
         nxt, d = shape(lo + 1), drafter_shape(target)
+        known[lo + 1] = nxt  # the run's sum evaluates both ends again
 
         def lin(tokens: tuple[int, int], rows: tuple[int, int], reqs: tuple[int, int] = (0, 0)) -> Linear:
             return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0], reqs[0], reqs[1] - reqs[0]
@@ -551,10 +559,12 @@ def _decode_sum(
     a: int,
     b: int,
     mode: str | None = None,
+    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
 ) -> tuple[float, float]:
     """(sum, sum over eager steps) of `decode_step(plan, inp, n, q, mode)`'s step time over n = a..b
     (forced `mode` at n x q tokens, or as planned): O(graphs), the sum point by point up to float
-    rounding (tests/test_latency_ranges.py)."""
+    rounding (tests/test_latency_ranges.py). `memo` keeps each run's sum for later calls on the
+    same `c`, `target`, `plan` and `inp` (a gap's runs are runs of the plan's whole walk)."""
     cuts: set[int] = {a, b + 1}
     if mode is None:
         for r in plan.uniform_decode.get(q, ()):
@@ -564,7 +574,12 @@ def _decode_sum(
     bounds = sorted(x for x in cuts if a <= x <= b + 1)
     total = eager = 0.0
     for lo, end in itertools.pairwise(bounds):
-        part, target_mode = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
+        got = memo.get((q, lo, end, mode)) if memo is not None else None
+        if got is None:
+            got = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
+            if memo is not None:
+                memo[(q, lo, end, mode)] = got
+        part, target_mode = got
         total += part
         if target_mode == "NONE":
             eager += part
@@ -577,6 +592,7 @@ def _expected_ranges(
     inp: PlanInput,
     counts: Sequence[tuple[int, int]],
     mixed: Sequence[tuple[int, float]] = (),
+    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
 ) -> _Expected:
     """`expected` at weight 1 for every request count in the runs `counts` (the default traffic),
     in O(runs x graphs) instead of O(max_num_seqs)."""
@@ -587,7 +603,7 @@ def _expected_ranges(
             a, b = max(a, lo), min(b, hi)
             if a > b:
                 continue
-            ms, eager = _decode_sum(c, target, plan, inp, q, a, b)
+            ms, eager = _decode_sum(c, target, plan, inp, q, a, b, memo=memo)
             total_w += b - a + 1
             total_ms += ms
             eager_ms += eager
@@ -645,11 +661,15 @@ def widest_batch(plan: Plan) -> tuple[int, int]:
     return 1, _query_len_for(plan, 1)
 
 
-@dataclass(frozen=True)
 class _Expected:
-    step_ms: float
-    eager_share: float
-    tokens_per_s: float
+    """An internal sum (a plain class: no dataclass or NamedTuple made at import, #18)."""
+
+    __slots__ = ("eager_share", "step_ms", "tokens_per_s")
+
+    def __init__(self, step_ms: float, eager_share: float, tokens_per_s: float) -> None:
+        self.step_ms = step_ms
+        self.eager_share = eager_share
+        self.tokens_per_s = tokens_per_s
 
 
 def expected(
@@ -704,12 +724,17 @@ def predict_latency(
     hist = tuple(uniform) if uniform is not None else ()
     target = forward_shape(inp.model)
 
-    def at_traffic(p: Plan, i: PlanInput) -> _Expected:
+    # the plan's runs summed once: each gap's sum below is over runs of the plan's whole walk
+    runs_memo: dict[tuple[int, int, int, str | None], tuple[float, str]] = {}
+
+    def at_traffic(
+        p: Plan, i: PlanInput, memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None
+    ) -> _Expected:
         if counts is not None:
-            return _expected_ranges(c, p, i, counts, mixed)
+            return _expected_ranges(c, p, i, counts, mixed, memo)
         return expected(c, p, i, hist, mixed)
 
-    base = at_traffic(plan, inp)
+    base = at_traffic(plan, inp, runs_memo)
     memo: dict[tuple[int, int, str | None], float] = {}
 
     def dec(n: int, q: int, mode: str | None = None) -> float:
@@ -741,7 +766,7 @@ def predict_latency(
                 for a, b in counts:
                     a, b = max(a, g.first), min(b, g.last)
                     if a <= b:
-                        planned = _decode_sum(c, target, plan, inp, q, a, b)[0]
+                        planned = _decode_sum(c, target, plan, inp, q, a, b, memo=runs_memo)[0]
                         exp_cost += planned - _decode_sum(c, target, plan, inp, q, a, b, "FULL")[0]
             else:
                 exp_cost = sum(
@@ -949,6 +974,8 @@ def fit_latency(
 
 def errors(c: LatencyCoefficients, obs: Sequence[LatencyObservation]) -> tuple[float, float]:
     """(median |predicted/measured - 1|, share within 10%) over `obs`."""
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+
     if not obs:
         return 0.0, 0.0
     e = [abs(math.exp(r) - 1) for r in residuals(c, obs)]

@@ -12,10 +12,12 @@ from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
 from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases, v2_manager
 from cgplan.core.kv import kv_bytes_per_token
-from cgplan.core.ladder import capture_ladder
+from cgplan.core.ladder import Ladder, capture_ladder
 from cgplan.core.modes import Mode
 from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.resolve import (
+    Attention,
+    ModeDecision,
     attention,
     config_time_mode,
     model_runner,
@@ -294,18 +296,63 @@ def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -
     return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
 
 
-def build_plan(
-    inp: PlanInput,
-    *,
-    with_fixes: bool = True,
-    with_mixed: bool = True,
-    policy: CapturePolicy = UPSTREAM,
-    search: FixSearch | None = None,
-) -> Plan:
-    """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
+class _Captured:
+    """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
+    search reads a candidate's graph counts here and plans no dispatch for one over budget). A
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18)."""
 
-    `with_mixed=False` skips the mixed-batch dispatch table. `search` gives the fix search its
-    budgets and cost model (default: the default gate's budgets, no cost model).
+    __slots__ = (
+        "attn",
+        "decision",
+        "graphs",
+        "inp",
+        "ladder",
+        "loras",
+        "max_size",
+        "mode",
+        "notes",
+        "rules",
+        "runner",
+        "runs",
+        "sizes",
+        "target",
+    )
+
+    def __init__(
+        self,
+        inp: PlanInput,
+        rules: VllmRules,
+        notes: tuple[Note, ...],
+        runs: list[tuple[int, int, int]] | None,
+        runner: str,
+        decision: ModeDecision,
+        mode: Mode,
+        attn: Attention,
+        ladder: Ladder,
+        sizes: tuple[int, ...],
+        max_size: int,
+        graphs: dict[str, tuple[Graph, ...]],
+        target: V1Dispatcher | V2Manager,
+        loras: tuple[int, ...],
+    ) -> None:
+        self.inp = inp
+        self.rules = rules
+        self.notes = notes
+        self.runs = runs
+        self.runner = runner
+        self.decision = decision
+        self.mode = mode
+        self.attn = attn
+        self.ladder = ladder
+        self.sizes = sizes
+        self.max_size = max_size
+        self.graphs = graphs
+        self.target = target
+        self.loras = loras
+
+
+def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
+    """The release's checks, the capture ladder, the mode and every family's graphs.
 
     Raises:
         Rejected: the release refuses to start with this config.
@@ -357,22 +404,13 @@ def build_plan(
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
         sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
 
-    s, b = inp.max_num_seqs, inp.max_num_batched_tokens
-    mixed_hi = min(b, max_size + 1) if with_mixed else 0
+    s = inp.max_num_seqs
     graphs: dict[str, tuple[Graph, ...]] = {}
-    uniform: dict[int, tuple[DispatchRange, ...]] = {}
-    uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
     spec = inp.speculative
+    target: V1Dispatcher | V2Manager
     if runner == "v1":
         target = V1Dispatcher(sizes, max_size, mode, q, s, loras)
         graphs["target"] = target.graphs()
-        tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
-        for ql in tiers:
-            uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
-            if inp.enable_lora:
-                pick = partial(_v1_decode, target, ql == q, loras=1)
-                uniform_lora[ql] = dispatch_table(ql, s, b, pick, target.boundaries())
-        mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
         if spec is not None and spec.method != "ngram":
             drafter_mode = (
                 Mode.PIECEWISE
@@ -382,7 +420,7 @@ def build_plan(
             # the proposer's own CudagraphDispatcher reads the same LoRA config
             graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s, loras).graphs()
     else:
-        manager = v2_manager(
+        target = v2_manager(
             sizes,
             max_size,
             mode,
@@ -393,7 +431,7 @@ def build_plan(
             loras,
             ubatch,
         )
-        graphs["target"] = manager.graphs()
+        graphs["target"] = target.graphs()
         twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
         if twins:
             notes.append(
@@ -403,12 +441,6 @@ def build_plan(
                     f"also captured split into {inp.num_ubatches} microbatches (DP {inp.data_parallel_size})",
                 )
             )
-        tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
-        for ql in tiers:
-            uniform[ql] = _v2_table(manager, ql, s, b, 0)
-            if inp.enable_lora:
-                uniform_lora[ql] = _v2_table(manager, ql, s, b, 1)
-        mixed = _v2_mixed_table(manager, mixed_hi, s, b)
         if spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
             prefill = v2_manager(
@@ -444,15 +476,99 @@ def build_plan(
                         f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
                     )
                 )
+    return _Captured(
+        inp,
+        rules,
+        tuple(notes),
+        runs,
+        runner,
+        decision,
+        mode,
+        attn,
+        ladder,
+        sizes,
+        max_size,
+        graphs,
+        target,
+        loras,
+    )
+
+
+_CAPTURED: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], _Captured] = {}
+"""The last `captured_graphs` stages (pure, frozen inputs: a cache): the fix search asks for a
+candidate's graphs, then plans the candidate in full when they are within budget."""
+
+
+def _policy_key(policy: CapturePolicy) -> tuple[str, tuple[tuple[str, object], ...]]:
+    return policy.name, tuple(sorted(policy.overrides.items()))  # a policy holds a dict
+
+
+def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[str, tuple[Graph, ...]]:
+    """The graph families `build_plan(inp, policy=policy)` gives, without its dispatch tables (the
+    fix search holds a candidate's graph counts against the budget before it plans dispatch).
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    key = (inp, *_policy_key(policy))
+    got = _CAPTURED.get(key)
+    if got is None:
+        if len(_CAPTURED) >= 64:
+            _CAPTURED.clear()
+        got = _CAPTURED[key] = _capture(inp, policy)
+    return got.graphs
+
+
+def build_plan(
+    inp: PlanInput,
+    *,
+    with_fixes: bool = True,
+    with_mixed: bool = True,
+    policy: CapturePolicy = UPSTREAM,
+    search: FixSearch | None = None,
+) -> Plan:
+    """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
+
+    `with_mixed=False` skips the mixed-batch dispatch table. `search` gives the fix search its
+    budgets and cost model (default: the default gate's budgets, no cost model).
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    cap = _CAPTURED.get((inp, *_policy_key(policy))) if _CAPTURED else None
+    if cap is None:
+        cap = _capture(inp, policy)
+    inp, rules, notes, runs, runner = cap.inp, cap.rules, cap.notes, cap.runs, cap.runner
+    mode, sizes, max_size, graphs, ladder = cap.mode, cap.sizes, cap.max_size, cap.graphs, cap.ladder
+    q = inp.uniform_decode_query_len
+    s, b = inp.max_num_seqs, inp.max_num_batched_tokens
+    mixed_hi = min(b, max_size + 1) if with_mixed else 0
+    uniform: dict[int, tuple[DispatchRange, ...]] = {}
+    uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
+    tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
+    target = cap.target
+    if isinstance(target, V1Dispatcher):
+        for ql in tiers:
+            uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
+            if inp.enable_lora:
+                pick = partial(_v1_decode, target, ql == q, loras=1)
+                uniform_lora[ql] = dispatch_table(ql, s, b, pick, target.boundaries())
+        mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
+    else:
+        for ql in tiers:
+            uniform[ql] = _v2_table(target, ql, s, b, 0)
+            if inp.enable_lora:
+                uniform_lora[ql] = _v2_table(target, ql, s, b, 1)
+        mixed = _v2_mixed_table(target, mixed_hi, s, b)
 
     plan = Plan(
         vllm_version=inp.vllm_version,
         platform=inp.platform.value,
         model_runner=as_model_runner(runner),
-        requested_cudagraph_mode=decision.mode.value,
+        requested_cudagraph_mode=cap.decision.mode.value,
         cudagraph_mode=mode.value,
-        attention_backend=attn.backend,
-        attention_cudagraph_support=attn.support.name,
+        attention_backend=cap.attn.backend,
+        attention_cudagraph_support=cap.attn.support.name,
         capture_sizes=sizes,
         max_capture_size=max_size,
         uniform_decode_query_len=q,
@@ -473,10 +589,18 @@ def build_plan(
     plan = replace(plan, gaps=gaps)
     if with_fixes and gaps:
         if search is None:
-            from cgplan.core.gate import DEFAULT_BUDGETS
+            from cgplan.core.budgets import DEFAULT_BUDGETS
 
             search = FixSearch(DEFAULT_BUDGETS)
-        fixes = propose_fixes(plan, inp, ladder, partial(_replan, policy=policy), search, rules)
+        fixes = propose_fixes(
+            plan,
+            inp,
+            ladder,
+            partial(_replan, policy=policy),
+            search,
+            rules,
+            partial(captured_graphs, policy=policy),
+        )
         plan = replace(plan, fixes=fixes)
     return plan
 
@@ -510,7 +634,7 @@ def plan_again(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> Plan:
     Raises:
         Rejected: the release refuses to start with this config.
     """
-    key = (inp, policy.name, tuple(sorted(policy.overrides.items())))  # a policy holds a dict
+    key = (inp, *_policy_key(policy))
     got = _AGAIN.get(key)
     if got is None:
         got = build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)

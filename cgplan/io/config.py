@@ -6,7 +6,6 @@ The only YAML reader. Every rejection is a ConfigError located as
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -304,6 +303,8 @@ def _check_keys(
                 path,
                 "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it",
             )
+        import difflib  # a misspelt key only
+
         close = difflib.get_close_matches(key[:80], allowed + ignored, n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(path, f"unknown key{hint} (expected one of {', '.join(allowed)})")
@@ -353,6 +354,8 @@ def _choice(value: object, path: str, choices: tuple[str, ...], *, fold: bool = 
     for c in choices:
         if key == c or (fold and key.upper() == c.upper()):
             return c
+    import difflib  # a misspelt value only
+
     close = difflib.get_close_matches(key[:80], choices, n=1, cutoff=0.5)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise _err(path, f"unknown value{hint}", value, "one of " + ", ".join(choices))

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cgplan.core.cost import (
     CostCoefficients,
     CostObservation,
@@ -50,6 +48,8 @@ def coefficients_text(c: CostCoefficients, as_json: bool) -> str:
     """What `cgplan calibrate -o` writes: JSON for a `.json` file, else commented YAML."""
     if as_json:
         return json.dumps(coefficients_to_dict(c), indent=2) + "\n"
+    import yaml  # here, not at import: `plan` reads the shipped JSON set and writes no YAML (#18)
+
     text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
     return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
 

@@ -9,7 +9,9 @@ What it guarantees, whatever the input:
   the file is opened with O_NONBLOCK so a swap between the stat and the open cannot hang;
 - `-` is standard input, read with an idle timeout (a forgotten pipe fails, it does not hang);
 - UTF-8 errors located at line and column;
-- YAML: the C loader when present; nesting depth, alias expansion (a billion-laughs document)
+- YAML: block mappings of plain keys and simple values (what a config is) read directly, else
+  the C loader when present (PyYAML is imported only then: its import is a fifth of a `plan`
+  start-up, #18); nesting depth, alias expansion (a billion-laughs document)
   and cycles bounded; tags refused (a config has no use for `!!python/...` or `!!set`); integers
   beyond 64 bits and floats that overflow (1.0e+400, .inf) refused at their line and column;
 - JSON: the same number and depth bounds, each refusal at its key path.
@@ -22,20 +24,17 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import gzip
 import io
 import json
 import math
 import os
+import re
 import select
 import stat
 import sys
 import weakref
-import zlib
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
-
-import yaml
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from cgplan.errors import CgplanError, ConfigError, preview
 
@@ -65,8 +64,17 @@ _FLOAT_TAG = "tag:yaml.org,2002:float"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader when PyYAML was built with it (several times faster), else the pure one."""
+
+if TYPE_CHECKING:
+    import yaml
+
+
+def yaml_loader() -> type[yaml.SafeLoader]:
+    """libyaml's loader when PyYAML was built with it (several times faster), else the pure one."""
+    import yaml
+
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
 
 
 class ReadError(CgplanError):
@@ -208,6 +216,9 @@ def _read_stdin(stream: TextIO | None, what: str, limit: int) -> bytes:
 def _gunzip(data: bytes, shown: str, what: str, limit: int) -> bytes:
     """Every member of a gzip stream, stopped as soon as the output passes `limit` (the gzip
     module streams member after member, so many tiny members cost no more than one)."""
+    import gzip  # a .gz file only (not on a config's path)
+    import zlib
+
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             out = stream.read(limit + 1)
@@ -308,6 +319,8 @@ def _at(node: yaml.Node) -> str:
 
 
 def _key_text(node: yaml.Node) -> str:
+    import yaml
+
     if isinstance(node, yaml.ScalarNode) and isinstance(node.value, str):
         text = node.value
         if text and len(text) <= 80 and text.isprintable() and "." not in text and "[" not in text:
@@ -338,6 +351,8 @@ class _Checker:
         return ReadError(self.source, problem, _short_path(path))
 
     def scalar(self, node: yaml.ScalarNode, path: str) -> None:
+        import yaml
+
         implicit = (
             self.loader.resolve(yaml.ScalarNode, node.value, (True, False))  # type: ignore[no-untyped-call]
             if node.style in (None, "")
@@ -379,6 +394,8 @@ class _Checker:
                 raise self.fail(path, problem) from None
 
     def walk(self, node: yaml.Node, path: str, depth: int) -> int:
+        import yaml
+
         key = id(node)
         if key in self.sizes:
             return self.sizes[key]
@@ -423,9 +440,189 @@ def _yaml_problem(e: yaml.YAMLError) -> str:
     return f"invalid YAML: {where}{problem}"
 
 
+class _NotPlain(Exception):
+    """The text is outside what `_plain_yaml` reads: PyYAML reads it."""
+
+
+_PLAIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-")
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?= |$)")
+_SIMPLE_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
+_SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]{1,15}\.[0-9]{1,15}")
+_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){2,}")
+_TRUE = frozenset(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"))
+_FALSE = frozenset(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"))
+_NULL = frozenset(("null", "Null", "NULL"))
+_PLAIN_MAX_CHARS = 1 << 16
+_PLAIN_MAX_DEPTH = 16
+_PLAIN_MAX_VALUES = 10_000
+
+
+def _plain_scalar(token: str) -> Any:
+    """A plain scalar's value as PyYAML's resolver gives it, for the tokens whose value is plain
+    to see: a decimal integer of at most 18 digits, a decimal fraction (0.85; PyYAML's float() of
+    the same text), a dotted version (0.33.0: no int, float or timestamp pattern matches two dots
+    without a colon), and words that start with a letter,
+    `_` or `/` (a string unless PyYAML's bool or null word; no other resolver starts there)."""
+    first = token[0]
+    if first.isalpha() or first in "_/":
+        if token in _TRUE:
+            return True
+        if token in _FALSE:
+            return False
+        return None if token in _NULL else token
+    if _SIMPLE_INT.fullmatch(token):
+        return int(token)
+    if _SIMPLE_FLOAT.fullmatch(token):
+        return float(token)
+    if _VERSION.fullmatch(token):
+        return token
+    raise _NotPlain  # 0o17, 1_000, 1.5, .inf, 2001-12-14, 1:20 ...: PyYAML's resolver decides
+
+
+def _token(line: str, i: int) -> tuple[str, int]:
+    j = i
+    n = len(line)
+    while j < n and line[j] in _PLAIN_CHARS:
+        j += 1
+    if j == i:
+        raise _NotPlain
+    return line[i:j], j
+
+
+def _flow_list(line: str, i: int, depth: int, count: list[int]) -> tuple[list[Any], int]:
+    """`[a, [b, c]]` from line[i] == '[': plain scalars and nested lists on one line."""
+    if depth > _PLAIN_MAX_DEPTH:
+        raise _NotPlain
+    out: list[Any] = []
+    i += 1
+    try:
+        while line[i] == " ":
+            i += 1
+        if line[i] == "]":
+            return out, i + 1
+        while True:
+            while line[i] == " ":
+                i += 1
+            if line[i] == "[":
+                value, i = _flow_list(line, i, depth + 1, count)
+            else:
+                token, i = _token(line, i)
+                value = _plain_scalar(token)
+            out.append(value)
+            count[0] += 1
+            while line[i] == " ":
+                i += 1
+            if line[i] == "]":
+                return out, i + 1
+            if line[i] != ",":
+                raise _NotPlain
+            i += 1
+    except IndexError:  # the list goes on past the line
+        raise _NotPlain from None
+
+
+def _value(line: str, i: int, count: list[int]) -> Any:
+    """The value after `key: ` (line[i] is its first character), then at most a comment."""
+    ch = line[i]
+    value: Any
+    if ch == "[":
+        value, i = _flow_list(line, i, 1, count)
+    elif ch in "\"'":
+        end = line.find(ch, i + 1)
+        text = line[i + 1 : end]
+        # no escapes, no doubled quotes, printable ASCII: the text is the value
+        if end < 0 or not (text.isascii() and text.isprintable()) or "\\" in text or "'" in text:
+            raise _NotPlain
+        value, i = text, end + 1
+    else:
+        token, i = _token(line, i)
+        value = _plain_scalar(token)
+    _rest_is_comment(line, i)
+    return value
+
+
+def _rest_is_comment(line: str, i: int) -> None:
+    """line[i:] is nothing, spaces, or spaces and a `#` comment of printable characters."""
+    if i == len(line):
+        return
+    if line[i] != " ":
+        raise _NotPlain
+    rest = line[i:].lstrip(" ")
+    if rest and (rest[0] != "#" or not rest.isprintable()):
+        raise _NotPlain
+
+
+def _plain_yaml(text: str) -> Any:
+    """A YAML document read without PyYAML when it is only block mappings (plain keys, spaces for
+    indentation) of plain scalars, simple quoted strings and one-line lists of them, and comments:
+    what a cgplan config is. The value is PyYAML's (tests/test_yaml_load.py compares them over
+    generated documents). Raises _NotPlain for anything else, for PyYAML to read (and locate
+    its errors)."""
+    if len(text) > _PLAIN_MAX_CHARS:
+        raise _NotPlain
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any]]] = [(0, root)]
+    open_key: tuple[dict[str, Any], str, int] | None = None  # `key:` with its value on later lines
+    count = [0]
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        if not body or body[0] == "#":
+            if body and not body.isprintable():
+                raise _NotPlain
+            continue
+        indent = len(line) - len(body)
+        if open_key is not None:
+            parent, key, key_indent = open_key
+            open_key = None
+            if indent > key_indent:
+                if len(stack) >= _PLAIN_MAX_DEPTH:
+                    raise _NotPlain
+                child: dict[str, Any] = {}
+                parent[key] = child
+                stack.append((indent, child))
+        while stack[-1][0] > indent:
+            stack.pop()
+            if not stack:
+                raise _NotPlain
+        if stack[-1][0] != indent:
+            raise _NotPlain
+        mapping = stack[-1][1]
+        m = _KEY.match(body)
+        if m is None:
+            raise _NotPlain
+        key = m.group(1)
+        if key in mapping or key in _TRUE or key in _FALSE or key in _NULL:
+            raise _NotPlain
+        count[0] += 1
+        i = m.end()
+        while i < len(body) and body[i] == " ":
+            i += 1
+        if i == len(body) or body[i] == "#":
+            _rest_is_comment(body, m.end())
+            mapping[key] = None
+            open_key = (mapping, key, indent)
+        else:
+            mapping[key] = _value(body, i, count)
+        if count[0] > _PLAIN_MAX_VALUES:
+            raise _NotPlain
+    if not root:
+        raise _NotPlain  # nothing but comments: PyYAML's None
+    return root
+
+
 def parse_yaml(text: str, source: str) -> Any:
     """One YAML document, checked (depth, expansion, tags, numbers) before it is constructed."""
-    loader = _Loader(text)
+    try:
+        return _plain_yaml(text)
+    except _NotPlain:
+        return _pyyaml_document(text, source)
+
+
+def _pyyaml_document(text: str, source: str) -> Any:
+    """`parse_yaml` through PyYAML (every document `_plain_yaml` does not read)."""
+    import yaml
+
+    loader = yaml_loader()(text)
     try:
         try:
             node = loader.get_single_node()

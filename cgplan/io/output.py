@@ -17,14 +17,13 @@ was written: a command that fails leaves none of its artifacts written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -38,12 +37,20 @@ _DIRECT_PREFIXES = ("/dev/std", "/dev/fd/", "/proc/")
 written to as the descriptor, whatever it is open on (a file given with `>>` stays appended to)."""
 
 
-_UNSAFE = re.compile(
+_UNSAFE_PATTERN = (
     "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 """What must not reach a terminal, a JUnit file, markdown or HTML raw: control characters but
 tab and newline, escape sequences other than the colour (SGR) ones cgplan's own terminal
 output uses, and bidirectional overrides that reorder what a reader sees."""
+_ASCII_SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+"""In ASCII text, every character `_UNSAFE_PATTERN` can match (ESC among them): text without any
+is safe as it is. (A cheap pattern: the full one is compiled only for text that needs it.)"""
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    return re.compile(_UNSAFE_PATTERN)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -55,7 +62,9 @@ def _safe(text: str) -> str:
     """`text` fit for any output: lone surrogates (undecodable bytes of a file name) and the
     characters of `_UNSAFE` (from inputs: file names, logs, reports) written as escapes. JSON
     has none (json.dumps escapes them), so this changes only what is broken."""
-    text = _UNSAFE.sub(_escape, text)
+    if text.isascii() and _ASCII_SUSPECT.search(text) is None:
+        return text  # nothing to escape, and ASCII encodes
+    text = _unsafe().sub(_escape, text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -166,11 +175,16 @@ def _kind(path: Path) -> str:
     raise CgplanError(f"{path}: cannot write: {what}; refusing to replace it (name a file)")
 
 
-@dataclass
 class _Staged:
-    path: Path
-    target: Path
-    tmp: str
+    """A file written beside its target, renamed into place once every output is written (a plain
+    class: this module is imported by every command; no dataclass or NamedTuple made at import)."""
+
+    __slots__ = ("path", "target", "tmp")
+
+    def __init__(self, path: Path, target: Path, tmp: str) -> None:
+        self.path = path
+        self.target = target
+        self.tmp = tmp
 
 
 @contextlib.contextmanager
@@ -195,6 +209,8 @@ def _signals_raise() -> Iterator[None]:
 
 
 def _stage(path: Path, text: str, what: str) -> _Staged:
+    import tempfile  # here, not at import: only a write to a file needs it (start-up, #18)
+
     target = Path(os.path.realpath(path.expanduser()))  # a link to a file keeps being a link
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     staged = _Staged(path, target, tmp)

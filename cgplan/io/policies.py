@@ -4,15 +4,16 @@ capture policies (`--policy NAME|FILE.yaml` of diff and sweep) → CapturePolicy
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cgplan.core.gate import GatePolicy
 from cgplan.core.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import ReadError, read_yaml
+
+if TYPE_CHECKING:  # the gate's module is imported where a gate policy is read: `plan` never reads one
+    from cgplan.core.gate import GatePolicy
 
 _BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
 _NUMBERS = (
@@ -45,6 +46,8 @@ def parse_policy(doc: Any) -> GatePolicy:
     Raises:
         ConfigError: located at the offending key.
     """
+    from cgplan.core.gate import GatePolicy
+
     if doc is None:
         return GatePolicy()
     if not isinstance(doc, dict):
@@ -52,6 +55,8 @@ def parse_policy(doc: Any) -> GatePolicy:
     values: dict[str, Any] = {}
     for key, value in doc.items():
         if key not in KEYS:
+            import difflib  # a misspelt key only
+
             close = difflib.get_close_matches(key[:80], KEYS, n=1, cutoff=0.6) if isinstance(key, str) else []
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(_name(key), f"unknown policy key{hint} (expected one of {', '.join(KEYS)})")
