@@ -107,3 +107,19 @@ def test_json_text_of_golden_documents_and_odd_values() -> None:
         assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     odd = {"p": Path("/x"), "t": (1, (2,)), "k": {1.5: 1, True: 2, 3: 3}, "n": {None: 1}, "e": [], "d": {}}
     assert dumps_ascii(odd) == json.dumps(odd, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def test_a_file_name_with_an_emoji_code_is_printed_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rich replaces :name: codes by default: the header read "a🔥b.yaml" for a config "a:fire:b.yaml"
+    from tests.cli_helpers import run
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "configs/examples/pr50488-eagle-k16.yaml").read_text()
+    config = tmp_path / "a:fire:b.yaml"
+    config.write_text(text.replace("model: configs/", f"model: {root}/configs/"))
+    code, out, _ = run(monkeypatch, capsys, "plan", str(config))
+    assert code == 0 and "a:fire:b.yaml" in out and "🔥" not in out
+    code, out, _ = run(monkeypatch, capsys, "plan", str(config), "--format", "markdown")
+    assert code == 0 and "a:fire:b.yaml" in out and "🔥" not in out

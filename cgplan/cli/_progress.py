@@ -13,7 +13,7 @@ class RichProgress:
     """graph i/N, family, size and MiB so far."""
 
     def __init__(self) -> None:
-        self.console = Console(file=sys.stderr)
+        self.console = Console(file=sys.stderr, emoji=False)
         self.tty = sys.stderr.isatty()
         self.bar = Progress(
             TextColumn("capturing"),

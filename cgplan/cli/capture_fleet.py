@@ -40,7 +40,7 @@ class FleetBar:
     """configs i/N and what runs where (stderr); one line per finished config off a terminal."""
 
     def __init__(self) -> None:
-        self.console = Console(file=sys.stderr)
+        self.console = Console(file=sys.stderr, emoji=False)
         self.tty = sys.stderr.isatty()
         self.bar = Progress(
             TextColumn("configs"),

@@ -38,7 +38,7 @@ class SweepProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
+                console=Console(file=sys.stderr, emoji=False),
                 transient=True,
             )
             self.task = self.bar.add_task("", total=None)

@@ -1,5 +1,6 @@
 """The one way renderers build a rich Console: into a buffer, fixed width, no markup parsing
-(file names and vLLM messages contain brackets), colour only when asked."""
+(file names and vLLM messages contain brackets), no emoji codes (rich turned a config named
+`a:fire:b.yaml` into `a🔥b.yaml`), colour only when asked."""
 
 from __future__ import annotations
 
@@ -18,4 +19,5 @@ def buffer_console(buf: io.StringIO, width: int, color: bool) -> Console:
         highlight=False,
         soft_wrap=False,
         markup=False,
+        emoji=False,
     )
