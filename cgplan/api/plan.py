@@ -131,7 +131,7 @@ def plan_file(
     except ConfigRejected as e:
         raise e.located(str(path)) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
-    return loaded, _timed(plan, loaded.input, latency, traffic)
+    return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 
 FIX_SEARCH_WORK = 10**7
@@ -196,16 +196,28 @@ def plan_vllm_args(
     except ConfigError as e:
         raise parsed.locate(e) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
-    return loaded, _timed(plan, loaded.input, latency, traffic)
+    return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 
-def _timed(plan: Plan, inp: PlanInput, latency: LatencyCoefficients | None, traffic: Traffic | None) -> Plan:
+def _timed(
+    plan: Plan,
+    inp: PlanInput,
+    latency: LatencyCoefficients | None,
+    traffic: Traffic | None,
+    policy: CapturePolicy = UPSTREAM,
+) -> Plan:
     """The plan with its predicted step times (`latency`, default: the shipped H200 set) at
-    `traffic` (default: every uniform-decode batch size once)."""
+    `traffic` (default: every uniform-decode batch size once); fixes priced under `policy`."""
     if traffic is None:
-        return with_latency(plan, inp, latency or shipped_latency())
+        return with_latency(plan, inp, latency or shipped_latency(), policy=policy)
     return with_latency(
-        plan, inp, latency or shipped_latency(), traffic.uniform_decode, traffic.mixed, traffic.source
+        plan,
+        inp,
+        latency or shipped_latency(),
+        traffic.uniform_decode,
+        traffic.mixed,
+        traffic.source,
+        policy=policy,
     )
 
 

@@ -19,6 +19,7 @@ from cgplan.core.latency import (
     predict_latency,
 )
 from cgplan.core.modes import Mode
+from cgplan.core.policies import UPSTREAM, CapturePolicy
 from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
@@ -248,9 +249,11 @@ def with_latency(
     uniform: Sequence[tuple[int, float]] | None = None,
     mixed: Sequence[tuple[int, float]] = (),
     traffic: str = "uniform",
+    policy: CapturePolicy = UPSTREAM,
 ) -> Plan:
     """`plan` with its predicted step times (unchanged without coefficients); each fix is re-planned
-    to price its gain."""
+    to price its gain, under the capture policy the plan was made with (a fix found under a
+    what-if policy priced under vLLM's own would price another ladder)."""
     if coefficients is None:
         return plan
     from cgplan.core.plan import plan_again
@@ -260,7 +263,7 @@ def with_latency(
         if changed is None:
             return None
         try:
-            return plan_again(changed), changed  # the fix search planned it already
+            return plan_again(changed, policy), changed  # the fix search planned it already
         except ConfigError:
             return None
 
