@@ -577,3 +577,14 @@ def test_platform_option_plans_the_config_for_another_gpu(
     assert code == 1
     bad = [c["name"] for c in json.loads(out)["comparison"]["checks"] if not c["agrees"]]
     assert "warning: mode downgrade" in bad, bad
+
+
+def test_a_bad_platform_is_one_located_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, config = LOGS / "synthetic-v2-ampere-downgrade.log", CORPUS / "ampere-mode-full.yaml"
+    args = ("logs", str(log), "--config", str(config), "--platform", "bogus")
+    code, out, err = run(monkeypatch, capsys, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("cgplan: error: --platform: unknown platform (got 'bogus'; expected one of hopper")
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
