@@ -123,3 +123,15 @@ def test_a_file_name_with_an_emoji_code_is_printed_as_it_is(
     assert code == 0 and "a:fire:b.yaml" in out and "🔥" not in out
     code, out, _ = run(monkeypatch, capsys, "plan", str(config), "--format", "markdown")
     assert code == 0 and "a:fire:b.yaml" in out and "🔥" not in out
+
+
+def test_latency_lines_tell_fixes_apart() -> None:
+    """Fixes that share their first flag (`-cc.cudagraph_mode=FULL`) were each printed as that
+    flag alone in the step-time lines: four fixes read as one."""
+    from cgplan.render.summary import latency_lines
+
+    _, plan = plan_file(CASES["mns1024-dyn4"])
+    labels = [line.split("): gains")[0] for line in latency_lines(plan) if line.startswith("  fix ")]
+    flags = {plan.fixes[i].flags for i in range(len(plan.fixes))}
+    assert len(labels) == len(plan.fixes) == len(flags) > 1
+    assert len({label.strip().split(" ", 2)[2] for label in labels}) == len(labels)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cgplan.core.gaps import graph_count, range_padding, step_padding, tier_batches
 from cgplan.core.modes import Mode
 from cgplan.core.notation import ladder_text
+from cgplan.core.record import dataclass
 from cgplan.core.types import DispatchRange, Fix, Plan
 
 FAMILY_LABELS = {
@@ -283,6 +282,20 @@ def gap_title(g: GapGroup) -> str:
     return title
 
 
+def _short_flags(flags: tuple[str, ...]) -> str:
+    """A fix's flags in a line that tells fixes apart: a long value list as its ends and count
+    ("--cudagraph-capture-sizes 1 2 4 ... 2048 (104 sizes)"), not cut after the first flag (four
+    fixes sharing `-cc.cudagraph_mode=FULL` read as one)."""
+    out = []
+    for flag in flags:
+        words = flag.split()
+        if len(flag) > 48 and len(words) > 5:
+            unit = "sizes" if words[0].endswith("sizes") else "values"
+            flag = f"{' '.join(words[:4])} ... {words[-1]} ({len(words) - 1} {unit})"
+        out.append(flag)
+    return " ".join(out)
+
+
 def fix_title(plan: Plan, i: int) -> str:
     """ "fix", "or" or "partial fix" for the i-th fix."""
     f = plan.fixes[i]
@@ -392,9 +405,9 @@ def latency_lines(plan: Plan) -> list[str]:
         )
     for fl in lat.fixes:
         f = plan.fixes[fl.fix]
-        flag = f.flags[0] if len(f.flags[0]) <= 48 else f.flags[0][:45] + "..."
         lines.append(
-            f"  fix {fl.fix + 1} ({flag}): gains {fl.widest_gap_gain_ms:.2f} ms per step at the widest gap "
+            f"  fix {fl.fix + 1} ({_short_flags(f.flags)}): gains {fl.widest_gap_gain_ms:.2f} ms per step "
+            "at the widest gap "
             f"batch; expected step {lat.expected_step_ms:.2f} → {fl.expected_step_ms_after:.2f} ms "
             f"({-fl.gain_ms_per_step:+.3f} ms)"
         )
