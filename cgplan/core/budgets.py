@@ -7,7 +7,7 @@ search and the gate can never disagree on what "within budget" means.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cgplan.core.record import dataclass
 
 MIB_PER_GIB = 1024
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from cgplan.core.cost import CostCoefficients, FitCheck
 from cgplan.core.latency import LatencyCoefficients, LatencyObservation, errors, fit_latency
+from cgplan.core.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cgplan.core.notation import ladder_text
+from cgplan.core.record import dataclass
 from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
 from cgplan.core.types import Graph
 

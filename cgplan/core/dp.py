@@ -13,10 +13,10 @@ only the synced mode allowed. Checking this on GPUs (DP=2 on the H200 pair) is f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from cgplan.core.graphs import EAGER, Outcome
 from cgplan.core.modes import Mode
+from cgplan.core.record import dataclass
 
 _RANK = {Mode.NONE: 0, Mode.PIECEWISE: 1, Mode.FULL: 2}
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
+from cgplan.core.record import dataclass
 
 if TYPE_CHECKING:
     from cgplan.core.sides import Side

@@ -6,9 +6,8 @@ does not build the table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cgplan.core.modes import Platform
+from cgplan.core.record import dataclass
 
 # GPU product names people type, mapped to the family whose rules apply. What vLLM reads from the
 # device for capture is its compute capability (attention backend, FA2/FA3/FA4, SP thresholds, the

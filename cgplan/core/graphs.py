@@ -12,12 +12,12 @@ out the same way it does in vLLM.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 from typing import NamedTuple
 
 from cgplan.core.modes import Mode
+from cgplan.core.record import dataclass
 from cgplan.core.types import Graph, GraphMode
 from cgplan.core.vllm.releases import V2Candidates
 

@@ -7,9 +7,8 @@ config in place (vllm/config/vllm.py); here inputs stay frozen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges, widest_per_query_len
+from cgplan.core.record import dataclass
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
 from cgplan.core.vllm.releases import DecodeSizes, VllmRules

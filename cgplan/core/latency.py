@@ -27,9 +27,10 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
+from cgplan.core.record import dataclass
 from cgplan.core.spec import ModelShape, PlanInput
 
 if TYPE_CHECKING:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.log_parse import LogEvent, ParsedLog, _dedupe, _event, _int_list
 from cgplan.core.modes import Mode
+from cgplan.core.record import dataclass
 from cgplan.core.resolve import sequence_parallel_on, v1_round_sizes
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Plan

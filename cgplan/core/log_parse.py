@@ -28,9 +28,9 @@ import ast
 import heapq
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from cgplan.core.record import dataclass
 from cgplan.core.vllm.log_formats import LOG_FORMATS, LogFormat, log_format_for
 from cgplan.errors import CgplanError
 

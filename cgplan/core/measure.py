@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import cast
 
+from cgplan.core.record import dataclass
 from cgplan.core.types import DispatchRange, Graph, GraphMode, Plan
 
 

@@ -9,8 +9,7 @@ a capture-phase figure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from cgplan.core.record import dataclass
 from cgplan.core.sides import Side
 
 MIB = 1 << 20

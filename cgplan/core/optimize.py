@@ -29,7 +29,6 @@ import dataclasses
 import math
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cgplan.core.cost import CostCoefficients, plan_cost
@@ -50,6 +49,7 @@ from cgplan.core.latency import (
 from cgplan.core.modes import Mode
 from cgplan.core.optimize_time import TimedShape, optimal_timed_ladders
 from cgplan.core.plan import build_plan
+from cgplan.core.record import dataclass
 from cgplan.core.sides import side_from_plan
 from cgplan.core.spec import PlanInput
 from cgplan.core.traffic import Traffic

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+from cgplan.core.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ planner then runs unchanged. `upstream` changes nothing.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from cgplan.core.record import dataclass
 from cgplan.core.vllm.releases import VllmRules
 
 

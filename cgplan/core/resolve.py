@@ -3,11 +3,10 @@ the attention downgrade with V1's rounding (vLLM's `resolve_cudagraph_mode_and_s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cgplan.core.attention import cudagraph_support, default_backend
 from cgplan.core.graphs import round_up
 from cgplan.core.modes import CGSupport, Mode
+from cgplan.core.record import dataclass
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Rejected
 from cgplan.core.vllm.releases import VllmRules, first_release

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cgplan.core.gaps import gap_batches, graph_count, padding_tokens
+from cgplan.core.record import dataclass
 from cgplan.core.types import DispatchRange, Graph, Plan
 
 STATUSES = ("complete", "partial", "failed")

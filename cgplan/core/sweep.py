@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cgplan.core.modes import Mode, Platform
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
+from cgplan.core.record import dataclass
 from cgplan.core.sides import decode_gaps, side_from_plan
 from cgplan.core.spec import PlanInput, SpeculativeSpec
 from cgplan.core.types import Plan, Rejected

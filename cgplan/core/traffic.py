@@ -3,7 +3,7 @@ three file forms into it, core/traffic_cost.py prices a plan on it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cgplan.core.record import dataclass
 
 
 @dataclass(frozen=True)

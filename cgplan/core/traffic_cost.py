@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from cgplan.core.record import dataclass
 from cgplan.core.types import DispatchRange, Plan
 
 

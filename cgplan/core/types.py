@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
+from cgplan.core.record import dataclass
 from cgplan.errors import ConfigRejected
 
 if TYPE_CHECKING:

@@ -20,10 +20,11 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from cgplan.core.measure import GraphMeasurement
+from cgplan.core.record import dataclass
 from cgplan.gpu.nvml import NvmlSession
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from cgplan.core.record import dataclass
 from cgplan.core.vllm.releases import closest_release, since_entry
 
 

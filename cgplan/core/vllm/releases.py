@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from typing import Protocol, TypeVar
+
+from cgplan.core.record import dataclass
 
 
 class DecodeSizes(Enum):
