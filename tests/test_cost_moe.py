@@ -398,3 +398,37 @@ def test_optimize_gives_no_memory_figure_where_plan_gives_none() -> None:
         MOE / "fit-qwen3-mns64.yaml", ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides()
     )
     assert inside.default_memory_mib is not None and not any("no figure" in c for c in inside.caveats)
+
+
+def test_optimize_refuses_a_memory_budget_it_cannot_hold() -> None:
+    """`--max-graph-memory-mib` with no memory figure (outside every validated domain) was
+    accepted and silently not held: each candidate's memory was None, so none was over it."""
+    from cgplan.api.optimize import optimize_config
+    from cgplan.errors import ConfigError
+    from cgplan.io.config import Overrides
+
+    deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
+    traffic = ROOT / "configs/traffic/decode-heavy-mns32.yaml"
+    with pytest.raises(ConfigError, match=r"--max-graph-memory-mib: cannot be held: .*outside the validated"):
+        optimize_config(deploy, traffic, Overrides(), objective="time", max_memory_mib=100.0)
+    # inside a domain the budget is held
+    held = optimize_config(
+        MOE / "fit-qwen3-mns64.yaml", traffic, Overrides(), objective="time", max_memory_mib=10_000.0
+    )
+    assert held.memory_mib is not None and held.memory_mib <= 10_000.0
+
+
+@pytest.mark.parametrize("flag", ["max_memory_mib", "max_capture_s"])
+def test_optimize_padding_refuses_budgets_it_does_not_price(flag: str) -> None:
+    from cgplan.api.optimize import optimize_config
+    from cgplan.errors import ConfigError
+    from cgplan.io.config import Overrides
+
+    with pytest.raises(ConfigError, match="applies to --objective time"):
+        optimize_config(
+            MOE / "fit-qwen3-mns64.yaml",
+            ROOT / "configs/traffic/decode-heavy-mns32.yaml",
+            Overrides(),
+            objective="padding",
+            **{flag: 1.0},
+        )

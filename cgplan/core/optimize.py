@@ -316,6 +316,16 @@ def _optimize(
     unless `max_memory_mib` says otherwise) under a size and graph budget (default: the default
     ladder's), and verify them by planning again."""
     gate_policy = _relaxed(DEFAULT_POLICY, relax)
+    if objective != "time":
+        # the padding objective ranks ladders by padded tokens and eager steps alone: a memory or
+        # capture-time budget given with it was silently not held
+        for flag, value in (("--max-graph-memory-mib", max_memory_mib), ("--max-capture-s", max_capture_s)):
+            if value is not None:
+                raise ConfigError(
+                    flag,
+                    f"applies to --objective time (got --objective {objective}, which prices neither "
+                    "memory nor capture time)",
+                )
     if Mode(default_plan.cudagraph_mode) is Mode.NONE:
         raise ConfigError(
             "compilation_config.cudagraph_mode", "CUDA graphs are off for this config: nothing to optimise"
@@ -342,6 +352,17 @@ def _optimize(
     )
     default_t = expected(lat, default_plan, inp, traffic.uniform_decode, traffic.mixed).step_ms
     if objective == "time":
+        if max_memory_mib is not None and default_mem is None:
+            # no candidate has a figure either: the budget would be silently not held
+            c = default_costed.cost
+            why = (
+                f"outside the validated domain: {'; '.join(c.domain.outside)}"
+                if c is not None and c.graphs and not c.domain.figure
+                else "no cost model figure"
+            )
+            raise ConfigError(
+                "--max-graph-memory-mib", f"cannot be held: no predicted graph memory for this config ({why})"
+            )
         mem_budget = max_memory_mib if max_memory_mib is not None else default_mem
         plan, mem, cap_s, t = _optimize_time(
             inp, default_plan, traffic, lat, coeffs, budget, cap, graph_budget, mem_budget, max_capture_s
