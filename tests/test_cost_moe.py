@@ -430,5 +430,6 @@ def test_optimize_padding_refuses_budgets_it_does_not_price(flag: str) -> None:
             ROOT / "configs/traffic/decode-heavy-mns32.yaml",
             Overrides(),
             objective="padding",
-            **{flag: 1.0},
+            max_memory_mib=1.0 if flag == "max_memory_mib" else None,
+            max_capture_s=1.0 if flag == "max_capture_s" else None,
         )
