@@ -39,7 +39,9 @@ def optimize_config(
     """
     from cgplan.api.plan import shipped_coefficients_for  # the set plan prices this model with
 
-    check_options(objective, relax)  # before any file is read, as the command line is checked first
+    check_options(
+        objective, relax, max_memory_mib, max_capture_s
+    )  # before any file is read, as the command line is checked first
     loaded = load_config(config, overrides)
     traffic = load_traffic(traffic_path)
     inp = loaded.input

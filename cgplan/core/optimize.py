@@ -226,10 +226,26 @@ class Optimized:
         return (shlex.quote("-cc.cudagraph_capture_sizes=[" + ",".join(map(str, self.sizes)) + "]"),)
 
 
-def check_options(objective: str, relax: tuple[str, ...]) -> None:
-    """The options `optimize` refuses before any file is read (an unknown objective or check)."""
+def check_options(
+    objective: str,
+    relax: tuple[str, ...],
+    max_memory_mib: float | None = None,
+    max_capture_s: float | None = None,
+) -> None:
+    """The options `optimize` refuses before any file is read (an unknown objective or check, a
+    budget the objective does not price)."""
     if objective not in OBJECTIVES:
         raise ConfigError("--objective", f"must be one of {', '.join(OBJECTIVES)} (got {objective!r})")
+    if objective != "time":
+        # the padding objective ranks ladders by padded tokens and eager steps alone: a memory or
+        # capture-time budget given with it was silently not held
+        for flag, value in (("--max-graph-memory-mib", max_memory_mib), ("--max-capture-s", max_capture_s)):
+            if value is not None:
+                raise ConfigError(
+                    flag,
+                    f"applies to --objective time (got --objective {objective}, which prices neither "
+                    "memory nor capture time)",
+                )
     unknown = [r for r in relax if r not in RELAXABLE]
     if unknown:
         raise ConfigError(
@@ -262,7 +278,7 @@ def optimize(
             budgets; a traffic without batch shapes has an empty key path (its file is the
             caller's to name).
     """
-    check_options(objective, relax)
+    check_options(objective, relax, max_memory_mib, max_capture_s)
     o = _optimize(
         inp,
         default_plan,
@@ -316,16 +332,6 @@ def _optimize(
     unless `max_memory_mib` says otherwise) under a size and graph budget (default: the default
     ladder's), and verify them by planning again."""
     gate_policy = _relaxed(DEFAULT_POLICY, relax)
-    if objective != "time":
-        # the padding objective ranks ladders by padded tokens and eager steps alone: a memory or
-        # capture-time budget given with it was silently not held
-        for flag, value in (("--max-graph-memory-mib", max_memory_mib), ("--max-capture-s", max_capture_s)):
-            if value is not None:
-                raise ConfigError(
-                    flag,
-                    f"applies to --objective time (got --objective {objective}, which prices neither "
-                    "memory nor capture time)",
-                )
     if Mode(default_plan.cudagraph_mode) is Mode.NONE:
         raise ConfigError(
             "compilation_config.cudagraph_mode", "CUDA graphs are off for this config: nothing to optimise"
