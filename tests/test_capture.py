@@ -34,6 +34,7 @@ EVIDENCE = sorted(
         "tp2/*-vllm.json",
         "moe/*-vllm.json",
         "moe/call2/*-vllm.json",
+        "lora/*-vllm.json",
     )
     for p in H200.glob(pat)
     if p.stem not in CRASHED
@@ -47,10 +48,10 @@ EVIDENCE += sorted(
 
 
 def _config_of(report: Path) -> Path:
-    # cost/ and moe/ (#16) reports come from configs/gpu/cost and configs/gpu/moe
+    # cost/, moe/ (#16) and lora/ reports come from configs/gpu/cost, configs/gpu/moe, configs/gpu/lora
     # moe/call2: two of them captured again after the recorder's baseline fix (6544303)
     parent = report.parent.parent if report.parent.name == "call2" else report.parent
-    folder = CONFIGS / parent.name if parent.name in ("cost", "moe") else CONFIGS
+    folder = CONFIGS / parent.name if parent.name in ("cost", "moe", "lora") else CONFIGS
     name = report.stem.removesuffix("-vllm")
     # regenerated since its capture (#13.6): the ladder captured then is kept under this name
     name = {"med-llama-mns256-optimized": "med-llama-mns256-optimized-captured"}.get(name, name)
@@ -89,11 +90,11 @@ def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
     assert measured["capture_sizes"] == list(plan.capture_sizes)
     for family, graphs in plan.graphs.items():
         got = sorted(
-            (g["mode"], g["num_tokens"], g["num_reqs"], g["query_len"])
+            (g["mode"], g["num_tokens"], g["num_reqs"], g["query_len"], g.get("num_active_loras", 0))
             for g in measured["graphs"]
             if g["family"] == family
         )
-        want = sorted((g.mode, g.num_tokens, g.num_reqs, g.query_len) for g in graphs)
+        want = sorted((g.mode, g.num_tokens, g.num_reqs, g.query_len, g.num_active_loras) for g in graphs)
         assert got == want, family
     assert {g["family"] for g in measured["graphs"]} <= set(plan.graphs)
     for ql, rows in measured["uniform_decode"].items():
@@ -108,6 +109,20 @@ def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
             for r in plan.uniform_decode[int(ql)]
         ]
         assert rows == want_rows, f"uniform decode q={ql}"
+    # with LoRA: the probe with one active adapter (present in LoRA captures only)
+    for ql, rows in measured.get("uniform_decode_lora1", {}).items():
+        want_rows = [
+            {
+                "from_reqs": r.first,
+                "to_reqs": r.last,
+                "mode": r.mode,
+                "padded_tokens": r.padded_tokens,
+                "padded_reqs": r.padded_reqs,
+            }
+            for r in plan.uniform_decode_lora[int(ql)]
+        ]
+        assert rows == want_rows, f"uniform decode with one LoRA adapter q={ql}"
+    assert ("uniform_decode_lora1" in measured) == bool(plan.uniform_decode_lora)
     want_mixed = [
         {
             "from_tokens": r.first,

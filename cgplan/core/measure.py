@@ -35,6 +35,8 @@ class GraphMeasurement:
     """NVML used-memory growth over its capture sections, summed over the GPUs used (None: no NVML)."""
     torch_reserved_delta_bytes: int
     """Growth of PyTorch's reserved bytes over its capture sections (the graph pool's segments)."""
+    num_active_loras: int = 0
+    """LoRA adapters it was captured for (vLLM's descriptor field; 0: none or no LoRA)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ class MeasuredCapture:
     """Dispatch probe of uniform decode batches, by query length."""
     mixed: tuple[DispatchRange, ...] = ()
     """Dispatch probe of mixed batches by token count."""
+    uniform_decode_lora: dict[int, tuple[DispatchRange, ...]] = field(default_factory=dict)
+    """With LoRA: dispatch probe of uniform decode batches carrying one active adapter, by query
+    length (what the plan's `uniform_decode_lora` predicts; the probe without adapters is
+    `uniform_decode`)."""
     capture_wall_s: float | None = None
     """Wall time of the whole capture phase."""
     capture_nvml_delta_bytes: int | None = None
@@ -182,7 +188,7 @@ class DispatchDiff:
     """A run of batches whose measured dispatch differs from the plan."""
 
     family: str
-    """uniform_decode or mixed."""
+    """uniform_decode, uniform_decode_lora1 (one active LoRA adapter) or mixed."""
     query_len: int | None
     first: int
     last: int
@@ -246,7 +252,7 @@ def compare(plan: Plan, measured: MeasuredCapture) -> Comparison:
         captured = [
             # what the GPU reported, not narrowed: a mode other than FULL/PIECEWISE (a new vLLM)
             # shows as an unexpected graph below rather than failing the comparison
-            Graph(cast(GraphMode, g.mode), g.num_tokens, g.num_reqs, g.query_len)
+            Graph(cast(GraphMode, g.mode), g.num_tokens, g.num_reqs, g.query_len, g.num_active_loras)
             for g in measured.graphs
             if g.family == family
         ]
@@ -265,6 +271,12 @@ def compare(plan: Plan, measured: MeasuredCapture) -> Comparison:
         meas = _outcomes(ranges)
         checked += len(set(pred) & set(meas))
         dispatch += _diff_runs("uniform_decode", ql, pred, meas)
+    # With LoRA the engine was also probed with one active adapter (its own dispatch key).
+    for ql, ranges in measured.uniform_decode_lora.items():
+        pred = _outcomes(plan.uniform_decode_lora.get(ql, ()))
+        meas = _outcomes(ranges)
+        checked += len(set(pred) & set(meas))
+        dispatch += _diff_runs("uniform_decode_lora1", ql, pred, meas)
     pred_m, meas_m = _outcomes(plan.mixed), _outcomes(measured.mixed)
     checked += len(set(pred_m) & set(meas_m))
     dispatch += _diff_runs("mixed", None, pred_m, meas_m)

@@ -64,7 +64,7 @@ def capture_fake(plan: Plan, recorder: GraphRecorder, stem: str) -> MeasuredCapt
             raise RuntimeError(
                 "CUDA out of memory. Tried to allocate 2.00 GiB" if what == "oom" else "engine exploded"
             )
-        recorder.begin(family, g.mode, g.num_tokens, g.num_reqs, g.query_len)
+        recorder.begin(family, g.mode, g.num_tokens, g.num_reqs, g.query_len, g.num_active_loras)
         recorder.piece_started(0)
         recorder.piece_ended(2 * _MIB, time.perf_counter())
         recorder.end()
@@ -78,6 +78,7 @@ def capture_fake(plan: Plan, recorder: GraphRecorder, stem: str) -> MeasuredCapt
         graphs=recorder.measurements(),
         uniform_decode=dict(plan.uniform_decode),
         mixed=plan.mixed,
+        uniform_decode_lora=dict(plan.uniform_decode_lora),
         capture_wall_s=round(time.perf_counter() - t0, 3),
         capture_nvml_delta_bytes=2 * _MIB * len(order),
     )

@@ -63,6 +63,7 @@ class _Open:
     num_reqs: int | None
     query_len: int | None
     started_s: float
+    num_active_loras: int = 0
     pieces: int = 0
     capture_s: float = 0.0
     nvml: int | None = 0
@@ -130,9 +131,16 @@ class GraphRecorder:
 
     @_timed
     def begin(
-        self, family: str, mode: str, num_tokens: int, num_reqs: int | None, query_len: int | None
+        self,
+        family: str,
+        mode: str,
+        num_tokens: int,
+        num_reqs: int | None,
+        query_len: int | None,
+        num_active_loras: int = 0,
     ) -> None:
-        """A new descriptor starts (closes the previous one)."""
+        """A new descriptor starts (closes the previous one); `num_active_loras` is the LoRA
+        adapter count of vLLM's descriptor (0 without LoRA)."""
         self.end()
         if not self.armed:
             return
@@ -142,6 +150,7 @@ class GraphRecorder:
             "num_tokens": num_tokens,
             "num_reqs": num_reqs,
             "query_len": query_len,
+            "num_active_loras": num_active_loras,
             "started_s": time.perf_counter(),
         }
 
@@ -204,6 +213,8 @@ class GraphRecorder:
             num_reqs=cur["num_reqs"] if family == cur["family"] else None,
             query_len=cur["query_len"] if family == cur["family"] else None,
             started_s=cur["started_s"],
+            # The adapters are set for the whole dummy run, a drafter's pieces inside it included.
+            num_active_loras=cur["num_active_loras"],
         )
         self._records.append(rec)
         self._open.append(rec)
@@ -301,6 +312,7 @@ class GraphRecorder:
                     window_time_ms=round(((r.ended_s or now) - r.started_s) * 1e3, 3),
                     nvml_delta_bytes=nvml,
                     torch_reserved_delta_bytes=reserved,
+                    num_active_loras=r.num_active_loras,
                 )
             )
         return tuple(out)

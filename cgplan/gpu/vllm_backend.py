@@ -139,6 +139,15 @@ def engine_kwargs(inp: PlanInput, raw: dict[str, Any], base_dir: str) -> dict[st
             sc["prompt_lookup_max"] = raw_spec.get("prompt_lookup_max", 1)
         kw["speculative_config"] = sc
     cc: dict[str, Any] = {}
+    if inp.enable_lora:
+        # No adapter is loaded: vLLM captures with its own dummy LoRAs (zero-initialised, rank
+        # max_lora_rank), one per active-adapter count it captures for.
+        kw["enable_lora"] = True
+        kw["max_loras"] = inp.max_loras
+        if "max_lora_rank" in raw:
+            kw["max_lora_rank"] = raw["max_lora_rank"]
+        # Named even at vLLM's default, so the engine captures the LoRA cases the plan was made for.
+        cc["cudagraph_specialize_lora"] = inp.cudagraph_specialize_lora
     if inp.cudagraph_mode is not None:
         cc["cudagraph_mode"] = inp.cudagraph_mode.value
     if inp.max_cudagraph_capture_size is not None:
@@ -315,6 +324,7 @@ def instrument(
                         int(desc.num_tokens),
                         desc.num_reqs if cudagraph_runtime_mode.name == "FULL" else None,
                         q if getattr(desc, "uniform", False) else None,
+                        int(getattr(desc, "num_active_loras", 0) or 0),
                     )
                     try:
                         return orig(self, desc, cudagraph_runtime_mode, *a, **k)
@@ -369,6 +379,7 @@ def instrument(
                                 int(desc.num_tokens),
                                 desc.num_reqs,
                                 getattr(desc, "uniform_token_count", None),
+                                int(getattr(desc, "num_active_loras", 0) or 0),
                             )
                         return create_forward_fn(desc, warmup, *fa, **fk)
 
@@ -403,9 +414,12 @@ def _compress(rows: list[tuple[int, str, int | None, int | None]]) -> tuple[Disp
 
 
 def probe_dispatch(
-    runner: Any, vllm_config: Any
+    runner: Any, vllm_config: Any, num_active_loras: int = 0
 ) -> tuple[dict[int, tuple[DispatchRange, ...]], tuple[DispatchRange, ...]]:
-    """Drive the engine's own dispatcher with every uniform-decode and mixed batch."""
+    """Drive the engine's own dispatcher with every uniform-decode and mixed batch.
+
+    `num_active_loras` > 0: every batch carries that many active LoRA adapters (the dispatch
+    key of an engine with LoRA includes the count; 0 is a batch without adapters)."""
     sched = vllm_config.scheduler_config
     s, b = sched.max_num_seqs, sched.max_num_batched_tokens
     k = vllm_config.num_speculative_tokens or 0
@@ -426,17 +440,21 @@ def probe_dispatch(
     disp = getattr(runner, "cudagraph_dispatcher", None)
     mgr = getattr(runner, "cudagraph_manager", None)
     if disp is not None and mgr is None:
+        # V1 `_determine_batch_execution_and_padding`: has_lora = num_active_loras > 0
+        lora_kw: dict[str, Any] = (
+            {"has_lora": True, "num_active_loras": num_active_loras} if num_active_loras > 0 else {}
+        )
         for ql in tiers:
             rows = []
             for n in range(1, s + 1):
                 if n * ql > b:
                     break
-                mode, bd = disp.dispatch(num_tokens=n * ql, uniform_decode=(ql == q))
+                mode, bd = disp.dispatch(num_tokens=n * ql, uniform_decode=(ql == q), **lora_kw)
                 rows.append((n, mode.name, bd.num_tokens, bd.num_reqs if mode.name == "FULL" else None))
             uniform[ql] = _compress(rows)
         mixed_rows = []
         for t in range(1, mixed_hi + 1):
-            mode, bd = disp.dispatch(num_tokens=t, uniform_decode=False)
+            mode, bd = disp.dispatch(num_tokens=t, uniform_decode=False, **lora_kw)
             mixed_rows.append((t, mode.name, bd.num_tokens, bd.num_reqs if mode.name == "FULL" else None))
         return uniform, _compress(mixed_rows)
     if mgr is None:
@@ -448,15 +466,25 @@ def probe_dispatch(
             if n * ql > b:
                 break
             extra = {"max_query_len": ql} if "max_query_len" in params else {}
-            d = mgr.dispatch(n, n * ql, ql, 0, **extra)
+            d = mgr.dispatch(n, n * ql, ql, num_active_loras, **extra)
             rows.append((n, d.cg_mode.name, d.num_tokens, d.num_reqs))
         uniform[ql] = _compress(rows)
     mixed_rows = []
     for t in range(1, mixed_hi + 1):
         mixed_extra: dict[str, Any] = {"max_query_len": None} if "max_query_len" in params else {}
-        d = mgr.dispatch(min(t, s), t, None, 0, **mixed_extra)
+        d = mgr.dispatch(min(t, s), t, None, num_active_loras, **mixed_extra)
         mixed_rows.append((t, d.cg_mode.name, d.num_tokens, d.num_reqs))
     return uniform, _compress(mixed_rows)
+
+
+def probe_lora_dispatch(runner: Any, vllm_config: Any) -> dict[int, tuple[DispatchRange, ...]]:
+    """With LoRA: the uniform-decode probe with one active adapter (the plan's
+    `uniform_decode_lora`); empty for an engine without LoRA. The probe without adapters is
+    `probe_dispatch`'s own."""
+    if getattr(vllm_config, "lora_config", None) is None:
+        return {}
+    uniform, _ = probe_dispatch(runner, vllm_config, num_active_loras=1)
+    return uniform
 
 
 RANK_RPC_TIMEOUT_S = 300.0
@@ -500,6 +528,8 @@ class RankPayload:
     uniform_decode: dict[int, tuple[DispatchRange, ...]] = dataclasses.field(default_factory=dict)
     """Rank 0 only: the dispatch probe on its runner."""
     mixed: tuple[DispatchRange, ...] = ()
+    uniform_decode_lora: dict[int, tuple[DispatchRange, ...]] = dataclasses.field(default_factory=dict)
+    """Rank 0 only, with LoRA: the probe with one active adapter."""
 
 
 def rank_payload(worker: Any) -> RankPayload:
@@ -547,6 +577,7 @@ def rank_payload(worker: Any) -> RankPayload:
         max_capture_size=cc.max_cudagraph_capture_size,
         uniform_decode=uniform,
         mixed=mixed,
+        uniform_decode_lora=probe_lora_dispatch(runner, vc),
     )
 
 
@@ -587,6 +618,7 @@ def measured_from_ranks(
         graphs=graphs,
         uniform_decode=first.uniform_decode,
         mixed=first.mixed,
+        uniform_decode_lora=first.uniform_decode_lora,
         # The ranks capture in lockstep (every graph's warmup runs collectives), so the phase
         # lasts as long as its slowest rank; memory adds up over the GPUs, as with one process.
         capture_wall_s=max(walls) if walls else None,
@@ -649,6 +681,7 @@ def capture_vllm(
             return measured_from_ranks(list(payloads), vc, tap.lines, recorder)
         runner = state.runners[-1] if state.runners else None
         uniform, mixed = probe_dispatch(runner, vc) if runner is not None else ({}, ())
+        uniform_lora = probe_lora_dispatch(runner, vc) if runner is not None else {}
         cc = vc.compilation_config
         kv_blocks = getattr(vc.cache_config, "num_gpu_blocks", None)
         figures = vllm_figures(tap.lines, state.returned_bytes, installed_vllm_version())
@@ -666,6 +699,7 @@ def capture_vllm(
             graphs=recorder.measurements(),
             uniform_decode=uniform,
             mixed=mixed,
+            uniform_decode_lora=uniform_lora,
             capture_wall_s=state.capture_wall_s,
             capture_nvml_delta_bytes=state.capture_nvml_delta,
             instrumentation_s=round(recorder.hook_s, 4) if per_graph else None,

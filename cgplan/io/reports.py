@@ -224,6 +224,7 @@ def _measurements(items: Any, where: str) -> tuple[GraphMeasurement, ...]:
                 window_time_ms=_number(g.get("window_time_ms"), f"{at}.window_time_ms"),
                 nvml_delta_bytes=_bytes(g.get("nvml_delta_bytes"), f"{at}.nvml_delta_bytes"),
                 torch_reserved_delta_bytes=reserved,
+                num_active_loras=shape.num_active_loras,
             )
         )
     return tuple(out)

@@ -124,7 +124,11 @@ def render_capture(doc: dict[str, Any], *, width: int = 100, color: bool = False
     eager = c["eager_uniform_decode_measured"]
     if eager:
         runs = ", ".join(f"{e['from_reqs']}-{e['to_reqs']} requests × {e['query_len']}" for e in eager)
-        console.print(Text(f"measured eager uniform decode: {runs}", style="red"))
+        # with LoRA the probe also ran with one active adapter; these runs are the batches without
+        without = (
+            " (batches without a LoRA adapter)" if doc.get("measured", {}).get("uniform_decode_lora1") else ""
+        )
+        console.print(Text(f"measured eager uniform decode{without}: {runs}", style="red"))
     verdict = "plan matches the GPU" if c["matches"] else "plan and GPU disagree (see above)"
     console.print(Text(verdict, style="green" if c["matches"] else "bold yellow"))
     return buf.getvalue()

@@ -8,8 +8,8 @@ env:   OUT (results), LIMIT (seconds for the whole suite, default 170), RESERVE 
        (folder with payload.tar.xz and scripts/dev.sh; default .devx), MOE_EXTRA (the MoE/MLA
        kernels' archive, default DEVX/payload-moe-extra.tar.xz), MAX_AHEAD (processes waiting
        for a turn at once, default 6), MOE_WORK (where the raw files are written before packing,
-       default /tmp/moe16-r), MOE_CHILD (the child command, default
-       "python3 scripts/device/turn_capture.py"; tests use a stub)
+       default /tmp/moe16-r), PACK (the archive's name under $OUT, default moe16.tgz), MOE_CHILD
+       (the child command, default "python3 scripts/device/turn_capture.py"; tests use a stub)
 
 Every config's process starts at once (imports, planning, vLLM's config checks and model
 inspection overlap); each waits at vLLM's `Worker.init_device` (turn_capture.py) until the suite
@@ -72,10 +72,11 @@ def setup(devx: Path, log) -> None:
 
 
 def pack(out: Path, r: Path) -> None:
-    tmp = out / "moe16.tgz.tmp"
+    name = os.environ.get("PACK", "moe16.tgz")
+    tmp = out / f"{name}.tmp"
     with tarfile.open(tmp, "w:gz") as t:
         t.add(r, arcname="r")
-    tmp.replace(out / "moe16.tgz")
+    tmp.replace(out / name)
 
 
 def main(argv: list[str]) -> int:

@@ -34,7 +34,15 @@ def range_to_dict(r: DispatchRange, unit: str) -> dict[str, Any]:
 
 def graph_key_to_dict(g: Graph) -> dict[str, Any]:
     """A graph as diff and plan-vs-measured comparisons name it (its dispatch key)."""
-    return {"mode": g.mode, "num_tokens": g.num_tokens, "num_reqs": g.num_reqs, "query_len": g.query_len}
+    out: dict[str, Any] = {
+        "mode": g.mode,
+        "num_tokens": g.num_tokens,
+        "num_reqs": g.num_reqs,
+        "query_len": g.query_len,
+    }
+    if g.num_active_loras:  # part of the key with LoRA only (graphs without adapters keep their shape)
+        out["num_active_loras"] = g.num_active_loras
+    return out
 
 
 def _float_text(o: float) -> str:

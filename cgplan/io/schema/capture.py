@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cgplan.core.measure import Comparison, MeasuredCapture, RankMeasurement, summarize
+from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
 from cgplan.core.types import Plan
 from cgplan.io.schema import SCHEMA_VERSION, graph_key_to_dict, range_to_dict
 from cgplan.io.schema.plan import plan_to_dict
@@ -18,7 +18,7 @@ def rank_to_dict(r: RankMeasurement) -> dict[str, Any]:
         "local_rank": r.local_rank,
         "device_name": r.device_name,
         "nvml_index": r.nvml_index,
-        "graphs": [asdict(g) for g in r.graphs],
+        "graphs": graph_measurements_to_list(r.graphs),
         "capture_wall_s": r.capture_wall_s,
         "capture_nvml_delta_bytes": r.capture_nvml_delta_bytes,
         "graph_nvml_total_bytes": r.graph_nvml_total_bytes,
@@ -35,6 +35,16 @@ def measured_to_dict(m: MeasuredCapture) -> dict[str, Any]:
     return out
 
 
+def graph_measurements_to_list(graphs: tuple[GraphMeasurement, ...]) -> list[dict[str, Any]]:
+    """Measured graphs as JSON; `num_active_loras` only when a graph was captured with LoRA
+    adapters (as in the plan's graphs), so captures without LoRA keep their shape."""
+    rows = [asdict(g) for g in graphs]
+    if not any(g.num_active_loras for g in graphs):
+        for row in rows:
+            del row["num_active_loras"]
+    return rows
+
+
 def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
     return {
         "backend": m.backend,
@@ -42,11 +52,22 @@ def _measured_dict(m: MeasuredCapture) -> dict[str, Any]:
         "cudagraph_mode": m.cudagraph_mode,
         "capture_sizes": list(m.capture_sizes),
         "max_capture_size": m.max_capture_size,
-        "graphs": [asdict(g) for g in m.graphs],
+        "graphs": graph_measurements_to_list(m.graphs),
         "uniform_decode": {
             str(ql): [range_to_dict(x, "reqs") for x in r] for ql, r in sorted(m.uniform_decode.items())
         },
         "mixed": [range_to_dict(r, "tokens") for r in m.mixed],
+        # the probe with one active LoRA adapter, named as the plan's table is
+        **(
+            {
+                "uniform_decode_lora1": {
+                    str(ql): [range_to_dict(x, "reqs") for x in r]
+                    for ql, r in sorted(m.uniform_decode_lora.items())
+                }
+            }
+            if m.uniform_decode_lora
+            else {}
+        ),
         "capture_wall_s": m.capture_wall_s,
         "capture_nvml_delta_bytes": m.capture_nvml_delta_bytes,
         "instrumentation_s": m.instrumentation_s,
