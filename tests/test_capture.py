@@ -35,6 +35,7 @@ EVIDENCE = sorted(
         "moe/*-vllm.json",
         "moe/call2/*-vllm.json",
         "lora/*-vllm.json",
+        "lora/call2/*-vllm.json",
     )
     for p in H200.glob(pat)
     if p.stem not in CRASHED

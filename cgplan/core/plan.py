@@ -417,8 +417,27 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
                 if not spec.enforce_eager and mode.mixed_mode() in (Mode.PIECEWISE, Mode.FULL)
                 else Mode.NONE
             )
-            # the proposer's own CudagraphDispatcher reads the same LoRA config
-            graphs["drafter"] = V1Dispatcher(sizes, max_size, drafter_mode, 1, s, loras).graphs()
+            # The proposer's own CudagraphDispatcher has a key per LoRA case, but vLLM captures
+            # drafter graphs only inside the runner's dummy runs, through `drafter.dummy_run`,
+            # whose dispatch never says has_lora (llm_base_proposer), and the runner turns the
+            # drafter's graphs off for the adapter cases when cudagraph_specialize_lora is on
+            # (its mitigation of vLLM issue #28334): only the no-adapter keys are ever captured
+            # or dispatched. Without a no-adapter case (specialize_lora off) the drafter is eager.
+            drafter_loras = tuple(n for n in loras if n == 0)
+            graphs["drafter"] = (
+                V1Dispatcher(sizes, max_size, drafter_mode, 1, s, drafter_loras).graphs()
+                if drafter_loras
+                else ()
+            )
+            if inp.enable_lora and not drafter_loras and drafter_mode is not Mode.NONE:
+                notes.append(
+                    Note(
+                        "v1_drafter_eager_with_lora",
+                        "LoRA without cudagraph_specialize_lora on model runner V1: the drafter's "
+                        "CUDA-graph keys all carry the adapter count, its dispatch never does, so "
+                        "every drafter forward runs eager (no drafter graphs are captured)",
+                    )
+                )
     else:
         target = v2_manager(
             sizes,
