@@ -135,3 +135,17 @@ def test_latency_lines_tell_fixes_apart() -> None:
     flags = {plan.fixes[i].flags for i in range(len(plan.fixes))}
     assert len(labels) == len(plan.fixes) == len(flags) > 1
     assert len({label.strip().split(" ", 2)[2] for label in labels}) == len(labels)
+
+
+def test_mixed_rows_say_why_a_batch_within_the_ladder_is_eager() -> None:
+    """V1 LoRA without cudagraph_specialize_lora captures the adapter set only: mixed batches of
+    1..64 tokens without an adapter run eager, and the table said "above the largest capture
+    size" for them (H200: benchmarks/results/h200/lora/tiny-lora-m3-nospec-v1-vllm.json)."""
+    from cgplan.render.summary import mixed_rows
+
+    _, plan = plan_file(ROOT / "configs/gpu/lora/tiny-lora-m3-nospec-v1.yaml")
+    assert plan.max_capture_size == 64
+    assert mixed_rows(plan) == [
+        ("1..64", "EAGER", "no graph without a LoRA adapter (every graph is captured for adapters)"),
+        ("65..8192", "EAGER", "above the largest capture size 64"),
+    ]

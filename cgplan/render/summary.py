@@ -164,28 +164,41 @@ def mixed_rows(plan: Plan) -> list[tuple[str, str, str]]:
     b = plan.max_num_batched_tokens
     rows: list[tuple[int, int, str, str]] = []
     covered = 0
+    target = plan.graphs.get("target") or ()
+    # V1 LoRA without cudagraph_specialize_lora captures the adapter set only
+    adapters_only = bool(target) and all(g.num_active_loras > 0 for g in target)
+    top = plan.max_capture_size or 0
+    above = f"above the largest capture size {plan.max_capture_size}"
     for r in plan.mixed:
-        why = "" if r.mode == "NONE" else f"a {r.mode} graph of the next capture size"
-        if r.mode == "NONE":
-            why = (
-                "no mixed-batch graphs in " + plan.cudagraph_mode
-                if Mode(plan.cudagraph_mode).mixed_mode() is Mode.NONE
-                else "above the largest capture size"
-            )
-        rows.append((r.first, r.last, outcome_name(r.mode), why))
         covered = max(covered, r.last)
+        if r.mode != "NONE":
+            rows.append((r.first, r.last, outcome_name(r.mode), f"a {r.mode} graph of the next capture size"))
+        elif Mode(plan.cudagraph_mode).mixed_mode() is Mode.NONE:
+            rows.append((r.first, r.last, EAGER, "no mixed-batch graphs in " + plan.cudagraph_mode))
+        else:
+            # a range within the ladder has no graph for another reason than its size
+            if r.first <= top:
+                within = (
+                    "no graph without a LoRA adapter (every graph is captured for adapters)"
+                    if adapters_only
+                    else "no graph of its size"
+                )
+                rows.append((r.first, min(r.last, top), EAGER, within))
+            if r.last > top:
+                rows.append((max(r.first, top + 1), r.last, EAGER, above))
     if covered < b:
         why = (
             "CUDA graphs are off"
             if plan.cudagraph_mode == "NONE"
             else "no mixed-batch graphs in " + plan.cudagraph_mode
             if Mode(plan.cudagraph_mode).mixed_mode() is Mode.NONE
-            else f"above the largest capture size {plan.max_capture_size}"
+            else above
         )
         rows.append((covered + 1, b, EAGER, why))
     merged: list[tuple[int, int, str, str]] = []
     for row in rows:
-        if merged and merged[-1][2] == row[2] and merged[-1][1] == row[0] - 1:
+        same_why = not merged or not merged[-1][3] or not row[3] or merged[-1][3] == row[3]
+        if merged and merged[-1][2] == row[2] and merged[-1][1] == row[0] - 1 and same_why:
             merged[-1] = (merged[-1][0], row[1], row[2], merged[-1][3] or row[3])
         else:
             merged.append(row)
