@@ -406,3 +406,23 @@ def test_lora_suite_runs_the_four_configs_and_packs_them(tmp_path: Path) -> None
         names = set(t.getnames())
     assert {f"r/{c.stem}-vllm.json" for c in (M1, M3_V1, NOSPEC_V1, NOSPEC_V2)} <= names
     assert "r/timeline.json" in names
+
+
+def test_diff_names_the_adapter_count_of_graphs_added_and_removed() -> None:
+    """Two LoRA ladders differ by adapter case, not token count: the diff listed "-1, 2, 4, ..."
+    for both cases alike, so the reader could not tell which set went."""
+    from cgplan.api.plan import plan_file
+    from cgplan.core.diff import diff_sides, size_changes
+    from cgplan.core.sides import side_from_plan
+
+    lora = ROOT / "configs/gpu/lora"
+    a = side_from_plan(plan_file(lora / "tiny-lora-m3-v1.yaml", with_fixes=False)[1], "a")
+    b = side_from_plan(plan_file(lora / "tiny-lora-m1.yaml", with_fixes=False)[1], "b")
+    lines = size_changes(diff_sides(a, b))
+    assert "target PIECEWISE tokens (num_active_loras=2): +1, 2, 4, 8..64/8" in lines
+    assert "target PIECEWISE tokens (num_active_loras=4): -1, 2, 4, 8..64/8" in lines
+    # without LoRA on either side the lines stay as they were
+    plain = ROOT / "configs/gpu"
+    c = side_from_plan(plan_file(plain / "tiny-nospec.yaml", with_fixes=False)[1], "c")
+    d = side_from_plan(plan_file(plain / "tiny-eagle-k16.yaml", with_fixes=False)[1], "d")
+    assert all("num_active_loras" not in line for line in size_changes(diff_sides(c, d)))

@@ -101,16 +101,25 @@ def _sizes(graphs: tuple[Graph, ...]) -> str:
 
 
 def size_changes(d: Diff) -> list[str]:
-    """ "target PIECEWISE: +1024, 2048; -16" lines: the token counts of graphs added and removed."""
+    """ "target PIECEWISE: +1024, 2048; -16" lines: the token counts of graphs added and removed;
+    with LoRA graphs on either side, one line per adapter count (`num_active_loras`), since the
+    same token count is a graph per adapter case."""
     out = []
     for f in d.families:
-        parts = []
-        if f.added:
-            parts.append(f"+{_sizes(f.added)}")
-        if f.removed:
-            parts.append(f"-{_sizes(f.removed)}")
-        if parts:
-            out.append(f"{f.family} {f.mode} tokens: {'; '.join(parts)}")
+        cases = sorted({g.num_active_loras for g in (*f.added, *f.removed)})
+        sides = (*d.a.graphs.get(f.family, ()), *d.b.graphs.get(f.family, ()))
+        lora = any(g.num_active_loras for g in sides)
+        for n in cases if lora else [None]:
+            added = tuple(g for g in f.added if n is None or g.num_active_loras == n)
+            removed = tuple(g for g in f.removed if n is None or g.num_active_loras == n)
+            parts = []
+            if added:
+                parts.append(f"+{_sizes(added)}")
+            if removed:
+                parts.append(f"-{_sizes(removed)}")
+            if parts:
+                which = f" (num_active_loras={n})" if lora else ""
+                out.append(f"{f.family} {f.mode} tokens{which}: {'; '.join(parts)}")
     return out
 
 
