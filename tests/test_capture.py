@@ -36,6 +36,7 @@ EVIDENCE = sorted(
         "moe/call2/*-vllm.json",
         "lora/*-vllm.json",
         "lora/call2/*-vllm.json",
+        "lora/call3/*-vllm.json",
     )
     for p in H200.glob(pat)
     if p.stem not in CRASHED
@@ -50,8 +51,9 @@ EVIDENCE += sorted(
 
 def _config_of(report: Path) -> Path:
     # cost/, moe/ (#16) and lora/ reports come from configs/gpu/cost, configs/gpu/moe, configs/gpu/lora
-    # moe/call2: two of them captured again after the recorder's baseline fix (6544303)
-    parent = report.parent.parent if report.parent.name == "call2" else report.parent
+    # moe/call2: two of them captured again after the recorder's baseline fix (6544303);
+    # lora/call2, lora/call3: later calls of the LoRA suite
+    parent = report.parent.parent if report.parent.name.startswith("call") else report.parent
     folder = CONFIGS / parent.name if parent.name in ("cost", "moe", "lora") else CONFIGS
     name = report.stem.removesuffix("-vllm")
     # regenerated since its capture (#13.6): the ladder captured then is kept under this name

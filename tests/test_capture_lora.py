@@ -426,3 +426,29 @@ def test_diff_names_the_adapter_count_of_graphs_added_and_removed() -> None:
     c = side_from_plan(plan_file(plain / "tiny-nospec.yaml", with_fixes=False)[1], "c")
     d = side_from_plan(plan_file(plain / "tiny-eagle-k16.yaml", with_fixes=False)[1], "d")
     assert all("num_active_loras" not in line for line in size_changes(diff_sides(c, d)))
+
+
+def test_specialize_active_lora_is_read_from_yaml_and_serve_flags() -> None:
+    """`specialize_active_lora` (LoRAConfig, `--specialize-active-lora`) was refused as an unknown
+    key; vLLM then captures a graph set per adapter count 1, 2, ... (vLLM 0.26.0-0.33.0 oracle:
+    tests/data/oracle-deploy/lora-m3-active*)."""
+    from cgplan.api.plan import plan_vllm_args
+
+    _, by_flag = plan_vllm_args(
+        [
+            "serve",
+            "configs/models/tiny-llama",
+            "--enable-lora",
+            "--max-loras",
+            "3",
+            "--specialize-active-lora",
+        ],
+        base_dir=ROOT,
+        with_fixes=False,
+    )
+    _, by_yaml = plan_file(ROOT / "tests/data/corpus-deploy/lora-m3-active.yaml", with_fixes=False)
+    for plan in (by_flag, by_yaml):
+        assert sorted({g.num_active_loras for g in plan.graphs["target"]}) == [0, 1, 2, 4]
+    # without cudagraph_specialize_lora it changes nothing (V1: the adapter set only)
+    _, off = plan_file(ROOT / "tests/data/corpus-deploy/lora-m3-active-nospec-v1.yaml", with_fixes=False)
+    assert {g.num_active_loras for g in off.graphs["target"]} == {4}

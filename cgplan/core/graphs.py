@@ -59,18 +59,23 @@ def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> lis
     return [n for n in range(1, max_loras + 2) if (n & (n - 1)) == 0 or n == max_loras + 1]
 
 
-def lora_cases(runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool) -> tuple[int, ...]:
+def lora_cases(
+    runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool, specialize_active: bool = False
+) -> tuple[int, ...]:
     """The `num_active_loras` values each capture size is captured for.
 
     V1: `CudagraphDispatcher._get_lora_cases`; V2: `gpu/lora_utils.get_lora_capture_cases`.
-    With `cudagraph_specialize_lora` both capture a no-LoRA set and a LoRA set; without it V1
-    captures the LoRA set only and V2 both (`[0, max_loras + 1]`). `specialize_active_lora`
-    (per-count graphs) is off in every release's LoRAConfig default.
+    With `cudagraph_specialize_lora` both capture a no-LoRA set and a LoRA set (with
+    `specialize_active_lora`, one set per captured adapter count); without it V1 captures the
+    LoRA set only and V2 both (`[0, max_loras + 1]`), whatever `specialize_active_lora` says.
+
+    >>> lora_cases("v2", True, 3, True, True), lora_cases("v1", True, 3, False, True)
+    ((0, 1, 2, 4), (4,))
     """
     if not enable_lora:
         return NO_LORA
     if specialize_lora:
-        return (0, *captured_lora_counts(max_loras))
+        return (0, *captured_lora_counts(max_loras, specialize_active))
     if runner == "v1":
         return (max_loras + 1,)
     return (0, max_loras + 1)

@@ -369,7 +369,9 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
     decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
     validate_ubatching_backend(inp)
-    loras = lora_cases(runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora)
+    loras = lora_cases(
+        runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
+    )
     ubatch = None
     if rules.v2_ubatch_twins and inp.use_ubatching and inp.data_parallel_size > 1:
         # maybe_build_ubatch_runner: microbatching needs the DP handshake (more than one DP rank)
@@ -380,8 +382,14 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
                 "lora_cases",
                 f"LoRA: every capture size is captured for num_active_loras in {list(loras)} "
                 f"(model runner {runner.upper()}, cudagraph_specialize_lora="
-                f"{inp.cudagraph_specialize_lora}); a batch with adapters replays the "
-                f"{loras[-1]}-adapter graphs",
+                f"{inp.cudagraph_specialize_lora}"
+                + (", specialize_active_lora" if inp.specialize_active_lora else "")
+                + "); "
+                + (
+                    "a batch with n adapters replays the graphs of the smallest captured count >= n"
+                    if sum(1 for n in loras if n) > 1
+                    else f"a batch with adapters replays the {loras[-1]}-adapter graphs"
+                ),
             )
         )
     q_slots = inp.max_num_seqs * inp.uniform_decode_query_len

@@ -149,6 +149,9 @@ class PlanInput:
     """Adapters active in one batch (vLLM's default 1)."""
     cudagraph_specialize_lora: bool = field(default=True, metadata=_IF_SET)
     """`compilation_config.cudagraph_specialize_lora`: separate graphs with and without LoRA."""
+    specialize_active_lora: bool = field(default=False, metadata=_IF_SET)
+    """LoRAConfig.specialize_active_lora: with cudagraph_specialize_lora, a graph set per active
+    adapter count (powers of two up to max_loras, and max_loras + 1) instead of one LoRA set."""
     enable_dbo: bool = field(default=False, metadata=_IF_SET)
     """Dual-batch overlap (two microbatches)."""
     ubatch_size: int = field(default=0, metadata=_IF_SET)

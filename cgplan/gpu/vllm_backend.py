@@ -144,6 +144,8 @@ def engine_kwargs(inp: PlanInput, raw: dict[str, Any], base_dir: str) -> dict[st
         # max_lora_rank), one per active-adapter count it captures for.
         kw["enable_lora"] = True
         kw["max_loras"] = inp.max_loras
+        if inp.specialize_active_lora:
+            kw["specialize_active_lora"] = True
         if "max_lora_rank" in raw:
             kw["max_lora_rank"] = raw["max_lora_rank"]
         # Named even at vLLM's default, so the engine captures the LoRA cases the plan was made for.

@@ -53,6 +53,7 @@ _TOP_KEYS = (
     "enable_expert_parallel",
     "enable_lora",
     "max_loras",
+    "specialize_active_lora",
     "enable_dbo",
     "ubatch_size",
     "dbo_decode_token_threshold",
@@ -711,7 +712,13 @@ def parse_config(
     }
     switches = {
         key: _bool(doc, key, "")
-        for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling")
+        for key in (
+            "enable_expert_parallel",
+            "enable_lora",
+            "specialize_active_lora",
+            "enable_dbo",
+            "async_scheduling",
+        )
     }
 
     ranges = len(spec.num_speculative_tokens_per_batch_size or ()) if spec is not None else 0
@@ -763,6 +770,7 @@ def parse_config(
         dbo_prefill_token_threshold=_or(parallel["dbo_prefill_token_threshold"], 512),
         enable_expert_parallel=bool(switches["enable_expert_parallel"]),
         enable_lora=bool(switches["enable_lora"]),
+        specialize_active_lora=bool(switches["specialize_active_lora"]),
         enable_dbo=bool(switches["enable_dbo"]),
         async_scheduling=switches["async_scheduling"],
         all2all_backend=_all2all(doc.get("all2all_backend")),

@@ -692,7 +692,13 @@ def _build(
             put(key, _int(v), v)
     if (v := values.get("all2all_backend")) is not None:
         put("all2all_backend", v.raw, v)
-    for key in ("enable_expert_parallel", "enable_lora", "enable_dbo", "async_scheduling"):
+    for key in (
+        "enable_expert_parallel",
+        "enable_lora",
+        "specialize_active_lora",
+        "enable_dbo",
+        "async_scheduling",
+    ):
         if (v := values.get(key)) is not None:
             put(key, v.positive, v)
     if (v := values.get("enforce_eager")) is not None:

@@ -17,8 +17,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent.parent
 OUT = REPO / "tests" / "data" / "corpus-deploy"
-LLAMA = "../../../configs/models/tiny-llama"
-DSV3 = "../../../configs/models/tiny-deepseek-v3"
+LLAMA = "configs/models/tiny-llama"
+DSV3 = "configs/models/tiny-deepseek-v3"
 
 
 def cfg(model: str = LLAMA, mns: int = 32, mbt: int = 8192, **kw: object) -> dict:
@@ -72,6 +72,24 @@ CORPUS: dict[str, tuple[str, dict]] = {
     "lora-m2-eagle-k3-v1": (
         "LoRA with EAGLE K=3, runner V1",
         cfg(enable_lora=True, max_loras=2, speculative_config=EAGLE3, cgplan={"model_runner": "v1"}),
+    ),
+    "lora-m3-active": (
+        "LoRA, max_loras 3, specialize_active_lora (a graph set per adapter count 1, 2, 4)",
+        cfg(enable_lora=True, max_loras=3, specialize_active_lora=True),
+    ),
+    "lora-m3-active-v1": (
+        "LoRA, max_loras 3, specialize_active_lora, runner V1",
+        cfg(enable_lora=True, max_loras=3, specialize_active_lora=True, cgplan={"model_runner": "v1"}),
+    ),
+    "lora-m3-active-nospec-v1": (
+        "LoRA, specialize_active_lora without cudagraph_specialize_lora (no effect), runner V1",
+        cfg(
+            enable_lora=True,
+            max_loras=3,
+            specialize_active_lora=True,
+            compilation_config={"cudagraph_specialize_lora": False},
+            cgplan={"model_runner": "v1"},
+        ),
     ),
     # DBO / microbatching: ParallelConfig.use_ubatching, V2 _maybe_ubatch_twin, runner choice
     "dbo-auto": ("enable_dbo, runner auto, default all2all backend", cfg(enable_dbo=True)),

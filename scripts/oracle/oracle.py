@@ -188,6 +188,7 @@ PARALLEL_KEYS = (
     "enable_lora",
     "max_loras",
     "max_lora_rank",
+    "specialize_active_lora",
     "enable_dbo",
     "ubatch_size",
     "dbo_decode_token_threshold",

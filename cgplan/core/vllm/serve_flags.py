@@ -114,6 +114,7 @@ _V0_26 = serve_flags(
         serve_flag("enable_expert_parallel", "-ep", arity="bool", role=READ),
         serve_flag("enable_lora", arity="bool", role=READ),
         serve_flag("max_loras", role=READ),
+        serve_flag("specialize_active_lora", arity="bool", role=READ),
         serve_flag("enable_dbo", arity="bool", role=READ),
         serve_flag("ubatch_size", role=READ),
         serve_flag("dbo_decode_token_threshold", role=READ),
