@@ -8,9 +8,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -221,3 +223,61 @@ def test_the_records_on_the_plan_path_are_made_without_compiling() -> None:
         assert records, module
         for cls in records:
             assert vars(cls)["__dataclass_params__"] is record._PARAMS, cls
+
+
+def _rec_graph() -> Any:
+    class Graph:
+        """A graph made with the record module's own `field`."""
+
+        family: str
+        mode: str = "FULL"
+        sizes: tuple[int, ...] = record.field(default=(), compare=False, metadata={"fingerprint": False})
+        notes: list[str] = record.field(default_factory=list, repr=False, compare=False)
+
+    return frozen_record(Graph)
+
+
+def test_the_modules_field_replace_fields_and_is_dataclass() -> None:
+    """`record.field/replace/fields/is_dataclass` do for records what dataclasses' do, without
+    importing it; the standard library's own functions still work on records."""
+    g: Any = _rec_graph()
+    a = g("target", sizes=(1, 2))
+    answers = (
+        record.is_dataclass(a),
+        record.is_dataclass(g),
+        record.is_dataclass(object()),
+    )  # (no narrowing)
+    assert answers == (True, True, False)
+    names = [f.name for f in record.fields(g)]
+    assert names == [f.name for f in dataclasses.fields(g)] == ["family", "mode", "sizes", "notes"]
+    own, std = record.fields(a)[2], dataclasses.fields(a)[2]
+    assert (own.default, own.compare, dict(own.metadata)) == (std.default, std.compare, dict(std.metadata))
+    assert (
+        record.fields(g)[3].default is record.MISSING
+        and dataclasses.fields(g)[3].default is dataclasses.MISSING
+    )
+    b = record.replace(a, mode="PIECEWISE")
+    assert (type(b), b.family, b.mode, b.sizes) == (g, "target", "PIECEWISE", (1, 2))
+    assert b == dataclasses.replace(a, mode="PIECEWISE") and list(vars(b)) == list(vars(a))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'moed'"):
+        record.replace(a, moed="x")
+    assert dataclasses.asdict(a) == {"family": "target", "mode": "FULL", "sizes": (1, 2), "notes": []}
+    # not a record: the standard functions answer
+    plain = dataclasses.make_dataclass("Plain", [("x", int)])
+    assert record.replace(plain(1), x=2) == plain(2)
+    assert [f.name for f in record.fields(plain)] == ["x"]
+
+
+def test_planning_imports_neither_dataclasses_nor_inspect() -> None:
+    """Their import was a tenth of `cgplan plan`'s start-up (#18); the plan --json path has no
+    use for them."""
+    code = (
+        "import sys, io, contextlib\n"
+        "from cgplan.cli._plan_run import run_plan\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    run_plan(targets=['configs/examples/mns1024-eagle-k16-dyn4.yaml'], json_out=True)\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'typer', 'rich', 'yaml') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

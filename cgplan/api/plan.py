@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ from cgplan.core.gaps import FixSearch
 from cgplan.core.latency import LatencyCoefficients
 from cgplan.core.plan import build_plan
 from cgplan.core.policies import UPSTREAM, CapturePolicy
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, replace
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Note, Plan
 from cgplan.errors import ConfigError, ConfigRejected

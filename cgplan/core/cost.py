@@ -17,11 +17,10 @@ shipped for the H200; a user can fit their own (`cgplan calibrate`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from cgplan.core.modes import GPU_NAME_TO_PLATFORM
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, field, replace
 from cgplan.core.spec import ModelShape, PlanInput
 
 if TYPE_CHECKING:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from enum import Enum
 from typing import Any
 
+from cgplan.core import record
 from cgplan.core.spec import PlanInput
 
 EXCLUDED_FIELDS = frozenset({"vllm_version"})
@@ -17,10 +17,10 @@ EXCLUDED_FIELDS = frozenset({"vllm_version"})
 def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if record.is_dataclass(value) and not isinstance(value, type):
         return {
             f.name: _plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
+            for f in record.fields(value)
             if f.metadata.get("fingerprint", True) is True
             or (f.metadata.get("fingerprint") == "if_set" and getattr(value, f.name) != f.default)
         }

@@ -16,13 +16,12 @@ import json
 import math
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from cgplan.core.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.ladder import Ladder, capture_ladder, request_counts, token_grid
 from cgplan.core.modes import Mode
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, field, replace
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Gap, Graph, Plan, Rejected, StepPadding
 from cgplan.core.vllm.releases import DecodeSizes, VllmRules, first_release, rules_for

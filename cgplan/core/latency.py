@@ -27,10 +27,9 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, fields, replace
 from cgplan.core.spec import ModelShape, PlanInput
 
 if TYPE_CHECKING:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 
 from cgplan.core.cost import drafter_shape
@@ -15,6 +14,7 @@ from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import Ladder, capture_ladder
 from cgplan.core.modes import Mode
 from cgplan.core.policies import UPSTREAM, CapturePolicy
+from cgplan.core.record import replace
 from cgplan.core.resolve import (
     Attention,
     ModeDecision,

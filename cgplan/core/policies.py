@@ -6,11 +6,9 @@ planner then runs unchanged. `upstream` changes nothing.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import field
 from typing import Any
 
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, field, replace
 from cgplan.core.vllm.releases import VllmRules
 
 
@@ -25,7 +23,7 @@ class CapturePolicy:
 
     def apply(self, rules: VllmRules) -> VllmRules:
         """The release's rules with this policy's knobs set."""
-        return dataclasses.replace(rules, **self.overrides) if self.overrides else rules
+        return replace(rules, **self.overrides) if self.overrides else rules
 
 
 POLICY_KNOBS: dict[str, tuple[type, tuple[Any, ...] | None]] = {

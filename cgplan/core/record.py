@@ -15,6 +15,11 @@ behaviour from functions built once here and closed over per class, compiling no
 
 Not kept: `inspect.signature` of the class reads `(*args, **kwargs)` (nothing in cgplan asks).
 
+Nor does a record import `dataclasses` (with `inspect`, a tenth of `cgplan plan`'s imports):
+`field`, `replace`, `fields`, `is_dataclass` and `MISSING` here do the same for records, and
+`__dataclass_fields__` is made with the standard library's `Field`s on first use (`dataclasses.
+fields(record)`, `asdict`); anything that is not a record goes to `dataclasses` itself.
+
 A class using anything else (a base dataclass, `__post_init__`, InitVar, ClassVar, KW_ONLY or
 `field(init=False / kw_only=True)`, its own `__eq__`/`__hash__`/`__repr__`/`__setattr__`,
 `__slots__`, no `__annotations__` in the class `__dict__`) goes to `dataclasses.dataclass` itself.
@@ -24,17 +29,25 @@ checked as the dataclass it behaves as; tests/test_record.py holds the two equal
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 import reprlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 _T = TypeVar("_T")
 
-_FIELD = vars(dataclasses)["_FIELD"]  # the marker `dataclasses.fields` keeps (3.10-3.13)
-_MISSING: Any = dataclasses.MISSING
+
+class _MissingType:
+    """`MISSING` here: no default (`dataclasses.MISSING` once the standard library's Fields are made)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+_MISSING: Any = _MissingType()
 _OWN = ("__init__", "__eq__", "__hash__", "__repr__", "__setattr__", "__delattr__", "__post_init__")
 """Names a record must not define itself (the dataclass would keep or refuse them)."""
 _PARAMS = types.SimpleNamespace(
@@ -50,6 +63,113 @@ _PARAMS = types.SimpleNamespace(
     weakref_slot=False,
 )
 """`__dataclass_params__`: what a dataclass deriving from a record reads (`frozen`)."""
+_EMPTY: Mapping[str, Any] = types.MappingProxyType({})
+
+
+class RecordField:
+    """A record's field: what `field(...)` gives and `fields(record)` lists, with the attributes
+    of `dataclasses.Field` that cgplan reads."""
+
+    __slots__ = (
+        "compare",
+        "default",
+        "default_factory",
+        "hash",
+        "init",
+        "kw_only",
+        "metadata",
+        "name",
+        "repr",
+        "type",
+    )
+
+    def __init__(
+        self,
+        default: Any = _MISSING,
+        default_factory: Any = _MISSING,
+        init: bool = True,
+        repr: bool = True,  # dataclasses' own parameter names
+        hash: bool | None = None,
+        compare: bool = True,
+        metadata: Mapping[str, Any] | None = None,
+        kw_only: Any = _MISSING,
+    ) -> None:
+        if default is not _MISSING and default_factory is not _MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name: str = ""
+        self.type: Any = None
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.hash = hash
+        self.compare = compare
+        self.metadata = _EMPTY if metadata is None else types.MappingProxyType(dict(metadata))
+        self.kw_only = kw_only
+
+    def __repr__(self) -> str:
+        return f"RecordField(name={self.name!r}, default={self.default!r})"
+
+    def standard(self) -> Any:
+        """The same field as a `dataclasses.Field`, as `dataclasses.dataclass` would have made it."""
+        import dataclasses
+
+        def plain(v: Any) -> Any:
+            return dataclasses.MISSING if v is _MISSING else v
+
+        f = dataclasses.field(
+            default=plain(self.default),
+            default_factory=plain(self.default_factory),
+            init=self.init,
+            repr=self.repr,
+            hash=self.hash,
+            compare=self.compare,
+            metadata=dict(self.metadata) or None,
+            kw_only=plain(self.kw_only),
+        )
+        f.name = self.name
+        f.type = self.type
+        f.kw_only = False if self.kw_only is _MISSING else self.kw_only
+        f._field_type = vars(dataclasses)["_FIELD"]  # the marker dataclasses.fields keeps (3.10-3.13)
+        return f
+
+
+def _runtime_field(**kwargs: Any) -> RecordField:
+    """`dataclasses.field`, for records (the standard one works too)."""
+    return RecordField(**kwargs)
+
+
+class _StandardFields:
+    """A record's `__dataclass_fields__`: the standard library's Fields, made on first use."""
+
+    def __get__(self, obj: object, owner: type) -> dict[str, Any]:
+        own: dict[str, RecordField] = owner.__dict__["__record_fields__"]
+        real = {name: f.standard() for name, f in own.items()}
+        type.__setattr__(owner, "__dataclass_fields__", real)
+        return real
+
+
+def _from_dataclasses(value: object, *names: str) -> bool:
+    """`value`, or its type, is one of dataclasses' own objects of these names (told by name: a
+    record never imports dataclasses to ask)."""
+    for x in (value, type(value)):
+        if getattr(x, "__module__", None) == "dataclasses" and getattr(x, "__name__", None) in names:
+            return True
+    return False
+
+
+def _special_note(note: object) -> bool:
+    """ClassVar, InitVar or KW_ONLY: a field dataclasses treats apart."""
+    if isinstance(note, str):
+        return note.split("[", 1)[0].strip().rsplit(".", 1)[-1] in ("ClassVar", "InitVar", "KW_ONLY")
+    if note is ClassVar or getattr(note, "__origin__", None) is ClassVar:
+        return True
+    return _from_dataclasses(note, "InitVar", "_KW_ONLY_TYPE")
+
+
+def _is_standard_field(value: object) -> bool:
+    t = type(value)
+    return t.__name__ == "Field" and t.__module__ == "dataclasses"
 
 
 def _plain(cls: type) -> dict[str, object] | None:
@@ -58,36 +178,41 @@ def _plain(cls: type) -> dict[str, object] | None:
         return None
     if any(name in cls.__dict__ for name in _OWN):
         return None
-    if any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:]):
+    if any("__dataclass_fields__" in vars(b) for b in cls.__mro__[1:]):
         return None
     # the class's own, as dataclasses reads them (`inspect.get_annotations` would import inspect)
     notes: dict[str, object] = cls.__dict__["__annotations__"]  # noqa: RUF063
-    for note in notes.values():
-        if isinstance(note, str):
-            special = note.split("[", 1)[0].strip().rsplit(".", 1)[-1] in ("ClassVar", "InitVar", "KW_ONLY")
-        else:
-            special = (
-                note is ClassVar
-                or getattr(note, "__origin__", None) is ClassVar
-                or note is dataclasses.InitVar
-                or isinstance(note, dataclasses.InitVar)
-                or note is dataclasses.KW_ONLY
-            )
-        if special:
-            return None
+    if any(_special_note(note) for note in notes.values()):
+        return None
     return notes
 
 
-def _fields(cls: type, notes: dict[str, object]) -> dict[str, dataclasses.Field[Any]] | None:
-    fields: dict[str, dataclasses.Field[Any]] = {}
+def _fields(cls: type, notes: dict[str, object]) -> dict[str, RecordField] | None:
+    fields: dict[str, RecordField] = {}
     for name, note in notes.items():
         default = cls.__dict__.get(name, _MISSING)
-        if isinstance(default, dataclasses.Field):
+        if isinstance(default, RecordField):
             f = default
-            if not f.init or f.kw_only is True:
-                return None
+        elif _is_standard_field(default):  # a `dataclasses.field(...)`: the same, MISSING translated
+            std: Any = default
+
+            def own(v: Any) -> Any:
+                return _MISSING if _from_dataclasses(v, "_MISSING_TYPE") else v
+
+            f = RecordField(
+                default=own(std.default),
+                default_factory=own(std.default_factory),
+                init=std.init,
+                repr=std.repr,
+                hash=std.hash,
+                compare=std.compare,
+                metadata=std.metadata,
+                kw_only=own(std.kw_only),
+            )
         else:
-            f = dataclasses.field(default=default)
+            f = RecordField(default=default)
+        if not f.init or f.kw_only is True:
+            return None
         if f.default is not _MISSING and type(f.default).__hash__ is None:
             # dataclasses' own refusal of a shared mutable default
             raise ValueError(
@@ -96,7 +221,6 @@ def _fields(cls: type, notes: dict[str, object]) -> dict[str, dataclasses.Field[
         f.name = name
         f.type = note
         f.kw_only = False  # what dataclasses sets on a plain field
-        f._field_type = _FIELD  # type: ignore[attr-defined]
         fields[name] = f
     required_after_default = False
     for f in fields.values():
@@ -117,13 +241,13 @@ def _argument_list(names: list[str]) -> str:
     return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
 
 
-def _make_init(cls: type, fields: dict[str, dataclasses.Field[Any]]) -> Callable[..., None]:
+def _make_init(cls: type, fields: dict[str, RecordField]) -> Callable[..., None]:
     names = tuple(fields)
     count = len(names)
     position = {n: i for i, n in enumerate(names)}
     defaults = {n: f.default for n, f in fields.items() if f.default is not _MISSING}
     factories: dict[str, Callable[[], Any]] = {
-        n: f.default_factory  # type: ignore[misc]  # not MISSING, so a factory
+        n: f.default_factory  # not MISSING, so a factory
         for n, f in fields.items()
         if f.default_factory is not _MISSING
     }
@@ -193,9 +317,10 @@ def frozen_record(cls: type[_T]) -> type[_T]:
     notes = _plain(cls)
     fields = _fields(cls, notes) if notes is not None else None
     if fields is None:
-        return dataclasses.dataclass(frozen=True)(cls)
+        made: type[_T] = _standard_dataclass(cls, {"frozen": True})
+        return made
     for name, f in fields.items():  # the class attribute is the default, as dataclasses leaves it
-        if isinstance(cls.__dict__.get(name), dataclasses.Field):
+        if isinstance(cls.__dict__.get(name), RecordField) or _is_standard_field(cls.__dict__.get(name)):
             if f.default is _MISSING:
                 delattr(cls, name)
             else:
@@ -222,16 +347,20 @@ def frozen_record(cls: type[_T]) -> type[_T]:
 
     def __setattr__(self: Any, name: str, value: object) -> None:
         if type(self) is cls or name in frozen_names:
-            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+            from dataclasses import FrozenInstanceError
+
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in frozen_names:
-            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+            from dataclasses import FrozenInstanceError
+
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     def __replace__(self: Any, /, **changes: Any) -> Any:
-        return dataclasses.replace(self, **changes)
+        return _runtime_replace(self, **changes)
 
     methods: dict[str, Callable[..., Any]] = {
         "__init__": _make_init(cls, fields),
@@ -246,7 +375,9 @@ def frozen_record(cls: type[_T]) -> type[_T]:
         setattr(cls, name, fn)
     if "__replace__" not in cls.__dict__:
         setattr(cls, "__replace__", __replace__)  # noqa: B010
-    setattr(cls, "__dataclass_fields__", fields)  # noqa: B010
+    setattr(cls, "__record_fields__", fields)  # noqa: B010
+    setattr(cls, "__record_names__", frozen_names)  # noqa: B010
+    setattr(cls, "__dataclass_fields__", _StandardFields())  # noqa: B010
     setattr(cls, "__dataclass_params__", _PARAMS)  # noqa: B010
     if "__match_args__" not in cls.__dict__:
         setattr(cls, "__match_args__", tuple(names))  # noqa: B010
@@ -255,14 +386,71 @@ def frozen_record(cls: type[_T]) -> type[_T]:
     return cls
 
 
+def _standard_dataclass(cls: Any, params: dict[str, Any]) -> Any:
+    """`dataclasses.dataclass(**params)` of `cls` (or the decorator), record fields made standard."""
+    import dataclasses
+
+    def make(c: Any) -> Any:
+        for name, value in list(vars(c).items()):
+            if isinstance(value, RecordField):
+                setattr(c, name, value.standard())
+        return dataclasses.dataclass(c, **params)
+
+    return make if cls is None else make(cls)
+
+
+def _runtime_replace(obj: Any, /, **changes: Any) -> Any:
+    """`dataclasses.replace`: for a record, its fields copied and `changes` set (every field is an
+    init field without `__post_init__`, so this is what `__init__` would make); else the standard one."""
+    cls = type(obj)
+    names = cls.__dict__.get("__record_names__")
+    if names is None:
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)
+    for key in changes:
+        if key not in names:
+            raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {key!r}")
+    new = object.__new__(cls)
+    d = new.__dict__
+    d.update(obj.__dict__)
+    d.update(changes)
+    return new
+
+
+def _runtime_fields(class_or_instance: Any) -> tuple[Any, ...]:
+    """`dataclasses.fields`: a record's `RecordField`s (no import of dataclasses), else the standard."""
+    cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
+    own = cls.__dict__.get("__record_fields__")
+    if own is not None:
+        return tuple(own.values())
+    import dataclasses
+
+    return dataclasses.fields(class_or_instance)
+
+
+def _runtime_is_dataclass(obj: Any) -> bool:
+    """`dataclasses.is_dataclass`, without importing it for a record or a plain object."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return "__record_fields__" in cls.__dict__ or hasattr(cls, "__dataclass_fields__")
+
+
 if TYPE_CHECKING:
+    from dataclasses import MISSING as MISSING
     from dataclasses import dataclass as dataclass
+    from dataclasses import field as field
+    from dataclasses import fields as fields
+    from dataclasses import is_dataclass as is_dataclass
+    from dataclasses import replace as replace
 else:
+    MISSING = _MISSING
+    field = _runtime_field
+    fields = _runtime_fields
+    is_dataclass = _runtime_is_dataclass
+    replace = _runtime_replace
 
     def dataclass(cls=None, /, **params):
         """`dataclasses.dataclass`, with `frozen=True` alone made by `frozen_record`."""
         if params != {"frozen": True}:
-            return (
-                dataclasses.dataclass(cls, **params) if cls is not None else dataclasses.dataclass(**params)
-            )
+            return _standard_dataclass(cls, params)
         return frozen_record if cls is None else frozen_record(cls)

@@ -7,10 +7,8 @@ cgplan YAML reads like the `vllm serve --config` file it predicts. `None` means
 
 from __future__ import annotations
 
-from dataclasses import field
-
 from cgplan.core.modes import CGSupport, Mode, Platform
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, field
 
 SPEC_METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model")
 """Speculative methods cgplan models (vLLM's `speculative_config.method`)."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import TYPE_CHECKING, Literal
 
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, field
 from cgplan.errors import ConfigRejected
 
 if TYPE_CHECKING:

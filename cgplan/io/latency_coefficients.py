@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -10,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cgplan.core import record
 from cgplan.core.latency import (
     LatencyCoefficients,
     LatencyObservation,
@@ -31,7 +31,7 @@ DEFAULT_LATENCY = Path(__file__).parent.parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
 
 LATENCY_KIND = "cgplan-latency-coefficients"
-_FIELDS = {f.name: f for f in dataclasses.fields(LatencyCoefficients)}
+_FIELDS = {f.name: f for f in record.fields(LatencyCoefficients)}
 
 
 def latency_to_dict(c: LatencyCoefficients) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def load_latency(path: str | Path) -> LatencyCoefficients:
     values: dict[str, Any] = {}
     for name, f in _FIELDS.items():
         if name not in doc:
-            if f.default is dataclasses.MISSING:
+            if f.default is record.MISSING:
                 raise ConfigError(name, "missing", source=source)
             continue
         v = doc[name]
@@ -268,19 +268,19 @@ def with_latency(
             return None
 
     pred: LatencyPrediction = predict_latency(coefficients, plan, inp, uniform, mixed, traffic, replan)
-    return dataclasses.replace(plan, latency=pred)
+    return record.replace(plan, latency=pred)
 
 
 def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanInput | None:
     """`inp` with a fix's (dotted key, value) pairs applied (None if a key is not a PlanInput field)."""
-    names = {f.name for f in dataclasses.fields(PlanInput)}
+    names = {f.name for f in record.fields(PlanInput)}
     kw: dict[str, Any] = {}
     for key, value in change:
         leaf = key.rsplit(".", 1)[-1]
         if leaf == "num_speculative_tokens_per_batch_size" and inp.speculative is not None:
             # the fix search narrows a dynamic-SD tier: a change inside speculative_config
             sched = None if value is None else tuple(tuple(e) for e in value)  # type: ignore[attr-defined]
-            kw["speculative"] = dataclasses.replace(
+            kw["speculative"] = record.replace(
                 kw.get("speculative", inp.speculative), num_speculative_tokens_per_batch_size=sched
             )
             continue
@@ -290,4 +290,4 @@ def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanIn
             kw[leaf] = None if value is None else Mode(str(value))
             continue
         kw[leaf] = tuple(value) if isinstance(value, list) else value
-    return dataclasses.replace(inp, **kw)
+    return record.replace(inp, **kw)

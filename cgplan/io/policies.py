@@ -3,11 +3,11 @@ capture policies (`--policy NAME|FILE.yaml` of diff and sweep) → CapturePolicy
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cgplan.core import record
 from cgplan.core.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import ReadError, read_yaml
@@ -96,7 +96,7 @@ def parse_policy(doc: Any) -> GatePolicy:
                     raise ConfigError(f"{key}.{fam}", f"must be an integer >= 0 (got {preview(n)})")
             value = {str(k): int(v) for k, v in value.items()}
         values[key] = value
-    return dataclasses.replace(GatePolicy(), **values)
+    return record.replace(GatePolicy(), **values)
 
 
 def load_policy(path: Path) -> GatePolicy:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from enum import Enum
 from typing import Protocol, TypeVar
 
-from cgplan.core.record import dataclass
+from cgplan.core.record import dataclass, replace
 
 
 class DecodeSizes(Enum):
