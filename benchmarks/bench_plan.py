@@ -30,6 +30,7 @@ served from the previous one (`clear_caches`).
 
 Usage: python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json
        [--oracle-python .cache/venv-0.33.0/bin/python] [--oracle scripts/oracle/oracle.py] [--pairs 5]
+       python benchmarks/bench_plan.py --only logs --out /tmp/logs.json   (the log and YAML figures alone)
 """
 
 from __future__ import annotations
@@ -352,25 +353,41 @@ def make_log(kind: str, size_bytes: int, seed: int = 0) -> tuple[str, int]:
     return "".join(parts), largest
 
 
-def bench_logs(size_mb: int) -> dict[str, Any]:
+def _parse_peak(path: Path) -> tuple[Any, int]:
+    """The parse of `path` and the peak of Python's traced memory during it."""
+    tracemalloc.start()
+    try:
+        parsed = parse_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return parsed, peak
+
+
+def bench_logs(size_mb: int, runs: int = 5) -> dict[str, Any]:
+    """ms/MB (median of `runs`) and peak traced memory on `size_mb` MB logs, and the peak again on
+    a log 4x as long: a streamed parse's peak must not grow with the file."""
     out: dict[str, Any] = {
         "what": f"cgplan.io.logs.parse_file on generated {size_mb} MB logs (bench_plan.make_log): CPU ms per "
-        "MB of log text (median of 3) and the peak of Python's traced memory",
-        "target": "<= 20 ms/MB; peak <= 2x the largest engine start-up + a constant",
+        f"MB of log text (median of {runs}) and the peak of Python's traced memory, also on a log of "
+        f"{4 * size_mb} MB (the same kind, 4x the start-ups or serving lines)",
+        "target": "<= 20 ms/MB; peak <= 2x the largest engine start-up + a constant, the same at 4x the file",
     }
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ("restarts", "serving"):
             text, largest = make_log(kind, size_mb * 2**20)
+            longer, _ = make_log(kind, 4 * size_mb * 2**20)
             mb = len(text.encode()) / 2**20
             for suffix in ("", ".gz"):
                 path = Path(tmp) / f"{kind}.log{suffix}"
-                data = text.encode()
-                path.write_bytes(gzip.compress(data, compresslevel=6) if suffix else data)
-                cpu = cpu_median(lambda path=path: parse_file(path), 3, cap_s=60)
-                tracemalloc.start()
-                parsed = parse_file(path)
-                peak = tracemalloc.get_traced_memory()[1]
-                tracemalloc.stop()
+                path4 = Path(tmp) / f"{kind}-4x.log{suffix}"
+                for p, t in ((path, text), (path4, longer)):
+                    data = t.encode()
+                    p.write_bytes(gzip.compress(data, compresslevel=6) if suffix else data)
+                cpu = cpu_median(lambda path=path: parse_file(path), runs, cap_s=60)
+                parsed, peak = _parse_peak(path)
+                parsed4, peak4 = _parse_peak(path4)
+                path4.unlink()
                 out[f"{kind}{suffix}"] = {
                     "text_mb": round(mb, 2),
                     "engine_starts": parsed.engine_starts,
@@ -379,8 +396,11 @@ def bench_logs(size_mb: int) -> dict[str, Any]:
                     "peak_traced_kib": round(peak / 1024, 1),
                     "peak_over_largest_start": round(peak / largest, 2),
                     "peak_minus_2x_largest_start_kib": round((peak - 2 * largest) / 1024, 1),
+                    "text_mb_4x": round(len(longer.encode()) / 2**20, 2),
+                    "engine_starts_4x": parsed4.engine_starts,
+                    "peak_traced_kib_4x": round(peak4 / 1024, 1),
                 }
-            del text
+            del text, longer
     return out
 
 
@@ -407,6 +427,11 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=5, help="pairs against vLLM (default 5)")
     ap.add_argument("--baseline-pairs", type=int, default=15, help="pairs against `python -c pass`")
     ap.add_argument("--log-mb", type=int, default=20, help="size of each generated log")
+    ap.add_argument(
+        "--only",
+        choices=("logs",),
+        help="logs: only the log-parsing and traffic-YAML figures (no cgplan processes, no oracle)",
+    )
     ap.add_argument("--oracle-python", default=os.environ.get("ORACLE_PYTHON"))
     ap.add_argument(
         "--oracle", default=os.environ.get("ORACLE_SCRIPT", str(ROOT / "scripts/oracle/oracle.py"))
@@ -415,6 +440,19 @@ def main() -> int:
 
     load_before = os.getloadavg()
     started = time.time()
+    if args.only == "logs":
+        return write_result(
+            args.out,
+            {
+                "command": "python benchmarks/bench_plan.py --only logs --out OUT"
+                + f" --log-mb {args.log_mb}",
+                "machine": machine(),
+                "log_parsing": bench_logs(args.log_mb),
+                "yaml_traffic_files": bench_yaml(),
+            },
+            load_before,
+            started,
+        )
     config_rel = str(CONFIG.relative_to(ROOT))
     cgplan = [sys.executable, "-m", "cgplan", "plan", config_rel]
     pycache = tempfile.TemporaryDirectory(prefix="bench-pycache-")
@@ -449,12 +487,7 @@ def main() -> int:
         "command": "make bench  (python benchmarks/bench_plan.py --out benchmarks/results/plan-speed.json"
         + (" --oracle-python $ORACLE_PYTHON" if reference.get("measured") else "")
         + f" --pairs {args.pairs} --baseline-pairs {args.baseline_pairs} --log-mb {args.log_mb})",
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "config": config_rel,
         "bytecode": "timed processes: bytecode cached in a private PYTHONPYCACHEPREFIX (warm-up run "
         "first), PYTHONDONTWRITEBYTECODE removed, as for an installed package; both sides alike",
@@ -474,14 +507,28 @@ def main() -> int:
     }
     if reference.get("measured"):
         result["targets"] = {"speedup_vs_vllm": ">= 100x (median of per-pair CPU ratios)"}
+    pycache.cleanup()
+    return write_result(args.out, result, load_before, started)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def write_result(out: Path, result: dict[str, Any], load_before: tuple[float, ...], started: float) -> int:
+    """`result` with the machine's load added, written to `out` and printed."""
     result["load"] = {
         "loadavg_1m_before": round(load_before[0], 2),
         "loadavg_1m_after": round(os.getloadavg()[0], 2),
         "duration_s": round(time.time() - started, 1),
     }
-    pycache.cleanup()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     return 0
 

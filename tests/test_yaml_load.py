@@ -223,3 +223,194 @@ def test_the_repositorys_configs_read_alike() -> None:
         assert _typed(value) == _typed(files._pyyaml_document(text, str(path))), path
     files._plain_yaml((ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml").read_text())
     assert plain >= len(paths) // 2, (plain, len(paths))
+
+
+# ---------------------------------------------------------------- block sequences and flow maps (#18)
+
+_ENTRIES = [
+    "1",
+    "-1",
+    "- 1",
+    "-  2",
+    "x",
+    "yes",
+    "'q'",
+    "[1, 2]",
+    "[{a: 1}, {b: [2, 3]}]",
+    "{num_reqs: 18, count: 4}",
+    "{num_tokens: 1, count: 369}",
+    "{a: 1,b: 2}",
+    "{a:  1 ,  b: x}",
+    "{ a: 1 }",
+    "{}",
+    "{ }",
+    "{a: [1, {b: c}]}",
+    "{a: 'x', b: \"y\"}",
+    "{a: 0.85, b: -0.5, c: 0.33.0}",
+    "{a: {b: {c: 1}}}",
+    "a: 1",
+    "a:",
+    "a: [1, 2]",
+    "k1: {x: 1}",
+]
+"""Entries the plain reader reads (alone)."""
+_ODD_ENTRIES = [
+    "- -",
+    "-",
+    "- # c",
+    "{a: 1, a: 2}",
+    "{on: 1}",
+    "{null: 1}",
+    "{a: 1,}",
+    "{a: 1 2}",
+    "{a: 1}, {b: 2}",
+    "{'a': 1}",
+    "{a:1}",
+    "{a: }",
+    "{a: 1.5e3}",
+    "{a: 1",
+    "{a: 1} x",
+    "{a: 1}#c",
+    "{a: 1.0}",
+    "{a: 2001-12-14}",
+    "{a: 0x1F, b: ~}",
+    "[a: 1]",
+    "a b",
+    "&x 1",
+    "!!str 1",
+]
+"""Entries PyYAML reads otherwise, or refuses."""
+
+
+def _entry(draw: st.DrawFn) -> str:
+    return draw(st.sampled_from(_ODD_ENTRIES if draw(st.integers(0, 7)) == 0 else _ENTRIES))
+
+
+@st.composite
+def _sequences(draw: st.DrawFn, depth: int = 0) -> list[str]:
+    """A block sequence's lines at indent 0 (entries of `_ENTRIES`, nested sequences and compact
+    mappings, continuation keys, odd indents and comments)."""
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        entry = _entry(draw)
+        comment = draw(st.sampled_from(_COMMENTS)) if draw(st.integers(0, 3)) == 0 else ""
+        lines.append(f"-{draw(st.sampled_from([' ', ' ', '  ']))}{entry}{comment}")
+        width = len(lines[-1]) - len(lines[-1].lstrip("- ")) if entry[:1].isalpha() else 2
+        if entry.endswith(":") and depth < 2 and draw(st.booleans()):
+            lines += [" " * width + c for c in draw(_sequences(depth + 1))]
+        elif ":" in entry and not entry.startswith(("{", "[", "'")) and draw(st.booleans()):
+            key = draw(st.sampled_from(["b", "c", "a", "on"]))
+            lines.append(" " * draw(st.sampled_from([width, width, width + 1, 0])) + f"{key}: 2")
+        if draw(st.integers(0, 7)) == 0:
+            lines.append(draw(st.sampled_from(["", "# comment", "  - 9", " - 9", "x: 1", "   "])))
+    return lines
+
+
+@st.composite
+def _sequence_documents(draw: st.DrawFn) -> str:
+    lines = []
+    keys = ["uniform_decode", "mixed", "a", "x-y", "on", "b"]
+    for key in draw(st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True)):
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(f"{key}: {_entry(draw)}")
+            continue
+        lines.append(f"{key}:{draw(st.sampled_from(_COMMENTS)) if draw(st.integers(0, 3)) == 0 else ''}")
+        pad = " " * draw(st.sampled_from([0, 0, 2, 2, 4, 1]))
+        lines += [pad + line if line else line for line in draw(_sequences())]
+    return "\n".join(lines)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_sequence_documents(), st.booleans())
+def test_the_plain_reader_gives_pyyamls_value_for_sequences(text: str, newline: bool) -> None:
+    """Block sequences (indented or not, `- - x`, `- key: v`) of flow mappings and lists: every
+    document the plain reader reads, PyYAML reads to the same value; the rest is left to it."""
+    text += "\n" if newline else ""
+    try:
+        plain = files._plain_yaml(text)
+    except files._NotPlain:
+        return
+    assert _typed(plain) == _typed(files._pyyaml_document(text, "x")), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mixed:\n  - {num_tokens: 1, count: 369}\n  - {num_tokens: 2, count: 218}\n",
+        "uniform_decode:\n- {num_reqs: 18, count: 4}\nmixed:\n- {num_tokens: 1, count: 2}\n",
+        "a:\n  b:\n  - 1\n  - [2, 3]\n  c: x\nd: 1\n",
+        "s:\n  - - 1\n    - 8\n    - 3\n  - - 9\n    - 32\n    - 1\n",
+        "s:\n- - 1\n  - 8\n- - 9\n  - 1\n",
+        "s:\n- x: 1\n  y: [1, 2]\n- x: 3\n  z:\n    w: 1\n  v:\n  - 5\nt: 2\n",
+        "speculative_config: {method: eagle, num_speculative_tokens: 3}\n",
+        "m: {a: [1, {b: c}], d: 'q', e: \"r\", f: {}}  # c\n",
+        "l: [{a: 1}, {b: [2, 3]}]\n",
+    ],
+)
+def test_the_plain_reader_reads_sequences_and_flow_maps(text: str) -> None:
+    assert _typed(files._plain_yaml(text)) == _typed(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a:\n  - 1\n  b: 2\n",  # a key at a sequence's own (deeper) indent: PyYAML's error
+        "a:\n- 1\n  - 2\n",  # a deeper entry: a plain scalar's continuation in PyYAML
+        "a:\n- \n",  # an empty entry: None
+        "a: 1\n- 2\n",  # an entry in a mapping
+        "a:\n- {x: 1, x: 2}\n",  # a repeated key: PyYAML keeps the last
+        "a:\n- {x: 1,\n   y: 2}\n",  # a flow mapping over two lines
+        "a:\n- {x: 1}\n" * 1 + "- " + "[" * 20 + "]" * 20 + "\n",  # deeper than the plain reader goes
+    ],
+)
+def test_the_plain_reader_leaves_the_rest_to_pyyaml(text: str) -> None:
+    with pytest.raises(files._NotPlain):
+        files._plain_yaml(text)
+
+
+def test_the_plain_reader_counts_nodes_as_the_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document past MAX_NODES goes to PyYAML, which refuses it: the plain reader never reads a
+    document the checked reader refuses for its size."""
+    text = "mixed:\n" + "  - {num_tokens: 1, count: 2}\n" * 4  # 1 + 1 + 1 + 4 * 5 = 23 nodes
+    monkeypatch.setattr(files, "MAX_NODES", 23)
+    assert files._plain_yaml(text)
+    monkeypatch.setattr(files, "MAX_NODES", 22)
+    with pytest.raises(files._NotPlain):
+        files._plain_yaml(text)
+    with pytest.raises(ReadError, match="expands to more than 22 values"):
+        parse_yaml(text, "x")
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(
+        p
+        for top in ("configs", "tests", "benchmarks", "scripts")
+        for p in (ROOT / top).rglob("*")
+        if p.suffix in (".yaml", ".yml") and p.is_file()
+    )
+
+
+def test_every_yaml_file_reads_as_safe_load() -> None:
+    """Every YAML file of the repository (configs, test fixtures, benchmarks) reads through
+    `parse_yaml` to yaml.safe_load's value, types included, or is refused where safe_load fails."""
+    paths = _yaml_files()
+    assert len(paths) > 250, len(paths)
+    for path in paths:
+        text = path.read_text()
+        try:
+            expected = yaml.safe_load(text)
+        except yaml.YAMLError:
+            with pytest.raises(ReadError):
+                parse_yaml(text, str(path))
+            continue
+        assert _typed(parse_yaml(text, str(path))) == _typed(expected), path
+
+
+def test_traffic_files_are_read_without_pyyaml() -> None:
+    """The optimiser's traffic histograms (block sequences of flow mappings) are read by the plain
+    reader: PyYAML's constructor took 36-112 ms for 31-59 KiB of them (#18)."""
+    paths = sorted((ROOT / "configs" / "traffic").glob("*.yaml"))
+    assert paths
+    for path in paths:
+        text = path.read_text()
+        assert _typed(files._plain_yaml(text)) == _typed(yaml.safe_load(text)), path

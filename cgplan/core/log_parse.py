@@ -25,7 +25,6 @@ gpu/model_runner.py and gpu/cudagraph_utils.py (V2), vllm/compilation/cuda_graph
 from __future__ import annotations
 
 import ast
-import heapq
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -378,8 +377,8 @@ def _event(kind: str, message: str, **values: Any) -> LogEvent:
 
 
 DEFERRED_CHARS = 1 << 16
-"""Most text a region defers before it reads it (64 Ki characters: a few engine start-ups' worth of the
-lines that hold a keyword)."""
+"""Most text a region (or `_Pending`) defers before it reads it (64 Ki characters: a few engine
+start-ups' worth of the lines that hold a keyword)."""
 
 
 class _Region:
@@ -417,37 +416,81 @@ class _Region:
         self.table: dict[str, Any] | None = None
         self.tracker = _BarTracker(fmt)
 
-        self.deferred: list[tuple[int, str, bool]] = []
-        """Segments fed but not read yet (see `feed`)."""
+        self.deferred: list[tuple[int, str, bool] | bool] = []
+        """Segments fed but not read yet, and `close_table` calls (their `only_with_rows`), in
+        order (see `feed`)."""
         self.deferred_chars = 0
+        self.eager = False
+        """Read each segment as it is fed: the region outlived `DEFERRED_CHARS` of deferred text
+        (it is likely the last, whose every segment is read)."""
+        self.in_table = False
+        """A metrics table is open once every segment fed is read (`_read`'s `table`, known
+        before the segments are read: see `_follow_table`)."""
+        self.table_rows = False
+        """That table has rows."""
 
     def close_table(self, only_with_rows: bool) -> None:
         """What a skipped segment does to an open metrics table (see `_Pending`)."""
+        if self.in_table and (self.table_rows or not only_with_rows):
+            self.in_table = False
+        if self.eager:
+            self._close_table(only_with_rows)
+        else:
+            self.deferred.append(only_with_rows)
+
+    def _close_table(self, only_with_rows: bool) -> None:
         if self.table is not None and (self.table["rows"] or not only_with_rows):
             self.table = None
 
     def feed(self, i: int, seg: str, ends_line: bool) -> None:
         """One segment (a line, or a part of it between tqdm's carriage returns), number `i`.
 
-        Read later, in order (`flush`), while no metrics table is open and `seg` cannot open one:
-        only the last engine's region is the result, so in a log of many restarts most regions
-        are dropped unread when the next engine line comes. The parse's own state (an open
-        table) is never deferred, and at most `DEFERRED_CHARS` wait, so memory stays bounded.
+        Read later, in order (`flush`): only the last engine's region is the result, so in a log
+        of many restarts most regions are dropped unread when the next engine line comes. What
+        the parse needs at once (whether a metrics table is open, for which every line is
+        read) is followed as it is fed, and at most `DEFERRED_CHARS` wait, so memory stays
+        bounded; a region that outlives them reads each segment as it comes from then on.
         """
-        if self.table is None and _HEADER_GUARD not in seg:
-            self.deferred.append((i, seg, ends_line))
-            self.deferred_chars += len(seg)
-            if self.deferred_chars > DEFERRED_CHARS:
-                self.flush()
+        if self.in_table or _HEADER_GUARD in seg:
+            self._follow_table(seg)
+        if self.eager:
+            self._read(i, seg, ends_line)
             return
-        self.flush()
-        self._read(i, seg, ends_line)
+        self.deferred.append((i, seg, ends_line))
+        self.deferred_chars += len(seg)
+        if self.deferred_chars > DEFERRED_CHARS:
+            self.flush()
+            self.eager = True
+
+    def _follow_table(self, seg: str) -> None:
+        """What `_read` will do with `seg` to the open metrics table, told now: the same tests
+        in the same order (`tests/test_logs_stream.py` reads logs with and without deferral)."""
+        if not seg:
+            if self.in_table and self.table_rows:
+                self.in_table = False
+            return
+        fmt = self.fmt
+        if self.in_table:
+            if fmt.metrics_mode.search(seg) or fmt.metrics_sizes.search(seg):
+                return
+            if fmt.metrics_row.search(seg):
+                self.table_rows = True
+                return
+            if fmt.metrics_other.search(seg) or not _message(seg):
+                return
+            self.in_table = False
+        if _HEADER_GUARD in seg and fmt.metrics_header.search(seg):
+            self.in_table = True
+            self.table_rows = False
 
     def flush(self) -> None:
         """Read the deferred segments."""
         deferred, self.deferred, self.deferred_chars = self.deferred, [], 0
         for item in deferred:
-            self._read(*item)
+            if isinstance(item, bool):
+                self._close_table(item)
+            else:
+                self._read(*item)
 
     def _read(self, i: int, seg: str, ends_line: bool) -> None:
         """`feed`'s work on one segment."""
@@ -734,20 +777,20 @@ _HEADER_GUARD = GUARDS["metrics_header"]
 
 KEYWORDS = (
     "engine",
-    "args",
+    "non-default args",
     "Chunked prefill",
-    "Model Runner",
-    "model_runner",
-    "cudagraph_capture_size",
-    "Dynamic speculative",
-    "CUDAGraph",
-    "CUDA graph",
+    "unner",
+    "speculat",
+    "captur",
+    "CUDA",
     "KV cache memory",
     "KV cache size",
-    "Graph capturing",
-    "speculator",
 )
-"""Texts one of which every `GUARDS` text contains: what a segment must hold to be read."""
+"""Texts one of which every `GUARDS` text contains: what a segment must hold to be read. Each is
+searched for through every block of the log (`_Parser.block`), so they are few: a text shared by
+several guards ("CUDA" for the seven of CUDA graph and CUDAGraph, "captur", "unner", "speculat")
+replaces theirs; the few lines it finds that no guard holds cost a line's substring tests. Not "KV
+cache" (every serving line's "GPU KV cache usage" holds it)."""
 
 
 _TABLE_ONLY_FIELDS = ("metrics_mode", "metrics_sizes", "metrics_row", "metrics_other", "profiling_group")
@@ -773,6 +816,10 @@ class _Pending:
     warnings, bars, metrics lines) verbatim; inside a possible metrics table, of each run of the
     others only whether it held a message or an empty segment (all they can do is end the
     table); outside one, nothing. So the memory is that of one engine's start-up, not the file.
+
+    Outside a table, a keyword segment that cannot open one is only kept or not: it is deferred
+    (as `_Region.feed` defers) and tested when the next engine line replays it, so the segments
+    that the next "non-default args" or "init engine" line clears are never tested.
     """
 
     def __init__(self) -> None:
@@ -781,15 +828,39 @@ class _Pending:
         `only_with_rows` (False: the run held a message; True: only empty segments)."""
         self.in_table = False
         """A metrics-table header was kept and no message line has ended that table since."""
+        self.deferred: list[tuple[int, str, bool]] = []
+        """Keyword segments, outside a table and without a metrics-table header, not tested yet."""
+        self.deferred_chars = 0
 
     def clear(self) -> None:
         self.items = []
         self.in_table = False
+        self.deferred = []
+        self.deferred_chars = 0
 
     def add(self, i: int, seg: str, ends_line: bool, may_match: bool) -> None:
         """Segment `i`; `may_match` is `_may_match(seg)`."""
-        if not (may_match or self.in_table):
-            return  # outside a table only keyword lines count before the engine line
+        if not self.in_table:
+            if not may_match:
+                return  # outside a table only keyword lines count before the engine line
+            if _HEADER_GUARD not in seg:
+                # `_add` would only keep it or not: it cannot open a table
+                self.deferred.append((i, seg, ends_line))
+                self.deferred_chars += len(seg)
+                if self.deferred_chars > DEFERRED_CHARS:
+                    self.flush()
+                return
+        self.flush()
+        self._add(i, seg, ends_line)
+
+    def flush(self) -> None:
+        """Test the deferred segments (what `_add` does with them outside a table)."""
+        deferred, self.deferred, self.deferred_chars = self.deferred, [], 0
+        for item in deferred:
+            if _pre_engine_outside_table(item[1]):
+                self.items.append(item)
+
+    def _add(self, i: int, seg: str, ends_line: bool) -> None:
         if seg and (_PRE_ENGINE.search(seg) if self.in_table else _pre_engine_outside_table(seg)):
             self.items.append((i, seg, ends_line))
             self.in_table = self.in_table or bool(_TABLE_HEADER.search(seg))
@@ -812,6 +883,7 @@ class _Pending:
         self.in_table = False
 
     def replay(self, region: _Region) -> None:
+        self.flush()
         for item in self.items:
             if isinstance(item, bool):
                 region.close_table(item)
@@ -881,79 +953,103 @@ class _Parser:
         self.pending = _Pending()
         self.engine_starts = 0
         self.i = 0
-        """Number of the next segment (only its order counts)."""
+        """Number of the next segment read (only their order counts: lines stepped over by
+        `block` are not numbered)."""
 
     def line(self, line: str) -> None:
         """One line, without its newline."""
-        probe, region, pending = LOG_FORMATS[0], self.region, self.pending
-        parts = line.split("\r") if "\r" in line else (line,)
+        if "\r" not in line:
+            if line and _may_match(line):
+                self.keyword_segment(line, True)
+            else:
+                self.other_segment(line, True)
+            return
+        parts = line.split("\r")
         last_part = len(parts) - 1
         for n, seg in enumerate(parts):
-            i = self.i
-            self.i += 1
-            ends_line = n == last_part
-            if not (seg and _may_match(seg)):
-                # Outside a metrics table no pattern can match: `feed` would do nothing.
-                if region.table is not None:
-                    region.feed(i, seg, ends_line)
-                pending.add(i, seg, ends_line, False)
-                continue
-            m = probe.engine.search(seg) if GUARDS["engine"] in seg else None
-            if m is not None:
-                self.engine_starts += 1
-                version = m.group("version")
-                region = self.region = _Region(log_format_for(version), i, version, m.group("config"))
-                pending.replay(region)
-                pending.clear()
-                region.feed(i, seg, ends_line)
-                continue
-            region.feed(i, seg, ends_line)
-            if (
-                self.engine_starts
-                and GUARDS["non_default_args"] in seg
-                and probe.non_default_args.search(seg)
-            ):
-                pending.clear()
-                pending.add(i, seg, ends_line, True)
-            elif self.engine_starts and GUARDS["engine_ready"] in seg and probe.engine_ready.search(seg):
-                pending.clear()
+            if seg and _may_match(seg):
+                self.keyword_segment(seg, n == last_part)
             else:
-                pending.add(i, seg, ends_line, True)
+                self.other_segment(seg, n == last_part)
+
+    def other_segment(self, seg: str, ends_line: bool) -> None:
+        """A segment without `KEYWORDS`: outside a metrics table no pattern can match it."""
+        i = self.i
+        self.i += 1
+        if self.region.in_table:
+            self.region.feed(i, seg, ends_line)
+        if self.pending.in_table:
+            self.pending.add(i, seg, ends_line, False)
+
+    def keyword_segment(self, seg: str, ends_line: bool) -> None:
+        """A segment that holds one of `KEYWORDS`."""
+        i = self.i
+        self.i += 1
+        if GUARDS["engine"] in seg and (m := LOG_FORMATS[0].engine.search(seg)) is not None:
+            self.engine_starts += 1
+            version = m.group("version")
+            region = self.region = _Region(log_format_for(version), i, version, m.group("config"))
+            self.pending.replay(region)
+            self.pending.clear()
+            region.feed(i, seg, ends_line)
+            return
+        self.region.feed(i, seg, ends_line)
+        if not self.engine_starts:
+            self.pending.add(i, seg, ends_line, True)
+        elif GUARDS["non_default_args"] in seg and LOG_FORMATS[0].non_default_args.search(seg):
+            self.pending.clear()
+            self.pending.add(i, seg, ends_line, True)
+        elif GUARDS["engine_ready"] in seg and LOG_FORMATS[0].engine_ready.search(seg):
+            self.pending.clear()
+        else:
+            self.pending.add(i, seg, ends_line, True)
 
     def block(self, text: str) -> None:
-        """Lines joined by newlines (no trailing one). Runs of lines that hold no `KEYWORDS`
-        text are stepped over with C string searches while no metrics table is open: `line`
-        would do nothing with them."""
-        # (next position, keyword) of every keyword still ahead, nearest first: a keyword is
-        # searched for again only once the parse has passed it
-        ahead = [(at, k) for k in KEYWORDS if (at := text.find(k)) >= 0]
-        heapq.heapify(ahead)
-        pos, end = 0, len(text)
+        """Lines joined by newlines (no trailing one). Only the lines that hold a `KEYWORDS`
+        text are read while no metrics table is open (`line` would do nothing with the others):
+        each keyword is searched for through the block with C string searches, once per line
+        it is on, and the lines found are read in order."""
+        find = text.find
+        rfind = text.rfind
+        found: set[int] = set()
+        for k in KEYWORDS:
+            at = find(k)
+            while at >= 0:
+                found.add(rfind("\n", 0, at) + 1)  # the line's start
+                at = find("\n", at)
+                if at < 0:
+                    break
+                at = find(k, at)
+        starts = sorted(found)
+        region, pending = self.region, self.pending
+        n = 0
+        pos = 0
         while True:
-            if self.region.table is None and not self.pending.in_table:
-                while ahead and ahead[0][0] < pos:
-                    k = ahead[0][1]
-                    at = text.find(k, pos)
-                    if at < 0:
-                        heapq.heappop(ahead)
-                    else:
-                        heapq.heapreplace(ahead, (at, k))
-                if not ahead:
-                    self.i += text.count("\n", pos) + 1
+            if region.in_table or pending.in_table:
+                stop = find("\n", pos)  # in a table every line counts
+                if stop < 0:
+                    self.line(text[pos:])
                     return
-                hit = ahead[0][0]
-                start = text.rfind("\n", pos, hit) + 1
-                if start > pos:
-                    self.i += text.count("\n", pos, start)
-                    pos = start
-            stop = text.find("\n", pos)
+                self.line(text[pos:stop])
+                pos = stop + 1
+                region = self.region
+                continue
+            while n < len(starts) and starts[n] < pos:
+                n += 1  # read already, in a table
+            if n == len(starts):
+                return
+            start = starts[n]
+            n += 1
+            stop = find("\n", start)
+            seg = text[start:stop] if stop >= 0 else text[start:]
+            if "\r" in seg:
+                self.line(seg)
+            else:
+                self.keyword_segment(seg, True)
             if stop < 0:
-                self.line(text[pos:])
                 return
-            self.line(text[pos:stop])
             pos = stop + 1
-            if pos > end:  # pragma: no cover - find never returns the end
-                return
+            region = self.region
 
 
 def parse_blocks(blocks: Iterable[str], source: str = "-") -> ParsedLog:
@@ -966,6 +1062,7 @@ def parse_blocks(blocks: Iterable[str], source: str = "-") -> ParsedLog:
     parser = _Parser()
     for block in blocks:
         parser.block(block)
+        del block  # before the next is made: a block is never held twice
     return parser.region.result(source, parser.engine_starts)
 
 

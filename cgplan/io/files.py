@@ -9,7 +9,8 @@ What it guarantees, whatever the input:
   the file is opened with O_NONBLOCK so a swap between the stat and the open cannot hang;
 - `-` is standard input, read with an idle timeout (a forgotten pipe fails, it does not hang);
 - UTF-8 errors located at line and column;
-- YAML: block mappings of plain keys and simple values (what a config is) read directly, else
+- YAML: block mappings and sequences of plain keys, simple values and one-line flow lists and
+  mappings (what a config or a traffic histogram is) read directly, else
   the C loader when present (PyYAML is imported only then: its import is a fifth of a `plan`
   start-up, #18); nesting depth, alias expansion (a billion-laughs document)
   and cycles bounded; tags refused (a config has no use for `!!python/...` or `!!set`); integers
@@ -444,17 +445,39 @@ class _NotPlain(Exception):
     """The text is outside what `_plain_yaml` reads: PyYAML reads it."""
 
 
-_PLAIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-")
+_TOKEN = re.compile(r"[A-Za-z0-9_./+-]+")
+"""A plain scalar of the characters `_plain_scalar` reads (a flow indicator, space or `#` ends it)."""
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?= |$)")
+_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): +([A-Za-z0-9_./+-]+)")
+_SIMPLE_PAIR = r"[A-Za-z_][A-Za-z0-9_-]*: +[A-Za-z0-9_./+-]+"
+_SIMPLE_MAP = re.compile(rf"\{{ *(?:{_SIMPLE_PAIR} *, *)*{_SIMPLE_PAIR} *\}}")
+"""A flow mapping of plain keys and plain scalars (`{num_reqs: 18, count: 4}`, a traffic file's
+row): read with one match and one findall instead of a character loop."""
 _SIMPLE_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
 _SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]{1,15}\.[0-9]{1,15}")
 _VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){2,}")
 _TRUE = frozenset(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"))
 _FALSE = frozenset(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"))
 _NULL = frozenset(("null", "Null", "NULL"))
-_PLAIN_MAX_CHARS = 1 << 16
+_NOT_KEYS = _TRUE | _FALSE | _NULL
+"""Plain keys PyYAML reads as a bool or None, not a string: left to it."""
 _PLAIN_MAX_DEPTH = 16
-_PLAIN_MAX_VALUES = 10_000
+"""Nested collections the plain reader reads (a config has three or four); deeper goes to PyYAML."""
+
+
+class _Nodes:
+    """The nodes read so far, counted as `_Checker` counts them (keys, values, collections), so a
+    document that expands past MAX_NODES goes to PyYAML, which refuses it."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 1  # the root mapping
+
+    def add(self, k: int) -> None:
+        self.n += k
+        if self.n > MAX_NODES:
+            raise _NotPlain
 
 
 def _plain_scalar(token: str) -> Any:
@@ -479,65 +502,109 @@ def _plain_scalar(token: str) -> Any:
     raise _NotPlain  # 0o17, 1_000, 1.5, .inf, 2001-12-14, 1:20 ...: PyYAML's resolver decides
 
 
-def _token(line: str, i: int) -> tuple[str, int]:
-    j = i
-    n = len(line)
-    while j < n and line[j] in _PLAIN_CHARS:
-        j += 1
-    if j == i:
+def _quoted(line: str, i: int) -> tuple[str, int]:
+    """A quoted string at line[i] (a quote) that ends on the line: no escapes, no doubled quotes,
+    printable ASCII, so its text is its value."""
+    end = line.find(line[i], i + 1)
+    text = line[i + 1 : end]
+    if end < 0 or not (text.isascii() and text.isprintable()) or "\\" in text or "'" in text:
         raise _NotPlain
-    return line[i:j], j
+    return text, end + 1
 
 
-def _flow_list(line: str, i: int, depth: int, count: list[int]) -> tuple[list[Any], int]:
-    """`[a, [b, c]]` from line[i] == '[': plain scalars and nested lists on one line."""
+def _flow(line: str, i: int, depth: int, nodes: _Nodes, scalars: dict[str, Any]) -> tuple[Any, int]:
+    """`[a, [b, c]]` or `{k: a, m: [b]}` from line[i] ('[' or '{'): plain scalars, simple quoted
+    strings and flow collections of them, on one line; `scalars` memoises `_plain_scalar`."""
     if depth > _PLAIN_MAX_DEPTH:
         raise _NotPlain
-    out: list[Any] = []
+    nodes.add(1)
+    value: Any
+    if m := _SIMPLE_MAP.match(line, i):
+        pairs: dict[str, Any] = {}
+        for name, token in _PAIR.findall(line, i, m.end()):
+            if name in pairs or name in _NOT_KEYS:
+                raise _NotPlain
+            value = scalars.get(token, _NotPlain)
+            if value is _NotPlain:
+                value = scalars[token] = _plain_scalar(token)
+            pairs[name] = value
+        nodes.add(2 * len(pairs))
+        return pairs, m.end()
+    is_map = line[i] == "{"
+    close = "}" if is_map else "]"
+    out: Any = {} if is_map else []
+    key = ""
     i += 1
     try:
         while line[i] == " ":
             i += 1
-        if line[i] == "]":
+        if line[i] == close:
             return out, i + 1
         while True:
             while line[i] == " ":
                 i += 1
-            if line[i] == "[":
-                value, i = _flow_list(line, i, depth + 1, count)
+            if is_map:
+                m = _KEY.match(line, i)
+                if m is None:
+                    raise _NotPlain
+                key = m.group(1)
+                if key in out or key in _NOT_KEYS:
+                    raise _NotPlain
+                i = m.end() + 1  # the space after the colon (none: the map goes on past the line)
+                while line[i] == " ":
+                    i += 1
+            ch = line[i]
+            if ch == "[" or ch == "{":
+                value, i = _flow(line, i, depth + 1, nodes, scalars)
+            elif ch == '"' or ch == "'":
+                value, i = _quoted(line, i)
             else:
-                token, i = _token(line, i)
-                value = _plain_scalar(token)
-            out.append(value)
-            count[0] += 1
+                m = _TOKEN.match(line, i)
+                if m is None:
+                    raise _NotPlain
+                token = m.group()
+                value = scalars.get(token, _NotPlain)
+                if value is _NotPlain:
+                    value = scalars[token] = _plain_scalar(token)
+                i = m.end()
+            if is_map:
+                out[key] = value
+                nodes.add(2)
+            else:
+                out.append(value)
+                nodes.add(1)
             while line[i] == " ":
                 i += 1
-            if line[i] == "]":
+            if line[i] == close:
                 return out, i + 1
             if line[i] != ",":
                 raise _NotPlain
             i += 1
-    except IndexError:  # the list goes on past the line
+    except IndexError:  # the collection goes on past the line
         raise _NotPlain from None
 
 
-def _value(line: str, i: int, count: list[int]) -> Any:
-    """The value after `key: ` (line[i] is its first character), then at most a comment."""
+def _value(line: str, i: int, nodes: _Nodes, scalars: dict[str, Any]) -> Any:
+    """The value at line[i] (its first character, after `key: ` or `- `), then at most a comment."""
     ch = line[i]
     value: Any
-    if ch == "[":
-        value, i = _flow_list(line, i, 1, count)
-    elif ch in "\"'":
-        end = line.find(ch, i + 1)
-        text = line[i + 1 : end]
-        # no escapes, no doubled quotes, printable ASCII: the text is the value
-        if end < 0 or not (text.isascii() and text.isprintable()) or "\\" in text or "'" in text:
-            raise _NotPlain
-        value, i = text, end + 1
+    if ch == "[" or ch == "{":
+        value, i = _flow(line, i, 1, nodes, scalars)
+    elif ch == '"' or ch == "'":
+        value, i = _quoted(line, i)
+        nodes.add(1)
     else:
-        token, i = _token(line, i)
-        value = _plain_scalar(token)
-    _rest_is_comment(line, i)
+        m = _TOKEN.match(line, i)
+        if m is None:
+            raise _NotPlain
+        token = m.group()
+        value = scalars.get(token, _NotPlain)
+        if value is _NotPlain:
+            value = scalars[token] = _plain_scalar(token)
+        i = m.end()
+        nodes.add(1)
+    if i != len(line):
+        _rest_is_comment(line, i)
     return value
 
 
@@ -552,18 +619,24 @@ def _rest_is_comment(line: str, i: int) -> None:
         raise _NotPlain
 
 
+def _is_entry(body: str) -> bool:
+    """`body` (a line without its indentation) is a block sequence entry: `-` then a space."""
+    return body[0] == "-" and (len(body) == 1 or body[1] == " ")
+
+
 def _plain_yaml(text: str) -> Any:
-    """A YAML document read without PyYAML when it is only block mappings (plain keys, spaces for
-    indentation) of plain scalars, simple quoted strings and one-line lists of them, and comments:
-    what a cgplan config is. The value is PyYAML's (tests/test_yaml_load.py compares them over
-    generated documents). Raises _NotPlain for anything else, for PyYAML to read (and locate
-    its errors)."""
-    if len(text) > _PLAIN_MAX_CHARS:
-        raise _NotPlain
+    """A YAML document read without PyYAML when it is block mappings and block sequences (plain
+    keys, spaces for indentation, `- ` entries, sequences indented or not, `- - x` and `- key: v`
+    on one line) of plain scalars, simple quoted strings and one-line flow lists and mappings of
+    them, and comments: what a cgplan config or traffic histogram is. The value is PyYAML's
+    (tests/test_yaml_load.py compares them over generated documents and every YAML file of the
+    repository). Raises _NotPlain for anything else, for PyYAML to read (and locate its errors)."""
     root: dict[str, Any] = {}
-    stack: list[tuple[int, dict[str, Any]]] = [(0, root)]
+    stack: list[tuple[int, Any]] = [(0, root)]
+    """(indent, collection) of every block collection open, the innermost last."""
     open_key: tuple[dict[str, Any], str, int] | None = None  # `key:` with its value on later lines
-    count = [0]
+    nodes = _Nodes()
+    scalars: dict[str, Any] = {}
     for line in text.split("\n"):
         body = line.lstrip(" ")
         if not body or body[0] == "#":
@@ -571,40 +644,68 @@ def _plain_yaml(text: str) -> Any:
                 raise _NotPlain
             continue
         indent = len(line) - len(body)
+        entry = body[0] == "-" and (len(body) == 1 or body[1] == " ")  # `_is_entry`, inline
         if open_key is not None:
             parent, key, key_indent = open_key
             open_key = None
-            if indent > key_indent:
+            # a deeper line, or a sequence entry at the key's own indent ("indentless")
+            if indent > key_indent or (entry and indent == key_indent):
                 if len(stack) >= _PLAIN_MAX_DEPTH:
                     raise _NotPlain
-                child: dict[str, Any] = {}
+                child: Any = [] if entry else {}
                 parent[key] = child
                 stack.append((indent, child))
         while stack[-1][0] > indent:
             stack.pop()
-            if not stack:
-                raise _NotPlain
-        if stack[-1][0] != indent:
+        top_indent, top = stack[-1]
+        if not entry and top_indent == indent and type(top) is list:
+            stack.pop()  # a key after an indentless sequence: the sequence has ended
+            top_indent, top = stack[-1]
+        if top_indent != indent:
             raise _NotPlain
-        mapping = stack[-1][1]
+        while entry:
+            if type(top) is not list or len(body) == 1:
+                raise _NotPlain  # an entry in a mapping; an empty entry (None) is left to PyYAML
+            j = 2
+            while j < len(body) and body[j] == " ":
+                j += 1
+            body = body[j:]
+            if not body or body[0] == "#":
+                raise _NotPlain
+            indent += j
+            entry = _is_entry(body)
+            if entry or _KEY.match(body):  # `- - x` or `- key: ...`: a collection opens in the entry
+                if len(stack) >= _PLAIN_MAX_DEPTH:
+                    raise _NotPlain
+                child = [] if entry else {}
+                top.append(child)
+                nodes.add(1)
+                stack.append((indent, child))
+                top = child
+                continue
+            top.append(_value(body, 0, nodes, scalars))
+            body = ""
+        if not body:
+            continue
+        if type(top) is not dict:
+            raise _NotPlain
         m = _KEY.match(body)
         if m is None:
             raise _NotPlain
         key = m.group(1)
-        if key in mapping or key in _TRUE or key in _FALSE or key in _NULL:
+        if key in top or key in _NOT_KEYS:
             raise _NotPlain
-        count[0] += 1
+        nodes.add(1)
         i = m.end()
         while i < len(body) and body[i] == " ":
             i += 1
         if i == len(body) or body[i] == "#":
             _rest_is_comment(body, m.end())
-            mapping[key] = None
-            open_key = (mapping, key, indent)
+            top[key] = None
+            nodes.add(1)
+            open_key = (top, key, indent)
         else:
-            mapping[key] = _value(body, i, count)
-        if count[0] > _PLAIN_MAX_VALUES:
-            raise _NotPlain
+            top[key] = _value(body, i, nodes, scalars)
     if not root:
         raise _NotPlain  # nothing but comments: PyYAML's None
     return root

@@ -21,13 +21,15 @@ _MAX_LINE_BYTES = 8 << 20
 parser holds one line, so one line of gigabytes must not be."""
 
 
-_BLOCK_BYTES = 1 << 16
-"""How much of the file is read at a time."""
+_BLOCK_BYTES = 1 << 14
+"""How much of the file is read at a time (16 KiB: the parse's cost per block is a few string
+searches, and a block is held about three times over, as read, decoded and parsed)."""
 
 
 def log_blocks(path: str | Path) -> Iterator[str]:
     """A plain or gzip-compressed log, decoded, as blocks of whole lines: "\n".join(blocks) is
-    the text (memory: a block, or the longest line).
+    the text (memory: about two blocks, or the longest line, as bytes and as text; the caller
+    drops each block before it asks for the next).
 
     Raises:
         LogError: (exit 2) the file cannot be read, is corrupt gzip, binary, empty, larger than
@@ -59,9 +61,11 @@ def log_blocks(path: str | Path) -> Iterator[str]:
 
         offset = 0
         has_text = False
-        rest = b""
+        rest: list[bytes] = []
+        """The start of the line the last block ended in, as read (no newline in it yet)."""
+        rest_bytes = 0
         while chunk := read():
-            if offset < _SNIFF_BYTES and b"\x00" in chunk[: _SNIFF_BYTES - offset]:
+            if offset < _SNIFF_BYTES and chunk.find(b"\x00", 0, _SNIFF_BYTES - offset) >= 0:
                 while gzipped and read():
                     pass  # a corrupt gzip file is reported as such, whatever it holds
                 raise LogError(f"{path}: binary data, not a vLLM log")
@@ -69,19 +73,30 @@ def log_blocks(path: str | Path) -> Iterator[str]:
             if offset > LOG_LIMIT_BYTES:  # a small gzip expanding to gigabytes stops here
                 limit = LOG_LIMIT_BYTES >> 20
                 raise LogError(f"{path}: larger than a log file may be once decompressed ({limit} MiB)")
-            has_text = has_text or bool(chunk.strip())
-            data = rest + chunk
-            cut = data.rfind(b"\n")
+            has_text = has_text or not chunk.isspace()
+            cut = chunk.rfind(b"\n")
             if cut < 0:
-                if len(data) > _MAX_LINE_BYTES:
+                rest_bytes += len(chunk)
+                if rest_bytes > _MAX_LINE_BYTES:
                     raise LogError(f"{path}: a line longer than {_MAX_LINE_BYTES >> 20} MiB, not a vLLM log")
-                rest = data  # a line longer than a block: read on
+                rest.append(chunk)  # a line longer than a block: read on (joined once, below)
+                del chunk
                 continue
-            rest = data[cut + 1 :]
-            yield data[:cut].decode("utf-8", errors="replace")
+            with memoryview(chunk) as view:
+                # decoded from the block itself: no copy of it as bytes, but for the line the last
+                # block left over
+                if rest:
+                    text = b"".join([*rest, view[:cut]]).decode("utf-8", errors="replace")
+                else:
+                    text = str(view[:cut], "utf-8", "replace")
+            rest_bytes = len(chunk) - cut - 1
+            rest = [chunk[cut + 1 :]] if rest_bytes else []
+            del chunk
+            yield text
+            del text
         if not has_text:
             raise LogError(f"{path}: empty file, not a vLLM log")
-        yield rest.decode("utf-8", errors="replace")
+        yield b"".join(rest).decode("utf-8", errors="replace")
 
 
 def read_log(path: str | Path) -> str:
