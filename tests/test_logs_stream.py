@@ -336,3 +336,18 @@ def test_a_metrics_table_before_an_engine_line_is_that_engines() -> None:
         logs.MetricsRow(3, 4, 1, "FULL", 25),
         logs.MetricsRow(7, 8, 1, "PIECEWISE", 2),
     )
+
+
+@pytest.mark.parametrize("name", ["synthetic-v1-ngram-k16-bars.log", "synthetic-v2-eagle-k16-bars.log"])
+def test_a_crlf_log_reads_as_its_lf_twin(name: str, tmp_path: Path) -> None:
+    """A log saved with CRLF line ends split each line at its carriage return: an empty segment
+    closed a metrics table after its first row (rows [4, 1] read as [1, 1]) and two lines' bars
+    ran together (7 bars read as 5)."""
+    from cgplan.io.logs import parse_file
+
+    text = (Path(__file__).parent / "data/logs" / name).read_text()
+    lf, crlf = tmp_path / "lf.log", tmp_path / "crlf.log"
+    lf.write_text(text, newline="")
+    crlf.write_text(text.replace("\n", "\r\n"), newline="")
+    a, b = parse_file(lf), parse_file(crlf)
+    assert a.metrics and dataclasses.replace(a, source="x") == dataclasses.replace(b, source="x")

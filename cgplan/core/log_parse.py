@@ -958,6 +958,10 @@ class _Parser:
 
     def line(self, line: str) -> None:
         """One line, without its newline."""
+        if line.endswith("\r"):
+            # CRLF: the line break, not a progress bar redrawn (a segment of its own, empty, closed
+            # a metrics table after its first row and ran the bars of two lines into one)
+            line = line[:-1]
         if "\r" not in line:
             if line and _may_match(line):
                 self.keyword_segment(line, True)
