@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 Replan = Callable[[PlanInput], Plan]
 GraphsOf = Callable[[PlanInput], Mapping[str, Sequence[Graph]]]
 """A candidate's graph families without its dispatch tables (`cgplan.core.plan.captured_graphs`)."""
+TargetFloor = Callable[[PlanInput], int]
+"""At least how many target graphs a candidate captures, from its ladder and mode alone
+(`cgplan.core.plan.target_graphs_floor`)."""
 
 _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 HEAVY_PADDING_PCT = 25.0
@@ -514,6 +517,18 @@ def _graph_breaks(
     return out
 
 
+def _floor_breaks(before: Plan, target_floor: int, budgets: FixBudgets) -> bool:
+    """True when a candidate with at least `target_floor` target graphs breaks a graph budget
+    `before` did not break as badly: then `_graph_breaks` of its graphs is not empty either."""
+    limit = budgets.graph_limit("target")
+    n0 = len(before.graphs.get("target", ()))
+    if limit is not None and target_floor > limit and target_floor > n0:
+        return True
+    total0 = graph_count(before)
+    most = budgets.max_total_graphs
+    return most is not None and target_floor > most and target_floor > total0
+
+
 def _budget_breaks(
     before: Plan,
     after: Plan,
@@ -642,6 +657,7 @@ def propose_fixes(
     search: FixSearch | None = None,
     rules: VllmRules | None = None,
     graphs_of: GraphsOf | None = None,
+    target_floor: TargetFloor | None = None,
 ) -> tuple[Fix, ...]:
     """Flag changes that close gaps, each planned again in full, best first.
 
@@ -652,7 +668,9 @@ def propose_fixes(
     `graphs_of` (optional) gives a candidate's graphs without planning its dispatch: a stage-two
     candidate whose graph counts break a budget (and over-budget fixes are not asked for) is
     dropped there, before `replan` plans its dispatch tables (most of a plan's cost), since it
-    could only have been dropped for the same break after them.
+    could only have been dropped for the same break after them. `target_floor` (optional, with
+    `graphs_of`) drops one whose target graphs are over budget already by their lower bound,
+    before its graphs are made.
     """
     from cgplan.core.cost import plan_cost_totals
 
@@ -679,6 +697,8 @@ def propose_fixes(
             return None
         if bound_base is not None and graphs_of is not None and not search.allow_over_budget:
             try:
+                if target_floor is not None and _floor_breaks(plan, target_floor(cand.inp), budgets):
+                    return None  # the same break `_graph_breaks` finds below, from fewer graphs
                 if _graph_breaks(plan.graphs, graphs_of(cand.inp), budgets):
                     return None  # over budget: never a fix (and stage two's results are no bases)
             except (Rejected, ValueError):

@@ -408,3 +408,29 @@ def v2_manager(
             sizes, max_size, mode, decode_query_len, decode_query_lens, s, candidates, loras, ubatch
         )
     return got
+
+
+def v2_graph_floor(
+    sizes: tuple[int, ...],
+    max_size: int,
+    mode: Mode,
+    decode_query_len: int,
+    decode_query_lens: list[int],
+    max_num_seqs: int,
+    loras: tuple[int, ...] = NO_LORA,
+) -> int:
+    """How many descriptors `v2_manager(...)` (the same arguments) makes before microbatched
+    twins, counted without making them: a lower bound of its `graphs()` (twins only add), exact
+    without DBO. The fix search holds a candidate's target against the graph budget with it."""
+    if mode is Mode.NONE or not sizes:
+        return 0
+    widest = max(max_size, *sizes)
+    s = min(max_num_seqs, widest)  # as v2_manager clips it
+    decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
+    count = len(sizes) * len(loras) if mixed_mode is not Mode.NONE else 0  # one per size and case
+    if mode.separate_routine() and decode_mode is not Mode.NONE:
+        limit = min(s * decode_query_len, max_size)
+        for ql in set(decode_query_lens):  # one descriptor per (tokens, query length, case)
+            made = {((size + ql - 1) // ql) * ql for size in sizes}
+            count += len(loras) * sum(1 for t in made if t <= limit and t // ql <= s)
+    return count

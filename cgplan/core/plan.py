@@ -9,7 +9,15 @@ from cgplan.core.cost import drafter_shape
 from cgplan.core.defaults import assumed_defaults
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
-from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases, v2_manager
+from cgplan.core.graphs import (
+    Microbatching,
+    Outcome,
+    V1Dispatcher,
+    V2Manager,
+    lora_cases,
+    v2_graph_floor,
+    v2_manager,
+)
 from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import Ladder, capture_ladder
 from cgplan.core.modes import Mode
@@ -299,7 +307,11 @@ def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -
 class _Captured:
     """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
     search reads a candidate's graph counts here and plans no dispatch for one over budget). A
-    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18)."""
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18).
+
+    Made in two steps: `_setup` (the release's checks, the ladder, the mode), then `_families`
+    (the dispatchers and every family's graphs, `target` None until then): a candidate whose
+    ladder alone shows it over the graph budget never gets the second (`target_graphs_floor`)."""
 
     __slots__ = (
         "attn",
@@ -316,6 +328,7 @@ class _Captured:
         "runs",
         "sizes",
         "target",
+        "ubatch",
     )
 
     def __init__(
@@ -331,9 +344,8 @@ class _Captured:
         ladder: Ladder,
         sizes: tuple[int, ...],
         max_size: int,
-        graphs: dict[str, tuple[Graph, ...]],
-        target: V1Dispatcher | V2Manager,
         loras: tuple[int, ...],
+        ubatch: Microbatching | None,
     ) -> None:
         self.inp = inp
         self.rules = rules
@@ -346,13 +358,23 @@ class _Captured:
         self.ladder = ladder
         self.sizes = sizes
         self.max_size = max_size
-        self.graphs = graphs
-        self.target = target
         self.loras = loras
+        self.ubatch = ubatch
+        self.graphs: dict[str, tuple[Graph, ...]] = {}
+        self.target: V1Dispatcher | V2Manager | None = None
 
 
 def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     """The release's checks, the capture ladder, the mode and every family's graphs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    return _families(_setup(inp, policy))
+
+
+def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
+    """`_capture` up to the dispatchers: the release's checks, the capture ladder and the mode.
 
     Raises:
         Rejected: the release refuses to start with this config.
@@ -411,7 +433,17 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
         sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
+    return _Captured(
+        inp, rules, tuple(notes), runs, runner, decision, mode, attn, ladder, sizes, max_size, loras, ubatch
+    )
 
+
+def _families(cap: _Captured) -> _Captured:
+    """`cap` (from `_setup`) with its dispatchers and every family's graphs (filled in place)."""
+    inp, rules, runs, runner, mode = cap.inp, cap.rules, cap.runs, cap.runner, cap.mode
+    sizes, max_size, loras, ubatch = cap.sizes, cap.max_size, cap.loras, cap.ubatch
+    notes = list(cap.notes)
+    q = inp.uniform_decode_query_len
     s = inp.max_num_seqs
     graphs: dict[str, tuple[Graph, ...]] = {}
     spec = inp.speculative
@@ -503,22 +535,8 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
                         f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
                     )
                 )
-    return _Captured(
-        inp,
-        rules,
-        tuple(notes),
-        runs,
-        runner,
-        decision,
-        mode,
-        attn,
-        ladder,
-        sizes,
-        max_size,
-        graphs,
-        target,
-        loras,
-    )
+    cap.notes, cap.graphs, cap.target = tuple(notes), graphs, target
+    return cap
 
 
 _CAPTURED: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], _Captured] = {}
@@ -537,13 +555,39 @@ def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[st
     Raises:
         Rejected: the release refuses to start with this config.
     """
+    return _captured(inp, policy, complete=True).graphs
+
+
+def _captured(inp: PlanInput, policy: CapturePolicy, *, complete: bool) -> _Captured:
+    """The cached `_capture` stage of `inp` (`complete=False`: `_setup`'s part may do)."""
     key = (inp, *_policy_key(policy))
     got = _CAPTURED.get(key)
     if got is None:
         if len(_CAPTURED) >= 64:
             _CAPTURED.clear()
-        got = _CAPTURED[key] = _capture(inp, policy)
-    return got.graphs
+        got = _CAPTURED[key] = _setup(inp, policy)
+    if complete and got.target is None:
+        _families(got)
+    return got
+
+
+def target_graphs_floor(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> int:
+    """At least how many graphs `captured_graphs(inp, policy)["target"]` holds, from the ladder and
+    the mode alone (V2: its descriptors before microbatched twins, `v2_graph_floor`; V1: 0, its
+    dispatcher is cheap to build): the fix search drops a candidate over the graph budget here,
+    before any dispatcher is built.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    cap = _captured(inp, policy, complete=False)
+    if cap.target is not None:
+        return len(cap.graphs["target"])
+    if cap.runner == "v1":
+        return 0
+    q = cap.inp.uniform_decode_query_len
+    lens = _v2_query_lens(cap.inp, cap.rules, q, cap.runs)
+    return v2_graph_floor(cap.sizes, cap.max_size, cap.mode, q, lens, cap.inp.max_num_seqs, cap.loras)
 
 
 def build_plan(
@@ -565,6 +609,8 @@ def build_plan(
     cap = _CAPTURED.get((inp, *_policy_key(policy))) if _CAPTURED else None
     if cap is None:
         cap = _capture(inp, policy)
+    elif cap.target is None:
+        _families(cap)
     inp, rules, notes, runs, runner = cap.inp, cap.rules, cap.notes, cap.runs, cap.runner
     mode, sizes, max_size, graphs, ladder = cap.mode, cap.sizes, cap.max_size, cap.graphs, cap.ladder
     q = inp.uniform_decode_query_len
@@ -574,6 +620,7 @@ def build_plan(
     uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
     tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
     target = cap.target
+    assert target is not None  # _families ran
     if isinstance(target, V1Dispatcher):
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
@@ -627,6 +674,7 @@ def build_plan(
             search,
             rules,
             partial(captured_graphs, policy=policy),
+            partial(target_graphs_floor, policy=policy),
         )
         plan = replace(plan, fixes=fixes)
     return plan
