@@ -12,6 +12,8 @@ max_num_seqs is.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 import shlex
@@ -67,14 +69,39 @@ def tier_batches(plan: Plan, query_len: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b, k in plan.dynamic_sd_lookup if k + 1 == query_len]
 
 
-def decode_outcomes(plan: Plan) -> Iterator[tuple[int, int, int, str, int | None]]:
+DecodeOutcome = tuple[int, int, int, str, int | None]
+_OUTCOMES: dict[int, tuple[object, object, list[DecodeOutcome]]] = {}
+"""`decode_outcomes` already listed, by the identity of the plan's uniform-decode tables (held, so
+a reused id never matches) with what cuts them into tiers (the schedule, max_num_seqs, 1 + K): a
+plan is read five or six times (gaps, padding, the fix search's comparisons), and its replaced
+copies share the tables. A cache, not state."""
+
+
+def decode_outcomes(plan: Plan) -> Iterator[DecodeOutcome]:
     """(query_len, first, last, mode, padded_tokens) over every tier's own batches."""
-    for ql, ranges in sorted(plan.uniform_decode.items()):
+    tables = plan.uniform_decode
+    cut = (plan.dynamic_sd_lookup, plan.max_num_seqs, plan.uniform_decode_query_len)
+    hit = _OUTCOMES.get(id(tables))
+    if hit is not None and hit[0] is tables and hit[1] == cut:
+        return iter(hit[2])
+    out: list[DecodeOutcome] = []
+    for ql, ranges in sorted(tables.items()):
+        ordered = all(x.last < y.first for x, y in itertools.pairwise(ranges))
+        lasts = [r.last for r in ranges]
         for lo, hi in tier_batches(plan, ql):
-            for r in ranges:
+            # sorted disjoint runs (a dispatch table's): only those from the first ending at or
+            # after lo can overlap lo..hi
+            i = bisect.bisect_left(lasts, lo) if ordered else 0
+            for r in ranges[i:]:
+                if ordered and r.first > hi:
+                    break
                 a, b = max(lo, r.first), min(hi, r.last)
                 if a <= b:
-                    yield ql, a, b, r.mode, r.padded_tokens
+                    out.append((ql, a, b, r.mode, r.padded_tokens))
+    if len(_OUTCOMES) >= 256:
+        _OUTCOMES.clear()
+    _OUTCOMES[id(tables)] = (tables, cut, out)
+    return iter(out)
 
 
 _H_SMALL = [0.0]
@@ -105,7 +132,8 @@ def padding_tokens(plan: Plan) -> int:
     total = 0
     for ql, a, b, mode, padded in decode_outcomes(plan):
         if mode != "NONE" and padded is not None:
-            total += range_padding(ql, a, b, padded)[0]
+            count = b - a + 1  # range_padding's padded tokens (its percentages are not needed here)
+            total += count * padded - ql * (a + b) * count // 2
     return total
 
 

@@ -628,17 +628,29 @@ def _segment_sum(
     tokens) or runs its n x q tokens, the drafter's decode replays one graph (`dec_tokens`) or
     runs eager at n; so the sum depends on those, q, lo and hi only (`_Walk.sums`' key)."""
     w = _walk_for(walk, c, target)
-    first = decode_step(plan, inp, lo, q, mode, lo * q if mode else None)
-    t_mode = first.target_mode
-    padded: int | None = None if mode is not None or t_mode == "NONE" else first.target_tokens
-    drafter = first.drafter_prefill_mode is not None
-    dec_mode = first.drafter_decode_mode
-    dec_fixed: int | None = first.drafter_decode_tokens if drafter and dec_mode == "FULL" else None
+    # decode_step(plan, inp, lo, q, mode, ...)'s modes and graphs, without its StepShape
+    padded: int | None = None
+    t_mode: str
+    if mode is None:
+        r = _lookup(plan.uniform_decode.get(q, ()), lo)
+        t_mode = "NONE" if r is None or r.mode == "NONE" or r.padded_tokens is None else r.mode
+        if t_mode != "NONE" and r is not None:
+            padded = r.padded_tokens
+    else:
+        t_mode = mode
+    drafter = _has_drafter(inp)
+    dec_fixed: int | None = None
+    dec_mode, steps = "FULL", 0
+    if drafter:
+        ladder = _decode_ladder(plan)
+        i = bisect.bisect_left(ladder, lo)
+        dec_fixed = ladder[i] if i < len(ladder) else None
+        dec_mode, steps = ("FULL" if dec_fixed is not None else "NONE"), max(q - 2, 0)
     key = (q, lo, hi, t_mode, padded, drafter, dec_fixed)
     got = w.sums.get(key)
     if got is not None:
         return got
-    step, steps = w.step, first.draft_steps
+    step = w.step
     prefill_mode = t_mode if drafter else None
 
     def f(n: int) -> float:
@@ -683,6 +695,7 @@ def _decode_sum(
     same `c` and `target` (a gap's runs are runs of the plan's whole walk, and a fix's walk
     shares most of its runs with the plan's)."""
     w = _walk_for(walk, c, target)
+    target = w.target  # the walk's own: `_walk_for` below matches it by identity
     drafter = _has_drafter(inp)
     ck = (id(plan), q, mode is None, drafter)
     held = w.cuts.get(ck)
@@ -717,8 +730,8 @@ def _expected_ranges(
 ) -> _Expected:
     """`expected` at weight 1 for every request count in the runs `counts` (the default traffic),
     in O(runs x graphs) instead of O(max_num_seqs)."""
-    target = forward_shape(inp.model)
-    w = _walk_for(walk, c, target)
+    w = _walk_for(walk, c, forward_shape(inp.model))
+    target = w.target
     total_w = total_ms = eager_ms = tokens = 0.0
     for lo, hi in counts:
         for a, b, q in _tier_runs(plan):

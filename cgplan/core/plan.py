@@ -153,26 +153,33 @@ def dispatch_table(
     O(max_num_seqs); `naive_dispatch_table` is the per-batch definition it is tested against.
     """
     n_max = min(max_batches, max_tokens // query_len)
-    rows: list[tuple[int, int, Outcome]] = []
+    out: list[DispatchRange] = []
+    # consecutive intervals with the same outcome merge into one run (pickers share Outcomes)
+    run_lo = run_hi = 0
+    run: Outcome | None = None
     prev = 0
     for cut in [*sorted({b for b in boundaries_tokens if b > 0}), None]:
         lo = prev // query_len + 1
         hi = n_max if cut is None else min(n_max, cut // query_len)
         if lo <= hi:
-            rows.append((lo, hi, pick(lo, lo * query_len)))
+            o = pick(lo, lo * query_len)
+            if run is not None and run_hi == lo - 1 and (o is run or o == run):
+                run_hi = hi
+            else:
+                if run is not None:
+                    out.append(_run(run_lo, run_hi, run))
+                run_lo, run_hi, run = lo, hi, o
         if cut is None or hi >= n_max:
             break
         prev = cut
-    # merged as plain tuples first: a DispatchRange (frozen) is built once per run
-    merged: list[list[object]] = []
-    for lo, hi, o in rows:
-        value = as_dispatch_mode(o.mode._value_)  # Enum's .value is a slow descriptor: runs per interval
-        last = merged[-1] if merged else None
-        if last is not None and last[1] == lo - 1 and (last[2], last[3], last[4]) == (value, *o[1:]):
-            last[1] = hi
-        else:
-            merged.append([lo, hi, value, o.padded_tokens, o.padded_reqs])
-    return tuple(_dispatch_range(*m) for m in merged)  # type: ignore[arg-type]
+    if run is not None:
+        out.append(_run(run_lo, run_hi, run))
+    return tuple(out)
+
+
+def _run(first: int, last: int, o: Outcome) -> DispatchRange:
+    # Enum's .value is a slow descriptor: _value_ (runs per interval)
+    return _dispatch_range(first, last, as_dispatch_mode(o.mode._value_), o.padded_tokens, o.padded_reqs)
 
 
 _RANGES: dict[tuple[int, int, DispatchMode, int | None, int | None], DispatchRange] = {}
@@ -268,10 +275,6 @@ def _v1_decode(
     return dispatcher.dispatch(num_tokens, uniform, loras)
 
 
-def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: int, loras: int = 0) -> Outcome:
-    return manager.dispatch(num_reqs, num_tokens, query_len, loras)
-
-
 def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
     return dispatcher.dispatch(num_tokens, False)
 
@@ -282,26 +285,21 @@ def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[
     key = ("decode", ql, min(s, b // ql), loras)
     got = manager.tables.get(key)
     if got is None:
-        pick = partial(_v2_decode, manager, ql, loras=loras)
-        got = manager.tables[key] = dispatch_table(ql, s, b, pick, manager.boundaries())
+        got = manager.tables[key] = dispatch_table(ql, s, b, manager.picker(ql, loras), manager.boundaries())
     return got  # type: ignore[return-value]
 
 
 def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[DispatchRange, ...]:
     """`dispatch_table` of the mixed batches, made once per manager, token bound and the request
-    count `_v2_mixed` gives a batch (min(tokens, max_num_seqs), the same above mixed_hi)."""
+    count a mixed batch has (min(tokens, max_num_seqs), the same above mixed_hi: `V2Manager.picker`'s
+    reqs_cap)."""
     key = ("mixed", min(mixed_hi, b), min(s, mixed_hi))
     got = manager.tables.get(key)
     if got is None:
         got = manager.tables[key] = dispatch_table(
-            1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries()
+            1, mixed_hi, b, manager.picker(None, reqs_cap=s), manager.boundaries()
         )
     return got  # type: ignore[return-value]
-
-
-def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -> Outcome:
-    # A mixed batch: as many requests as tokens up to max_num_seqs (the FULL worst case).
-    return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
 
 
 class _Captured:
