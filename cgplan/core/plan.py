@@ -178,11 +178,18 @@ def dispatch_table(
 
 
 def _run(first: int, last: int, o: Outcome) -> DispatchRange:
-    # Enum's .value is a slow descriptor: _value_ (runs per interval)
-    return _dispatch_range(first, last, as_dispatch_mode(o.mode._value_), o.padded_tokens, o.padded_reqs)
+    """`_dispatch_range` of a merged run, inlined (it runs per run of every table)."""
+    mode, tokens, reqs = o
+    key = (first, last, mode._value_, tokens, reqs)  # Enum's .value is a slow descriptor
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, as_dispatch_mode(mode._value_), tokens, reqs)
+    return r
 
 
-_RANGES: dict[tuple[int, int, DispatchMode, int | None, int | None], DispatchRange] = {}
+_RANGES: dict[tuple[int, int, str, int | None, int | None], DispatchRange] = {}
 """Dispatch runs already made (frozen, so plans share them): the plans of a sweep or of a fix
 search repeat most of their runs, and a frozen dataclass is slow to build."""
 
