@@ -21,6 +21,7 @@ from cgplan.core.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
 from cgplan.core.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
 from cgplan.core.modes import Mode
 from cgplan.core.plan import build_plan
+from cgplan.core.policies import UPSTREAM
 from cgplan.core.spec import PlanInput
 from cgplan.core.types import Fix, Plan, Rejected
 from cgplan.io.config import load_config
@@ -153,6 +154,73 @@ def test_over_budget_candidates_plan_no_dispatch() -> None:
         plan_mod.build_plan = real
     assert len(plan.fixes) == 4 and all(f.complete for f in plan.fixes)
     assert calls[0] == 8, calls  # 14 candidates, 6 of them over 400 graphs in a family
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan_inputs())
+def test_target_graphs_floor_bounds_the_target_graphs(inp: PlanInput) -> None:
+    """`target_graphs_floor` (the ladder and mode alone) never exceeds the target graphs a config
+    captures, and equals them without DBO's microbatched twins (#18)."""
+    plan_mod._CAPTURED.clear()
+    try:
+        floor = plan_mod.target_graphs_floor(inp)
+        graphs = plan_mod.captured_graphs(inp)["target"]
+    except Rejected:
+        return
+    assert floor <= len(graphs)
+    if plan_mod._captured(inp, UPSTREAM, complete=True).runner == "v2":
+        assert floor == len(graphs) - sum(1 for g in graphs if g.num_ubatches > 1)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(serve_configs(), st.booleans())
+def test_floor_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None:
+    """Dropping stage-two candidates whose target graphs' lower bound is over budget (before any
+    dispatcher is built) gives the same fixes as the graph precheck alone and as planning every
+    candidate in full (#18)."""
+    from cgplan.core.gaps import propose_fixes
+    from cgplan.core.ladder import capture_ladder
+    from cgplan.core.vllm.releases import rules_for
+
+    search = dataclasses.replace(SEARCH, allow_over_budget=over)
+    try:
+        plan = build_plan(inp, with_fixes=False)
+    except Rejected:
+        return
+    if not plan.gaps:
+        return
+    rules = rules_for(inp.vllm_version)
+    ladder = capture_ladder(inp, rules, plan.requested_cudagraph_mode != "NONE", False)
+
+    def replan(i: PlanInput) -> Plan:
+        return build_plan(i, with_fixes=False)
+
+    full = propose_fixes(plan, inp, ladder, replan, search, rules)
+    graphs_of, floor_of = plan_mod.captured_graphs, plan_mod.target_graphs_floor
+    assert propose_fixes(plan, inp, ladder, replan, search, rules, graphs_of, floor_of) == full
+
+
+def test_over_budget_candidates_build_no_dispatcher() -> None:
+    """The issue's config: its six stage-two candidates over the graph budget are dropped from
+    their ladders, before their V2 managers and graphs are made (15 family stages before, one
+    per plan and candidate; the JSON is the same, tests/golden)."""
+    inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml").input
+    calls = [0]
+    real = plan_mod._families
+
+    def counting(cap: Any) -> Any:
+        calls[0] += 1
+        return real(cap)
+
+    plan_mod._AGAIN.clear()
+    plan_mod._CAPTURED.clear()
+    plan_mod._families = counting
+    try:
+        plan = plan_mod.build_plan(inp, search=SEARCH)
+    finally:
+        plan_mod._families = real
+    assert len(plan.fixes) == 4 and all(f.complete for f in plan.fixes)
+    assert calls[0] == 9, calls  # the config and the 8 candidates planned
 
 
 def _bash_words(line: str) -> list[str]:

@@ -112,3 +112,66 @@ def test_default_traffic_cost_does_not_follow_max_num_seqs(monkeypatch: pytest.M
     pred = lat.predict_latency(shipped_latency(), plan, x, replan=replan)
     assert pred.expected_step_ms > 0
     assert calls < 5_000
+
+
+def test_bound_step_is_step_ms_to_the_bit() -> None:
+    """`_Walk.step` (the latency walk's step time, constants bound once) gives `step_ms`'s float
+    exactly, for every mode, with and without the drafter, across drawn coefficients (#18)."""
+    rng = random.Random(1818)
+    base = shipped_latency()
+    inputs = _inputs()
+    for trial in range(300):
+        c = dataclasses.replace(
+            base,
+            compute_bound_from_tokens=rng.uniform(16, 1024),
+            host_ms_full=base.host_ms_full * rng.uniform(0.1, 40),
+            host_ms_piecewise=base.host_ms_piecewise * rng.uniform(0.1, 40),
+            host_ms_eager=base.host_ms_eager * rng.uniform(0.1, 40),
+            gpu_ms_per_gflop=base.gpu_ms_per_gflop * rng.uniform(0.1, 10),
+            gpu_ms_per_request=base.gpu_ms_per_request * rng.uniform(0, 3),
+            eager_overlap_loss=rng.uniform(0, 1),
+            piecewise_overlap_loss=rng.uniform(0, 1),
+        )
+        target = lat.forward_shape(inputs[trial % len(inputs)].model)
+        walk = lat._Walk(c, target)
+        for _ in range(20):
+            n, q = rng.randint(1, 4096), rng.randint(1, 17)
+            mode, dec_mode = rng.choice(lat.MODES), rng.choice(("FULL", "NONE"))
+            tokens, dec_tokens = rng.randint(n * q, n * q + 512), rng.randint(n, n + 64)
+            steps = rng.choice([0, q])
+            prefill = rng.choice([None, mode])
+            shape = lat.StepShape(
+                mode, tokens, n * q, prefill, tokens if prefill else 0, n if prefill else 0,
+                dec_mode, dec_tokens if prefill else 0, steps if prefill else 0, n,
+            )  # fmt: skip
+            got = walk.step(mode, tokens, n * q, n, prefill, n, dec_mode, dec_tokens, steps)
+            assert got == lat.step_ms(c, target, shape)
+
+
+def test_fix_walks_reuse_the_plans_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pricing the benchmark config and its fixes sums each run of request counts once, whichever
+    plan (the config's or a fix's) it belongs to: a fix's walk shares most runs with the plan's.
+    It took 2,043 `decode_step` calls (one per point of every run of every walk); the JSON is the
+    same (tests/golden)."""
+    from cgplan.core.plan import plan_again
+    from cgplan.io.latency_coefficients import apply_change
+
+    inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml", Overrides()).input
+    plan = build_plan(inp)
+    assert len(plan.fixes) >= 3
+    calls = 0
+    real = lat.decode_step
+
+    def counted(*args: object) -> lat.StepShape:
+        nonlocal calls
+        calls += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    def replan(j: int) -> tuple[Plan, PlanInput] | None:
+        changed = apply_change(inp, plan.fixes[j].config_change)
+        return None if changed is None else (plan_again(changed), changed)
+
+    monkeypatch.setattr(lat, "decode_step", counted)
+    pred = lat.predict_latency(shipped_latency(), plan, inp, replan=replan)
+    assert len(pred.fixes) == len(plan.fixes)
+    assert calls < 1_000

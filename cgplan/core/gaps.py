@@ -12,6 +12,8 @@ max_num_seqs is.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 import shlex
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 Replan = Callable[[PlanInput], Plan]
 GraphsOf = Callable[[PlanInput], Mapping[str, Sequence[Graph]]]
 """A candidate's graph families without its dispatch tables (`cgplan.core.plan.captured_graphs`)."""
+TargetFloor = Callable[[PlanInput], int]
+"""At least how many target graphs a candidate captures, from its ladder and mode alone
+(`cgplan.core.plan.target_graphs_floor`)."""
 
 _RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
 HEAVY_PADDING_PCT = 25.0
@@ -64,14 +69,39 @@ def tier_batches(plan: Plan, query_len: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b, k in plan.dynamic_sd_lookup if k + 1 == query_len]
 
 
-def decode_outcomes(plan: Plan) -> Iterator[tuple[int, int, int, str, int | None]]:
+DecodeOutcome = tuple[int, int, int, str, int | None]
+_OUTCOMES: dict[int, tuple[object, object, list[DecodeOutcome]]] = {}
+"""`decode_outcomes` already listed, by the identity of the plan's uniform-decode tables (held, so
+a reused id never matches) with what cuts them into tiers (the schedule, max_num_seqs, 1 + K): a
+plan is read five or six times (gaps, padding, the fix search's comparisons), and its replaced
+copies share the tables. A cache, not state."""
+
+
+def decode_outcomes(plan: Plan) -> Iterator[DecodeOutcome]:
     """(query_len, first, last, mode, padded_tokens) over every tier's own batches."""
-    for ql, ranges in sorted(plan.uniform_decode.items()):
+    tables = plan.uniform_decode
+    cut = (plan.dynamic_sd_lookup, plan.max_num_seqs, plan.uniform_decode_query_len)
+    hit = _OUTCOMES.get(id(tables))
+    if hit is not None and hit[0] is tables and hit[1] == cut:
+        return iter(hit[2])
+    out: list[DecodeOutcome] = []
+    for ql, ranges in sorted(tables.items()):
+        ordered = all(x.last < y.first for x, y in itertools.pairwise(ranges))
+        lasts = [r.last for r in ranges]
         for lo, hi in tier_batches(plan, ql):
-            for r in ranges:
+            # sorted disjoint runs (a dispatch table's): only those from the first ending at or
+            # after lo can overlap lo..hi
+            i = bisect.bisect_left(lasts, lo) if ordered else 0
+            for r in ranges[i:]:
+                if ordered and r.first > hi:
+                    break
                 a, b = max(lo, r.first), min(hi, r.last)
                 if a <= b:
-                    yield ql, a, b, r.mode, r.padded_tokens
+                    out.append((ql, a, b, r.mode, r.padded_tokens))
+    if len(_OUTCOMES) >= 256:
+        _OUTCOMES.clear()
+    _OUTCOMES[id(tables)] = (tables, cut, out)
+    return iter(out)
 
 
 _H_SMALL = [0.0]
@@ -102,7 +132,8 @@ def padding_tokens(plan: Plan) -> int:
     total = 0
     for ql, a, b, mode, padded in decode_outcomes(plan):
         if mode != "NONE" and padded is not None:
-            total += range_padding(ql, a, b, padded)[0]
+            count = b - a + 1  # range_padding's padded tokens (its percentages are not needed here)
+            total += count * padded - ql * (a + b) * count // 2
     return total
 
 
@@ -514,6 +545,18 @@ def _graph_breaks(
     return out
 
 
+def _floor_breaks(before: Plan, target_floor: int, budgets: FixBudgets) -> bool:
+    """True when a candidate with at least `target_floor` target graphs breaks a graph budget
+    `before` did not break as badly: then `_graph_breaks` of its graphs is not empty either."""
+    limit = budgets.graph_limit("target")
+    n0 = len(before.graphs.get("target", ()))
+    if limit is not None and target_floor > limit and target_floor > n0:
+        return True
+    total0 = graph_count(before)
+    most = budgets.max_total_graphs
+    return most is not None and target_floor > most and target_floor > total0
+
+
 def _budget_breaks(
     before: Plan,
     after: Plan,
@@ -642,6 +685,7 @@ def propose_fixes(
     search: FixSearch | None = None,
     rules: VllmRules | None = None,
     graphs_of: GraphsOf | None = None,
+    target_floor: TargetFloor | None = None,
 ) -> tuple[Fix, ...]:
     """Flag changes that close gaps, each planned again in full, best first.
 
@@ -652,7 +696,9 @@ def propose_fixes(
     `graphs_of` (optional) gives a candidate's graphs without planning its dispatch: a stage-two
     candidate whose graph counts break a budget (and over-budget fixes are not asked for) is
     dropped there, before `replan` plans its dispatch tables (most of a plan's cost), since it
-    could only have been dropped for the same break after them.
+    could only have been dropped for the same break after them. `target_floor` (optional, with
+    `graphs_of`) drops one whose target graphs are over budget already by their lower bound,
+    before its graphs are made.
     """
     from cgplan.core.cost import plan_cost_totals
 
@@ -679,6 +725,8 @@ def propose_fixes(
             return None
         if bound_base is not None and graphs_of is not None and not search.allow_over_budget:
             try:
+                if target_floor is not None and _floor_breaks(plan, target_floor(cand.inp), budgets):
+                    return None  # the same break `_graph_breaks` finds below, from fewer graphs
                 if _graph_breaks(plan.graphs, graphs_of(cand.inp), budgets):
                     return None  # over budget: never a fix (and stage two's results are no bases)
             except (Rejected, ValueError):

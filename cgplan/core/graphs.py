@@ -12,6 +12,7 @@ out the same way it does in vLLM.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from functools import partial
 from operator import itemgetter
 from typing import NamedTuple
@@ -43,6 +44,8 @@ class Outcome(NamedTuple):
 
 
 EAGER = Outcome(Mode.NONE, None, None)
+_new_outcome: Callable[[tuple[Mode, int | None, int | None]], Outcome] = partial(tuple.__new__, Outcome)
+"""An Outcome from its three fields as one tuple, made in C (a NamedTuple's own __new__ is Python)."""
 
 NO_LORA: tuple[int, ...] = (0,)
 """LoRA capture cases without LoRA: one set of graphs, no adapter."""
@@ -255,6 +258,7 @@ class V2Manager:
         self._graphs: tuple[Graph, ...] | None = None
         self.tables: dict[tuple[object, ...], object] = {}
         """Dispatch tables made from this manager (`cgplan.core.plan`'s memo; it never changes)."""
+        self._outcomes: dict[_Desc, Outcome] = {}
         if mode is Mode.NONE or not sizes:
             return
         max_decode_tokens = max_num_seqs * decode_query_len
@@ -324,21 +328,27 @@ class V2Manager:
                 groups.append((counts, [by_token[(c, lora)] for c in counts]))
             else:
                 for m in (Mode.FULL, Mode.PIECEWISE):
-                    ascending = [d for d in reversed(by_mode.get(m, [])) if d.num_active_loras == lora]
+                    descending = by_mode.get(m, [])
+                    # one LoRA case (the common one): every descriptor is its own
+                    ascending = (
+                        descending[::-1]
+                        if len(loras) == 1
+                        else [d for d in reversed(descending) if d.num_active_loras == lora]
+                    )
                     counts_m: list[int] = []
                     groups_m: list[list[_Desc]] = []
+                    last = None  # indexed, not by name: runs per descriptor
                     for d in ascending:
-                        if counts_m and counts_m[-1] == d.num_tokens:
+                        if last == d[1]:
                             groups_m[-1].append(d)
                         else:
-                            counts_m.append(d.num_tokens)
+                            last = d[1]
+                            counts_m.append(last)
                             groups_m.append([d])
                     if counts_m:
                         groups.append((counts_m, groups_m))
             self._groups[lora] = groups
-        self._boundaries = sorted(
-            {d.num_tokens for descs in by_mode.values() for d in descs if d.num_tokens > 0}
-        )
+        self._boundaries = sorted({d[1] for descs in by_mode.values() for d in descs if d[1] > 0})
 
     def boundaries(self) -> list[int]:
         """Token counts where a dispatch outcome can change: every descriptor's (ascending, once)."""
@@ -352,6 +362,44 @@ class V2Manager:
                 out.extend(_graph(m._value_, d) for d in self.by_mode.get(m, ()))
             self._graphs = tuple(out)
         return self._graphs
+
+    def picker(
+        self, uniform_query_len: int | None, num_active_loras: int = 0, reqs_cap: int | None = None
+    ) -> Callable[[int, int], Outcome]:
+        """`dispatch` as `cgplan.core.plan.dispatch_table` asks it, (num_reqs, num_tokens) ->
+        Outcome: a uniform decode at `uniform_query_len`, or with `reqs_cap` a mixed batch of
+        min(num_tokens, reqs_cap) requests (as many as tokens up to max_num_seqs: the FULL worst
+        case). The same outcomes (tests/test_properties.py), in one
+        call per batch, each descriptor's Outcome made once (a plan asks thousands)."""
+        lora = effective_loras(self.loras, num_active_loras) if num_active_loras > 0 else 0
+        groups = self._groups.get(lora, ())
+        outcomes = self._outcomes
+        bisect_left = bisect.bisect_left
+
+        def pick(num_reqs: int, num_tokens: int) -> Outcome:
+            if reqs_cap is not None:
+                num_reqs = min(num_tokens, reqs_cap)
+            if num_tokens <= 0:
+                return EAGER
+            for counts, descs in groups:
+                i = bisect_left(counts, num_tokens)
+                if i == len(counts):
+                    continue
+                for d in descs[i]:
+                    _, tokens, reqs, query_len, _, ubatches = d
+                    if (
+                        (query_len is None or query_len == uniform_query_len)
+                        and (reqs is None or reqs >= num_reqs)
+                        and tokens >= num_tokens
+                        and ubatches == 1
+                    ):
+                        got = outcomes.get(d)
+                        if got is None:
+                            got = outcomes[d] = _new_outcome(d[:3])
+                        return got
+            return EAGER
+
+        return pick
 
     def dispatch(
         self, num_reqs: int, num_tokens: int, uniform_query_len: int | None, num_active_loras: int = 0
@@ -408,3 +456,29 @@ def v2_manager(
             sizes, max_size, mode, decode_query_len, decode_query_lens, s, candidates, loras, ubatch
         )
     return got
+
+
+def v2_graph_floor(
+    sizes: tuple[int, ...],
+    max_size: int,
+    mode: Mode,
+    decode_query_len: int,
+    decode_query_lens: list[int],
+    max_num_seqs: int,
+    loras: tuple[int, ...] = NO_LORA,
+) -> int:
+    """How many descriptors `v2_manager(...)` (the same arguments) makes before microbatched
+    twins, counted without making them: a lower bound of its `graphs()` (twins only add), exact
+    without DBO. The fix search holds a candidate's target against the graph budget with it."""
+    if mode is Mode.NONE or not sizes:
+        return 0
+    widest = max(max_size, *sizes)
+    s = min(max_num_seqs, widest)  # as v2_manager clips it
+    decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
+    count = len(sizes) * len(loras) if mixed_mode is not Mode.NONE else 0  # one per size and case
+    if mode.separate_routine() and decode_mode is not Mode.NONE:
+        limit = min(s * decode_query_len, max_size)
+        for ql in set(decode_query_lens):  # one descriptor per (tokens, query length, case)
+            made = {((size + ql - 1) // ql) * ql for size in sizes}
+            count += len(loras) * sum(1 for t in made if t <= limit and t // ql <= s)
+    return count

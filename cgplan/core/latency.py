@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -445,15 +444,129 @@ Linear = tuple[int, int, int, int, int, int]
 per request) of a forward over lo..hi (its requests: those whose per-request GPU time it carries)."""
 
 
+SHORT_RUN = 6
+"""Runs shorter than this are summed point by point (`_segment_sum`)."""
+
+
+class _Walk:
+    """`step_ms` of one (coefficients, target model) pair with its constants bound once, and the
+    run sums already made (a plain class: nothing made at import, #18).
+
+    The latency walk of a plan and of each fix re-planned evaluates thousands of steps: building
+    a StepShape per step and recomputing every constant per forward were most of a plan's
+    latency pricing. `step` is `step_ms` of the same shape to the bit (the same operations in
+    the same order: tests/test_latency_ranges.py); `sums` holds each run's sum by what fixes it
+    (tier, requests, modes and graphs), so a fix's walk reuses the runs it shares with the plan's."""
+
+    __slots__ = ("c", "cuts", "gpu_d", "gpu_t", "host_d", "host_t", "step", "sums", "target")
+
+    def __init__(self, c: LatencyCoefficients, target: ForwardShape) -> None:
+        self.c = c
+        self.target = target
+        d = drafter_shape(target)
+        self.gpu_t, self.host_t, fwd_t = _forward_fn(c, target)
+        self.gpu_d, self.host_d, fwd_d = _forward_fn(c, d)
+        base_ms, draft_step_ms = c.step_ms, c.draft_step_ms
+
+        def step(
+            mode: str,
+            tokens: int,
+            rows: int,
+            reqs: int,
+            prefill_mode: str | None,
+            drafter_reqs: int,
+            dec_mode: str,
+            dec_tokens: int,
+            draft_steps: int,
+        ) -> float:
+            # step_ms: the drafter's prefill runs the target's tokens; its forwards carry no
+            # per-request time (reqs 0)
+            t = base_ms
+            t += fwd_t(mode, tokens, rows, reqs)
+            if prefill_mode is not None:
+                t += fwd_d(prefill_mode, tokens, drafter_reqs, 0)
+                if draft_steps:
+                    dec = fwd_d(dec_mode, dec_tokens, drafter_reqs, 0)
+                    t += draft_steps * (dec + draft_step_ms)
+            return t
+
+        self.step = step
+        self.sums: dict[tuple[object, ...], tuple[float, str]] = {}
+        self.cuts: dict[tuple[int, int, bool, bool], tuple[Plan, list[int]]] = {}
+
+
+def _forward_fn(
+    c: LatencyCoefficients, s: ForwardShape
+) -> tuple[Callable[[int, int, int], float], dict[str, float], Callable[[str, int, int, int], float]]:
+    """(gpu_ms, host_ms by mode, forward_ms) of `s` under `c` with the constants bound: each the
+    same operations as `gpu_ms`, `host_ms` and `forward_ms`, in the same order (the same floats)."""
+    gflop_tok = 2.0 * s.body_params / 1e9
+    weights_gb = 2.0 * (s.body_params + s.head_params) / 1e9
+    fixed = s.layers * c.gpu_ms_per_layer + weights_gb * c.gpu_ms_per_weight_gb
+    per_token = gflop_tok * c.gpu_ms_per_gflop + s.layers * s.hidden_size / 1e3 * c.gpu_ms_per_token_width
+    head, per_gflop, per_req = s.head_params, c.gpu_ms_per_gflop, c.gpu_ms_per_request
+    knee, bound = c.compute_bound_from_tokens, c.gpu_ms_per_gflop_compute_bound
+
+    def gpu(tokens: int, rows: int, reqs: int) -> float:
+        over = tokens - knee
+        return (
+            fixed
+            + tokens * per_token
+            + rows * 2.0 * head / 1e9 * per_gflop
+            + (over if over > 0.0 else 0.0) * gflop_tok * bound
+            + reqs * per_req
+        )
+
+    hosts = {m: host_ms(c, s, m) for m in MODES}
+    # (host time, overlap loss) by mode, as forward_ms picks them
+    launch = {
+        "FULL": (hosts["FULL"], 0.0),
+        "PIECEWISE": (hosts["PIECEWISE"], c.piecewise_overlap_loss),
+        "NONE": (hosts["NONE"], c.eager_overlap_loss),
+    }
+    other = (hosts["NONE"], 0.0)
+
+    def forward(mode: str, tokens: int, rows: int, reqs: int) -> float:
+        over = tokens - knee
+        g = (
+            fixed
+            + tokens * per_token
+            + rows * 2.0 * head / 1e9 * per_gflop
+            + (over if over > 0.0 else 0.0) * gflop_tok * bound
+            + reqs * per_req
+        )
+        h, loss = launch.get(mode, other)
+        # max(h, g) + loss * min(h, g), as max/min pick on a tie
+        return g + loss * h if g > h else h + loss * g
+
+    return gpu, hosts, forward
+
+
+def _walk_for(walk: _Walk | None, c: LatencyCoefficients, target: ForwardShape) -> _Walk:
+    if walk is not None and walk.c is c and (walk.target is target or walk.target == target):
+        return walk
+    return _Walk(c, target)
+
+
 def _forward_kinks(
-    c: LatencyCoefficients, s: ForwardShape, mode: str, lo: int, hi: int, lin: Linear
+    c: LatencyCoefficients,
+    s: ForwardShape,
+    mode: str,
+    lo: int,
+    hi: int,
+    lin: Linear,
+    gpu_fn: Callable[[int, int, int], float] | None = None,
+    host: float | None = None,
 ) -> list[float]:
     """Where `forward_ms` of a forward whose (tokens, rows) are linear in n on lo..hi may bend: the
     compute-bound knee of `gpu_ms` and the points where host and GPU time cross (`forward_ms`
-    takes their max and a share of their min). Between two such points it is linear in n."""
+    takes their max and a share of their min). Between two such points it is linear in n.
+    (`gpu_fn` and `host`: `gpu_ms` and `host_ms` of `s` bound already, `_Walk`.)"""
     t0, t1, r0, r1, q0, q1 = lin
 
     def gpu(n: int) -> float:
+        if gpu_fn is not None:
+            return gpu_fn(t0 + t1 * (n - lo), r0 + r1 * (n - lo), q0 + q1 * (n - lo))
         return gpu_ms(c, s, t0 + t1 * (n - lo), r0 + r1 * (n - lo), q0 + q1 * (n - lo))
 
     kinks: list[float] = []
@@ -464,7 +577,7 @@ def _forward_kinks(
         if lo < x < hi:
             # each side's slope from points a whole step away from the knee
             pieces = [(lo, math.floor(x) - 1), (math.floor(x) + 2, hi)]
-    h = host_ms(c, s, mode)
+    h = host_ms(c, s, mode) if host is None else host
     for u, v in pieces:
         if v > u:
             gu, gv = gpu(u), gpu(v)
@@ -497,10 +610,6 @@ def _sum_piecewise_linear(f: Callable[[int], float], a: int, b: int, kinks: Sequ
     return total
 
 
-SHORT_RUN = 6
-"""Runs shorter than this are summed point by point (`_segment_sum`)."""
-
-
 def _segment_sum(
     c: LatencyCoefficients,
     target: ForwardShape,
@@ -510,44 +619,63 @@ def _segment_sum(
     lo: int,
     hi: int,
     mode: str | None,
+    walk: _Walk | None = None,
 ) -> tuple[float, str]:
     """Step time summed over n = lo..hi, a run where every forward's mode and graph are fixed
-    (so its tokens and rows are linear in n), and the target's mode there."""
+    (so its tokens and rows are linear in n), and the target's mode there.
 
-    known: dict[int, StepShape] = {}
-
-    def shape(n: int) -> StepShape:
-        got = known.get(n)
-        if got is None:
-            got = decode_step(plan, inp, n, q, mode, n * q if mode else None)
+    `decode_step` of every n of the run, from its first: the target replays one graph (`padded`
+    tokens) or runs its n x q tokens, the drafter's decode replays one graph (`dec_tokens`) or
+    runs eager at n; so the sum depends on those, q, lo and hi only (`_Walk.sums`' key)."""
+    w = _walk_for(walk, c, target)
+    # decode_step(plan, inp, lo, q, mode, ...)'s modes and graphs, without its StepShape
+    padded: int | None = None
+    t_mode: str
+    if mode is None:
+        r = _lookup(plan.uniform_decode.get(q, ()), lo)
+        t_mode = "NONE" if r is None or r.mode == "NONE" or r.padded_tokens is None else r.mode
+        if t_mode != "NONE" and r is not None:
+            padded = r.padded_tokens
+    else:
+        t_mode = mode
+    drafter = _has_drafter(inp)
+    dec_fixed: int | None = None
+    dec_mode, steps = "FULL", 0
+    if drafter:
+        ladder = _decode_ladder(plan)
+        i = bisect.bisect_left(ladder, lo)
+        dec_fixed = ladder[i] if i < len(ladder) else None
+        dec_mode, steps = ("FULL" if dec_fixed is not None else "NONE"), max(q - 2, 0)
+    key = (q, lo, hi, t_mode, padded, drafter, dec_fixed)
+    got = w.sums.get(key)
+    if got is not None:
         return got
+    step = w.step
+    prefill_mode = t_mode if drafter else None
 
     def f(n: int) -> float:
-        return step_ms(c, target, shape(n))
+        tokens = n * q if padded is None else padded
+        return step(
+            t_mode, tokens, n * q, n, prefill_mode, n, dec_mode, n if dec_fixed is None else dec_fixed, steps
+        )
 
-    first = known[lo] = shape(lo)
     if hi - lo < SHORT_RUN:
         # a short run point by point: fewer evaluations than finding its kinks
-        return step_ms(c, target, first) + sum(f(n) for n in range(lo + 1, hi + 1)), first.target_mode
-    kinks: list[float] = []
-    if hi > lo:
-        nxt, d = shape(lo + 1), drafter_shape(target)
-        known[lo + 1] = nxt  # the run's sum evaluates both ends again
-
-        def lin(tokens: tuple[int, int], rows: tuple[int, int], reqs: tuple[int, int] = (0, 0)) -> Linear:
-            return tokens[0], tokens[1] - tokens[0], rows[0], rows[1] - rows[0], reqs[0], reqs[1] - reqs[0]
-
-        target_rows = (first.logit_rows, nxt.logit_rows)
-        target_lin = lin((first.target_tokens, nxt.target_tokens), target_rows, (first.reqs, nxt.reqs))
-        kinks += _forward_kinks(c, target, first.target_mode, lo, hi, target_lin)
-        if first.drafter_prefill_mode is not None:
-            d_rows = (first.drafter_reqs, nxt.drafter_reqs)
-            d_tokens = (first.drafter_prefill_tokens, nxt.drafter_prefill_tokens)
-            kinks += _forward_kinks(c, d, first.drafter_prefill_mode, lo, hi, lin(d_tokens, d_rows))
-            if first.draft_steps:
-                dec_tokens = (first.drafter_decode_tokens, nxt.drafter_decode_tokens)
-                kinks += _forward_kinks(c, d, first.drafter_decode_mode, lo, hi, lin(dec_tokens, d_rows))
-    return _sum_piecewise_linear(f, lo, hi, kinks), first.target_mode
+        got = f(lo) + sum([f(n) for n in range(lo + 1, hi + 1)]), t_mode
+        w.sums[key] = got
+        return got
+    # tokens, rows and requests of each forward at lo and per request (`decode_step` at lo, lo + 1)
+    t0, t1 = (lo * q, q) if padded is None else (padded, 0)
+    kinks = _forward_kinks(c, target, t_mode, lo, hi, (t0, t1, lo * q, q, lo, 1), w.gpu_t, w.host_t[t_mode])
+    if drafter:
+        d = drafter_shape(target)
+        kinks += _forward_kinks(c, d, t_mode, lo, hi, (t0, t1, lo, 1, 0, 0), w.gpu_d, w.host_d[t_mode])
+        if steps:
+            dec = (lo, 1) if dec_fixed is None else (dec_fixed, 0)
+            kinks += _forward_kinks(c, d, dec_mode, lo, hi, (*dec, lo, 1, 0, 0), w.gpu_d, w.host_d[dec_mode])
+    got = _sum_piecewise_linear(f, lo, hi, kinks), t_mode
+    w.sums[key] = got
+    return got
 
 
 def _decode_sum(
@@ -559,30 +687,36 @@ def _decode_sum(
     a: int,
     b: int,
     mode: str | None = None,
-    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
+    walk: _Walk | None = None,
 ) -> tuple[float, float]:
     """(sum, sum over eager steps) of `decode_step(plan, inp, n, q, mode)`'s step time over n = a..b
     (forced `mode` at n x q tokens, or as planned): O(graphs), the sum point by point up to float
-    rounding (tests/test_latency_ranges.py). `memo` keeps each run's sum for later calls on the
-    same `c`, `target`, `plan` and `inp` (a gap's runs are runs of the plan's whole walk)."""
-    cuts: set[int] = {a, b + 1}
-    if mode is None:
-        for r in plan.uniform_decode.get(q, ()):
-            cuts.update((r.first, r.last + 1))
-    if _has_drafter(inp):
-        cuts.update(t + 1 for t in _decode_ladder(plan))
-    bounds = sorted(x for x in cuts if a <= x <= b + 1)
+    rounding (tests/test_latency_ranges.py). `walk` keeps each run's sum for later calls on the
+    same `c` and `target` (a gap's runs are runs of the plan's whole walk, and a fix's walk
+    shares most of its runs with the plan's)."""
+    w = _walk_for(walk, c, target)
+    target = w.target  # the walk's own: `_walk_for` below matches it by identity
+    drafter = _has_drafter(inp)
+    ck = (id(plan), q, mode is None, drafter)
+    held = w.cuts.get(ck)
+    if held is None or held[0] is not plan:
+        cuts: set[int] = set()
+        if mode is None:
+            for r in plan.uniform_decode.get(q, ()):
+                cuts.update((r.first, r.last + 1))
+        if drafter:
+            cuts.update(t + 1 for t in _decode_ladder(plan))
+        held = w.cuts[ck] = (plan, sorted(cuts))
+    every = held[1]
+    inner = every[bisect.bisect_right(every, a) : bisect.bisect_left(every, b + 1)]
     total = eager = 0.0
-    for lo, end in itertools.pairwise(bounds):
-        got = memo.get((q, lo, end, mode)) if memo is not None else None
-        if got is None:
-            got = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode)
-            if memo is not None:
-                memo[(q, lo, end, mode)] = got
-        part, target_mode = got
+    lo = a
+    for end in (*inner, b + 1):
+        part, target_mode = _segment_sum(c, target, plan, inp, q, lo, end - 1, mode, w)
         total += part
         if target_mode == "NONE":
             eager += part
+        lo = end
     return total, eager
 
 
@@ -592,18 +726,19 @@ def _expected_ranges(
     inp: PlanInput,
     counts: Sequence[tuple[int, int]],
     mixed: Sequence[tuple[int, float]] = (),
-    memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None,
+    walk: _Walk | None = None,
 ) -> _Expected:
     """`expected` at weight 1 for every request count in the runs `counts` (the default traffic),
     in O(runs x graphs) instead of O(max_num_seqs)."""
-    target = forward_shape(inp.model)
+    w = _walk_for(walk, c, forward_shape(inp.model))
+    target = w.target
     total_w = total_ms = eager_ms = tokens = 0.0
     for lo, hi in counts:
         for a, b, q in _tier_runs(plan):
             a, b = max(a, lo), min(b, hi)
             if a > b:
                 continue
-            ms, eager = _decode_sum(c, target, plan, inp, q, a, b, memo=memo)
+            ms, eager = _decode_sum(c, target, plan, inp, q, a, b, walk=w)
             total_w += b - a + 1
             total_ms += ms
             eager_ms += eager
@@ -724,17 +859,16 @@ def predict_latency(
     hist = tuple(uniform) if uniform is not None else ()
     target = forward_shape(inp.model)
 
-    # the plan's runs summed once: each gap's sum below is over runs of the plan's whole walk
-    runs_memo: dict[tuple[int, int, int, str | None], tuple[float, str]] = {}
+    # the runs summed once: each gap's sum below is over runs of the plan's whole walk, and each
+    # fix's walk shares most of its runs with the plan's
+    walk = _Walk(c, target)
 
-    def at_traffic(
-        p: Plan, i: PlanInput, memo: dict[tuple[int, int, int, str | None], tuple[float, str]] | None = None
-    ) -> _Expected:
+    def at_traffic(p: Plan, i: PlanInput) -> _Expected:
         if counts is not None:
-            return _expected_ranges(c, p, i, counts, mixed, memo)
+            return _expected_ranges(c, p, i, counts, mixed, walk)
         return expected(c, p, i, hist, mixed)
 
-    base = at_traffic(plan, inp, runs_memo)
+    base = at_traffic(plan, inp)
     memo: dict[tuple[int, int, str | None], float] = {}
 
     def dec(n: int, q: int, mode: str | None = None) -> float:
@@ -766,8 +900,8 @@ def predict_latency(
                 for a, b in counts:
                     a, b = max(a, g.first), min(b, g.last)
                     if a <= b:
-                        planned = _decode_sum(c, target, plan, inp, q, a, b, memo=runs_memo)[0]
-                        exp_cost += planned - _decode_sum(c, target, plan, inp, q, a, b, "FULL")[0]
+                        planned = _decode_sum(c, target, plan, inp, q, a, b, walk=walk)[0]
+                        exp_cost += planned - _decode_sum(c, target, plan, inp, q, a, b, "FULL", walk)[0]
             else:
                 exp_cost = sum(
                     w * (dec(n, q) - dec(n, q, "FULL"))

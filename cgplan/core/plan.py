@@ -9,7 +9,15 @@ from cgplan.core.cost import drafter_shape
 from cgplan.core.defaults import assumed_defaults
 from cgplan.core.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.gaps import FixSearch, find_gaps, propose_fixes
-from cgplan.core.graphs import Microbatching, Outcome, V1Dispatcher, V2Manager, lora_cases, v2_manager
+from cgplan.core.graphs import (
+    Microbatching,
+    Outcome,
+    V1Dispatcher,
+    V2Manager,
+    lora_cases,
+    v2_graph_floor,
+    v2_manager,
+)
 from cgplan.core.kv import kv_bytes_per_token
 from cgplan.core.ladder import Ladder, capture_ladder
 from cgplan.core.modes import Mode
@@ -145,29 +153,43 @@ def dispatch_table(
     O(max_num_seqs); `naive_dispatch_table` is the per-batch definition it is tested against.
     """
     n_max = min(max_batches, max_tokens // query_len)
-    rows: list[tuple[int, int, Outcome]] = []
+    out: list[DispatchRange] = []
+    # consecutive intervals with the same outcome merge into one run (pickers share Outcomes)
+    run_lo = run_hi = 0
+    run: Outcome | None = None
     prev = 0
     for cut in [*sorted({b for b in boundaries_tokens if b > 0}), None]:
         lo = prev // query_len + 1
         hi = n_max if cut is None else min(n_max, cut // query_len)
         if lo <= hi:
-            rows.append((lo, hi, pick(lo, lo * query_len)))
+            o = pick(lo, lo * query_len)
+            if run is not None and run_hi == lo - 1 and (o is run or o == run):
+                run_hi = hi
+            else:
+                if run is not None:
+                    out.append(_run(run_lo, run_hi, run))
+                run_lo, run_hi, run = lo, hi, o
         if cut is None or hi >= n_max:
             break
         prev = cut
-    # merged as plain tuples first: a DispatchRange (frozen) is built once per run
-    merged: list[list[object]] = []
-    for lo, hi, o in rows:
-        value = as_dispatch_mode(o.mode._value_)  # Enum's .value is a slow descriptor: runs per interval
-        last = merged[-1] if merged else None
-        if last is not None and last[1] == lo - 1 and (last[2], last[3], last[4]) == (value, *o[1:]):
-            last[1] = hi
-        else:
-            merged.append([lo, hi, value, o.padded_tokens, o.padded_reqs])
-    return tuple(_dispatch_range(*m) for m in merged)  # type: ignore[arg-type]
+    if run is not None:
+        out.append(_run(run_lo, run_hi, run))
+    return tuple(out)
 
 
-_RANGES: dict[tuple[int, int, DispatchMode, int | None, int | None], DispatchRange] = {}
+def _run(first: int, last: int, o: Outcome) -> DispatchRange:
+    """`_dispatch_range` of a merged run, inlined (it runs per run of every table)."""
+    mode, tokens, reqs = o
+    key = (first, last, mode._value_, tokens, reqs)  # Enum's .value is a slow descriptor
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, as_dispatch_mode(mode._value_), tokens, reqs)
+    return r
+
+
+_RANGES: dict[tuple[int, int, str, int | None, int | None], DispatchRange] = {}
 """Dispatch runs already made (frozen, so plans share them): the plans of a sweep or of a fix
 search repeat most of their runs, and a frozen dataclass is slow to build."""
 
@@ -260,10 +282,6 @@ def _v1_decode(
     return dispatcher.dispatch(num_tokens, uniform, loras)
 
 
-def _v2_decode(manager: V2Manager, query_len: int, num_reqs: int, num_tokens: int, loras: int = 0) -> Outcome:
-    return manager.dispatch(num_reqs, num_tokens, query_len, loras)
-
-
 def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
     return dispatcher.dispatch(num_tokens, False)
 
@@ -274,32 +292,31 @@ def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[
     key = ("decode", ql, min(s, b // ql), loras)
     got = manager.tables.get(key)
     if got is None:
-        pick = partial(_v2_decode, manager, ql, loras=loras)
-        got = manager.tables[key] = dispatch_table(ql, s, b, pick, manager.boundaries())
+        got = manager.tables[key] = dispatch_table(ql, s, b, manager.picker(ql, loras), manager.boundaries())
     return got  # type: ignore[return-value]
 
 
 def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[DispatchRange, ...]:
     """`dispatch_table` of the mixed batches, made once per manager, token bound and the request
-    count `_v2_mixed` gives a batch (min(tokens, max_num_seqs), the same above mixed_hi)."""
+    count a mixed batch has (min(tokens, max_num_seqs), the same above mixed_hi: `V2Manager.picker`'s
+    reqs_cap)."""
     key = ("mixed", min(mixed_hi, b), min(s, mixed_hi))
     got = manager.tables.get(key)
     if got is None:
         got = manager.tables[key] = dispatch_table(
-            1, mixed_hi, b, partial(_v2_mixed, manager, s), manager.boundaries()
+            1, mixed_hi, b, manager.picker(None, reqs_cap=s), manager.boundaries()
         )
     return got  # type: ignore[return-value]
-
-
-def _v2_mixed(manager: V2Manager, max_num_seqs: int, _n: int, num_tokens: int) -> Outcome:
-    # A mixed batch: as many requests as tokens up to max_num_seqs (the FULL worst case).
-    return manager.dispatch(min(num_tokens, max_num_seqs), num_tokens, None)
 
 
 class _Captured:
     """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
     search reads a candidate's graph counts here and plans no dispatch for one over budget). A
-    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18)."""
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18).
+
+    Made in two steps: `_setup` (the release's checks, the ladder, the mode), then `_families`
+    (the dispatchers and every family's graphs, `target` None until then): a candidate whose
+    ladder alone shows it over the graph budget never gets the second (`target_graphs_floor`)."""
 
     __slots__ = (
         "attn",
@@ -316,6 +333,7 @@ class _Captured:
         "runs",
         "sizes",
         "target",
+        "ubatch",
     )
 
     def __init__(
@@ -331,9 +349,8 @@ class _Captured:
         ladder: Ladder,
         sizes: tuple[int, ...],
         max_size: int,
-        graphs: dict[str, tuple[Graph, ...]],
-        target: V1Dispatcher | V2Manager,
         loras: tuple[int, ...],
+        ubatch: Microbatching | None,
     ) -> None:
         self.inp = inp
         self.rules = rules
@@ -346,13 +363,23 @@ class _Captured:
         self.ladder = ladder
         self.sizes = sizes
         self.max_size = max_size
-        self.graphs = graphs
-        self.target = target
         self.loras = loras
+        self.ubatch = ubatch
+        self.graphs: dict[str, tuple[Graph, ...]] = {}
+        self.target: V1Dispatcher | V2Manager | None = None
 
 
 def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     """The release's checks, the capture ladder, the mode and every family's graphs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    return _families(_setup(inp, policy))
+
+
+def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
+    """`_capture` up to the dispatchers: the release's checks, the capture ladder and the mode.
 
     Raises:
         Rejected: the release refuses to start with this config.
@@ -411,7 +438,17 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
         sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
+    return _Captured(
+        inp, rules, tuple(notes), runs, runner, decision, mode, attn, ladder, sizes, max_size, loras, ubatch
+    )
 
+
+def _families(cap: _Captured) -> _Captured:
+    """`cap` (from `_setup`) with its dispatchers and every family's graphs (filled in place)."""
+    inp, rules, runs, runner, mode = cap.inp, cap.rules, cap.runs, cap.runner, cap.mode
+    sizes, max_size, loras, ubatch = cap.sizes, cap.max_size, cap.loras, cap.ubatch
+    notes = list(cap.notes)
+    q = inp.uniform_decode_query_len
     s = inp.max_num_seqs
     graphs: dict[str, tuple[Graph, ...]] = {}
     spec = inp.speculative
@@ -503,22 +540,8 @@ def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
                         f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
                     )
                 )
-    return _Captured(
-        inp,
-        rules,
-        tuple(notes),
-        runs,
-        runner,
-        decision,
-        mode,
-        attn,
-        ladder,
-        sizes,
-        max_size,
-        graphs,
-        target,
-        loras,
-    )
+    cap.notes, cap.graphs, cap.target = tuple(notes), graphs, target
+    return cap
 
 
 _CAPTURED: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], _Captured] = {}
@@ -537,13 +560,39 @@ def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[st
     Raises:
         Rejected: the release refuses to start with this config.
     """
+    return _captured(inp, policy, complete=True).graphs
+
+
+def _captured(inp: PlanInput, policy: CapturePolicy, *, complete: bool) -> _Captured:
+    """The cached `_capture` stage of `inp` (`complete=False`: `_setup`'s part may do)."""
     key = (inp, *_policy_key(policy))
     got = _CAPTURED.get(key)
     if got is None:
         if len(_CAPTURED) >= 64:
             _CAPTURED.clear()
-        got = _CAPTURED[key] = _capture(inp, policy)
-    return got.graphs
+        got = _CAPTURED[key] = _setup(inp, policy)
+    if complete and got.target is None:
+        _families(got)
+    return got
+
+
+def target_graphs_floor(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> int:
+    """At least how many graphs `captured_graphs(inp, policy)["target"]` holds, from the ladder and
+    the mode alone (V2: its descriptors before microbatched twins, `v2_graph_floor`; V1: 0, its
+    dispatcher is cheap to build): the fix search drops a candidate over the graph budget here,
+    before any dispatcher is built.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    cap = _captured(inp, policy, complete=False)
+    if cap.target is not None:
+        return len(cap.graphs["target"])
+    if cap.runner == "v1":
+        return 0
+    q = cap.inp.uniform_decode_query_len
+    lens = _v2_query_lens(cap.inp, cap.rules, q, cap.runs)
+    return v2_graph_floor(cap.sizes, cap.max_size, cap.mode, q, lens, cap.inp.max_num_seqs, cap.loras)
 
 
 def build_plan(
@@ -565,6 +614,8 @@ def build_plan(
     cap = _CAPTURED.get((inp, *_policy_key(policy))) if _CAPTURED else None
     if cap is None:
         cap = _capture(inp, policy)
+    elif cap.target is None:
+        _families(cap)
     inp, rules, notes, runs, runner = cap.inp, cap.rules, cap.notes, cap.runs, cap.runner
     mode, sizes, max_size, graphs, ladder = cap.mode, cap.sizes, cap.max_size, cap.graphs, cap.ladder
     q = inp.uniform_decode_query_len
@@ -574,6 +625,7 @@ def build_plan(
     uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
     tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
     target = cap.target
+    assert target is not None  # _families ran
     if isinstance(target, V1Dispatcher):
         for ql in tiers:
             uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
@@ -627,6 +679,7 @@ def build_plan(
             search,
             rules,
             partial(captured_graphs, policy=policy),
+            partial(target_graphs_floor, policy=policy),
         )
         plan = replace(plan, fixes=fixes)
     return plan

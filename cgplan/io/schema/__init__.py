@@ -66,6 +66,9 @@ class _Indented:
         self.string = encode_basestring_ascii if ensure_ascii else encode_basestring
         self.default = default
         self.keys: dict[str, str] = {}  # encoded str keys: documents repeat a few names
+        # by a dict's keys (as inserted, all str): its keys sorted, each encoded with ": " (a
+        # document repeats a few shapes of dict: ranges, graphs, fixes)
+        self.layouts: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
     def key(self, k: object) -> str:
         if type(k) is str:
@@ -89,12 +92,45 @@ class _Indented:
             return self.string(int.__repr__(k))
         raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
 
+    def layout(self, keys: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None:
+        """`keys` sorted, each with its encoded text and ": " (None unless every key is a str)."""
+        got = self.layouts.get(keys)
+        if got is None:
+            if any(type(k) is not str for k in keys):
+                return None
+            if len(self.layouts) >= 4096:
+                self.layouts.clear()
+            got = self.layouts[keys] = tuple((k, self.key(k) + ": ") for k in sorted(keys))
+        return got
+
     def value(self, o: Any, indent: str) -> str:
         t = type(o)  # the common exact types first (the same text as the checks below give them)
         if t is int:
             return int.__repr__(o)
         if t is str:
             return self.string(o)
+        if t is dict and o:
+            shape = self.layout(tuple(o))
+            if shape is not None:
+                inner = indent + "  "
+                value, string = self.value, self.string
+                parts = []
+                for k, head in shape:
+                    v = o[k]
+                    t = type(v)  # the common exact types here: most values are scalars of small dicts
+                    if t is int:
+                        parts.append(head + int.__repr__(v))
+                    elif t is str:
+                        parts.append(head + string(v))
+                    elif v is None:
+                        parts.append(head + "null")
+                    else:
+                        parts.append(head + value(v, inner))
+                return "{" + inner + ("," + inner).join(parts) + indent + "}"
+        if t is list and o:
+            inner = indent + "  "
+            value = self.value
+            return "[" + inner + ("," + inner).join([value(v, inner) for v in o]) + indent + "]"
         if isinstance(o, str):
             return self.string(o)
         if o is None:
