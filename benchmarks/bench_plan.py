@@ -100,10 +100,12 @@ def bytecode_env(prefix: Path) -> dict[str, str]:
 def clear_caches() -> None:
     """Empty cgplan's in-process memo caches (plans, V2 managers and their tables, interned ranges
     and graphs, latency keys)."""
+    import cgplan.core.gaps
     import cgplan.core.graphs
     import cgplan.core.latency
     import cgplan.core.plan
 
+    cgplan.core.gaps._OUTCOMES.clear()
     cgplan.core.plan._AGAIN.clear()
     cgplan.core.plan._CAPTURED.clear()
     cgplan.core.plan._RANGES.clear()
