@@ -54,6 +54,9 @@ NOT_PURE = frozenset(
     }
 )
 """Standard-library modules that reach outside the process's own values."""
+BUILTIN_HASHES = frozenset({"_sha2", "_sha256"})
+"""The interpreter's built-in sha256 under its two names (3.12+ and before): each is stdlib on
+the versions that have it, and not in the other's `sys.stdlib_module_names`."""
 IMPURE_CALLS = frozenset({"open", "input", "print", "breakpoint", "exec", "eval", "compile", "__import__"})
 IMPURE_ATTRIBUTES = frozenset({"environ", "getenv", "read_text", "read_bytes", "write_text", "write_bytes"})
 
@@ -80,7 +83,7 @@ def impurities(path: Path) -> list[str]:
             if top == "cgplan":
                 if not any(name.startswith(ok + ".") for ok in ("cgplan.core", *CORE_MAY_IMPORT)):
                     found.append(f"{path.name}:{line}: imports {name}, outside the core")
-            elif top not in sys.stdlib_module_names:
+            elif top not in sys.stdlib_module_names and top not in BUILTIN_HASHES:
                 found.append(f"{path.name}:{line}: imports {name}, not the standard library")
             elif top in NOT_PURE:
                 found.append(f"{path.name}:{line}: imports {name} (file, environment or clock)")

@@ -276,8 +276,21 @@ def test_planning_imports_neither_dataclasses_nor_inspect() -> None:
         "from cgplan.cli._plan_run import run_plan\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    run_plan(targets=['configs/examples/mns1024-eagle-k16-dyn4.yaml'], json_out=True)\n"
-        "print(sorted(m for m in ('dataclasses', 'inspect', 'typer', 'rich', 'yaml') if m in sys.modules))\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'typer', 'rich', 'yaml', 'hashlib') if m in sys.modules))\n"
     )
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_fingerprints_sha256_is_hashlibs() -> None:
+    """The fingerprint hashes with the interpreter's built-in sha256, not hashlib's (#18)."""
+    import hashlib
+    import random
+
+    from cgplan.core import fingerprint
+
+    rng = random.Random(18)
+    for n in (0, 1, 55, 56, 64, 1000):
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert fingerprint._sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
