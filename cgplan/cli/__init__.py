@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -134,12 +135,13 @@ def _run_app(args: list[str], completing: bool) -> int:
     return code if isinstance(code, int) else 0
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app; a CgplanError or a usage error is one line.
+def main(argv: list[str] | None = None, *, process_exit: bool = False) -> None:
+    """Run the app; a CgplanError or a usage error is one line.
 
     typer runs in non-standalone mode so its usage errors come back as exceptions, printed here as
     one line (exit 2); `--help` and `typer.Exit` come back as exit codes, Ctrl-C as 130.
-    `plan CONFIG [--json]` runs without typer (`_fast_plan`).
+    `plan CONFIG [--json]` runs without typer (`_fast_plan`); with `process_exit` (the process's
+    own entry points, not a caller in the same process) it then ends the process at once.
     """
     guard_closed_stdout()
     args = sys.argv[1:] if argv is None else argv
@@ -163,9 +165,31 @@ def main(argv: list[str] | None = None) -> None:
         silence_stdout()
         sys.stderr.write(f"cgplan: error: <stdout>: cannot write: {e.strerror or e}\n")
         code = int(ExitCode.USAGE)
+    if fast is not None and process_exit:
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End the process with `code` without the interpreter's teardown: `plan CONFIG [--json]` has
+    written and flushed everything, opened no file and started no thread, and no module it loads
+    registers an exit handler; tearing down its modules and objects was 10-18 ms of a 120 ms run
+    (#18). Whatever cannot be flushed now is reported as at a normal exit."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        silence_stdout()
+        code = code or 1
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def console_main() -> None:
+    """The `cgplan` console script (and `python -m cgplan`): `main` for the whole process."""
+    main(process_exit=True)
 
 
 def gate_main() -> None:
     """The `cgplan-gate` console script: `cgplan gate ARGS...` (scripts/cgplan-gate in a checkout)."""
-    main(["gate", *sys.argv[1:]])
+    main(["gate", *sys.argv[1:]], process_exit=True)
