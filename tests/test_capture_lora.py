@@ -452,3 +452,18 @@ def test_specialize_active_lora_is_read_from_yaml_and_serve_flags() -> None:
     # without cudagraph_specialize_lora it changes nothing (V1: the adapter set only)
     _, off = plan_file(ROOT / "tests/data/corpus-deploy/lora-m3-active-nospec-v1.yaml", with_fixes=False)
     assert {g.num_active_loras for g in off.graphs["target"]} == {4}
+
+
+def test_a_bad_specialize_active_lora_is_one_located_line(tmp_path: Path) -> None:
+    from cgplan.errors import ConfigError
+    from cgplan.io.config import load_config
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        f"model: {ROOT / 'configs/models/tiny-llama'}\nenable_lora: true\nspecialize_active_lora: maybe\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert str(info.value) == (
+        f"{bad}:specialize_active_lora: must be true or false (got 'maybe'; expected a boolean)"
+    )
