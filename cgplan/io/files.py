@@ -559,14 +559,7 @@ def _flow(line: str, i: int, depth: int, nodes: _Nodes, scalars: dict[str, Any])
             elif ch == '"' or ch == "'":
                 value, i = _quoted(line, i)
             else:
-                m = _TOKEN.match(line, i)
-                if m is None:
-                    raise _NotPlain
-                token = m.group()
-                value = scalars.get(token, _NotPlain)
-                if value is _NotPlain:
-                    value = scalars[token] = _plain_scalar(token)
-                i = m.end()
+                value, i = _token(line, i, scalars)
             if is_map:
                 out[key] = value
                 nodes.add(2)
@@ -584,6 +577,18 @@ def _flow(line: str, i: int, depth: int, nodes: _Nodes, scalars: dict[str, Any])
         raise _NotPlain from None
 
 
+def _token(line: str, i: int, scalars: dict[str, Any]) -> tuple[Any, int]:
+    """The plain scalar at line[i] (remembered by its text: documents repeat a few) and its end."""
+    m = _TOKEN.match(line, i)
+    if m is None:
+        raise _NotPlain
+    token = m.group()
+    value = scalars.get(token, _NotPlain)
+    if value is _NotPlain:
+        value = scalars[token] = _plain_scalar(token)
+    return value, m.end()
+
+
 def _value(line: str, i: int, nodes: _Nodes, scalars: dict[str, Any]) -> Any:
     """The value at line[i] (its first character, after `key: ` or `- `), then at most a comment."""
     ch = line[i]
@@ -594,14 +599,7 @@ def _value(line: str, i: int, nodes: _Nodes, scalars: dict[str, Any]) -> Any:
         value, i = _quoted(line, i)
         nodes.add(1)
     else:
-        m = _TOKEN.match(line, i)
-        if m is None:
-            raise _NotPlain
-        token = m.group()
-        value = scalars.get(token, _NotPlain)
-        if value is _NotPlain:
-            value = scalars[token] = _plain_scalar(token)
-        i = m.end()
+        value, i = _token(line, i, scalars)
         nodes.add(1)
     if i != len(line):
         _rest_is_comment(line, i)
