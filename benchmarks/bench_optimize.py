@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cgplan.api.optimize import optimize_config  # noqa: E402
-from cgplan.core.gaps import graph_count  # noqa: E402
-from cgplan.core.optimize import optimal_ladders  # noqa: E402
-from cgplan.core.plan import build_plan  # noqa: E402
-from cgplan.core.traffic_cost import query_len_for  # noqa: E402
+from cgplan.core.optimize.search import optimal_ladders  # noqa: E402
+from cgplan.core.optimize.traffic_cost import query_len_for  # noqa: E402
+from cgplan.core.plan.build import build_plan  # noqa: E402
+from cgplan.core.plan.gaps import graph_count  # noqa: E402
 from cgplan.io.config import Overrides, load_config  # noqa: E402
 from cgplan.io.traffic import load_traffic  # noqa: E402
 

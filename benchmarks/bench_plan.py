@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from cgplan.core.plan import build_plan  # noqa: E402
+from cgplan.core.plan.build import build_plan  # noqa: E402
 from cgplan.io.config import load_config  # noqa: E402
 from cgplan.io.files import parse_yaml  # noqa: E402
 from cgplan.io.logs import parse_file  # noqa: E402
@@ -100,18 +100,18 @@ def bytecode_env(prefix: Path) -> dict[str, str]:
 def clear_caches() -> None:
     """Empty cgplan's in-process memo caches (plans, V2 managers and their tables, interned ranges
     and graphs, latency keys)."""
-    import cgplan.core.gaps
-    import cgplan.core.graphs
-    import cgplan.core.latency
-    import cgplan.core.plan
+    import cgplan.core.plan.build
+    import cgplan.core.plan.gaps
+    import cgplan.core.predict.latency
+    import cgplan.core.vllm.graphs
 
-    cgplan.core.gaps._OUTCOMES.clear()
-    cgplan.core.plan._AGAIN.clear()
-    cgplan.core.plan._CAPTURED.clear()
-    cgplan.core.plan._RANGES.clear()
-    cgplan.core.graphs._GRAPHS.clear()
-    cgplan.core.graphs._MANAGERS.clear()
-    cgplan.core.latency._MEMO.clear()
+    cgplan.core.plan.gaps._OUTCOMES.clear()
+    cgplan.core.plan.build._AGAIN.clear()
+    cgplan.core.plan.build._CAPTURED.clear()
+    cgplan.core.plan.build._RANGES.clear()
+    cgplan.core.vllm.graphs._GRAPHS.clear()
+    cgplan.core.vllm.graphs._MANAGERS.clear()
+    cgplan.core.predict.latency._MEMO.clear()
 
 
 def _median(xs: list[float], digits: int = 4) -> float:
@@ -270,7 +270,7 @@ def bench_sweep() -> dict[str, Any]:
 def whole_plan(inp: Any) -> Any:
     """What `cgplan plan` computes for `inp` after reading it (api.plan.plan_file's steps)."""
     from cgplan.api.plan import _build, _timed, fix_search, shipped_coefficients_for
-    from cgplan.core.policies import UPSTREAM
+    from cgplan.core.plan.policies import UPSTREAM
     from cgplan.io.cost_coefficients import with_cost
 
     plan = _build(inp, True, UPSTREAM, fix_search(None))

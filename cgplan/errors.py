@@ -89,55 +89,8 @@ class ExitCode(IntEnum):
     CAPTURE_FAILED = 4
 
 
-class CgplanError(Exception):
-    """Root of every error cgplan reports as a one-line message instead of a traceback."""
-
-    exit_code: ExitCode = ExitCode.USAGE
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ConfigError(CgplanError):
-    """A config file or option is malformed: located as `file:dotted.path: problem`."""
-
-    def __init__(self, path: str, problem: str, *, source: str | None = None) -> None:
-        self.path = path
-        self.problem = problem
-        self.source = source
-        where = f"{source}:{path}" if source and path else (source or path)
-        super().__init__(f"{where}: {problem}" if where else problem)
-
-    def located(self, source: str) -> ConfigError:
-        """The same error (same class), with the file it came from in front."""
-        err = self.__class__.__new__(self.__class__)
-        err.__dict__.update(self.__dict__)
-        if self.path in COMMAND_LINE_PATHS or self.path.startswith("--vllm-args"):
-            return self  # a command-line option: the file is not where it went wrong
-        err.source = source
-        err.message = f"{source}:{self.path}: {self.problem}" if self.path else f"{source}: {self.problem}"
-        err.args = (err.message,)
-        return err
-
-
-COMMAND_LINE_PATHS = frozenset(
-    {
-        "--vllm-version",
-        "--platform",
-        "--model-runner",
-        "--set",
-        "--policy",
-        "--max-graphs",
-        "--max-sizes",
-        "--traffic",
-    }
-)
-"""Error paths that name a cgplan option rather than a key of the file being read."""
-
-
-class ConfigRejected(ConfigError):
-    """A well-formed config that the chosen vLLM release refuses to start with."""
+# The core's errors are the root of the tree: re-exported here, given exit codes below.
+from cgplan.core.errors import COMMAND_LINE_PATHS, CgplanError, ConfigError, ConfigRejected  # noqa: E402
 
 
 class ReportError(CgplanError):
@@ -147,10 +100,34 @@ class ReportError(CgplanError):
 class GpuUnavailableError(CgplanError):
     """The environment cannot capture: no GPU, no NVML, no vLLM or an unsupported one."""
 
-    exit_code = ExitCode.ENVIRONMENT
-
 
 class CaptureError(CgplanError):
     """Capture started but failed (out of memory, interrupted, engine error)."""
 
-    exit_code = ExitCode.CAPTURE_FAILED
+
+_EXIT_CODES: dict[type[CgplanError], ExitCode] = {
+    GpuUnavailableError: ExitCode.ENVIRONMENT,
+    CaptureError: ExitCode.CAPTURE_FAILED,
+}
+"""Error class → exit code; every other error (bad input, a refused config, an unreadable report or
+log) is a usage error."""
+
+
+def exit_code_of(err: CgplanError) -> ExitCode:
+    """The exit code of `err`: its nearest class in `_EXIT_CODES`, else USAGE."""
+    return next((_EXIT_CODES[c] for c in type(err).__mro__ if c in _EXIT_CODES), ExitCode.USAGE)
+
+
+__all__ = [
+    "COMMAND_LINE_PATHS",
+    "CaptureError",
+    "CgplanError",
+    "ConfigError",
+    "ConfigRejected",
+    "ExitCode",
+    "GpuUnavailableError",
+    "ReportError",
+    "exit_code_of",
+    "one_line",
+    "preview",
+]

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cgplan"
 
 
 def unit_of(module: str) -> str:
-    """`cgplan.core.plan` -> `core`; `cgplan.io.config` -> `config`; `cgplan` -> `__init__`."""
+    """`cgplan.core.plan.build` -> `core`; `cgplan.io.config` -> `config`; `cgplan` -> `__init__`."""
     parts = module.split(".")
     if len(parts) == 1:
         return "__init__"

@@ -13,9 +13,9 @@ import pytest
 from cgplan.api import capture as capture_mod
 from cgplan.api.fleet import iter_reports
 from cgplan.api.plan import plan_file
-from cgplan.core.measure import GraphMeasurement, MeasuredCapture, compare
-from cgplan.core.types import DispatchRange
-from cgplan.errors import CaptureError, ConfigRejected, ExitCode, GpuUnavailableError
+from cgplan.core.compare.measure import GraphMeasurement, MeasuredCapture, compare
+from cgplan.core.model.types import DispatchRange
+from cgplan.errors import CaptureError, ConfigRejected, ExitCode, GpuUnavailableError, exit_code_of
 from cgplan.gpu.recorder import GraphRecorder
 from cgplan.gpu.vllm_backend import vllm_figures
 from cgplan.io.config import Overrides
@@ -275,7 +275,7 @@ def test_no_gpu_is_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(capture_mod, "gpu_unavailable_reason", lambda: "no CUDA GPU is visible")
     with pytest.raises(GpuUnavailableError) as info:
         capture_mod.run_capture(CONFIGS / "tiny-nospec.yaml", Overrides())
-    assert info.value.exit_code == ExitCode.ENVIRONMENT
+    assert exit_code_of(info.value) == ExitCode.ENVIRONMENT
 
 
 def test_unknown_vllm_version_is_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,7 +323,7 @@ def test_failure_half_way_keeps_partial_report(
     out.write_text("previous content")
     outcome = capture_mod.run_capture(CONFIGS / "tiny-nospec.yaml", Overrides(), backend="vllm", output=out)
     assert isinstance(outcome.failure, CaptureError)
-    assert outcome.failure.exit_code == ExitCode.CAPTURE_FAILED
+    assert exit_code_of(outcome.failure) == ExitCode.CAPTURE_FAILED
     assert words in outcome.failure.message
     doc = read_report(out)
     assert doc["status"] == "partial" and words in doc["failure"]

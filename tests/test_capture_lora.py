@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from cgplan.api.plan import plan_file
-from cgplan.core.measure import GraphMeasurement, MeasuredCapture, compare
-from cgplan.core.types import DispatchRange, Graph, Plan
+from cgplan.core.compare.measure import GraphMeasurement, MeasuredCapture, compare
+from cgplan.core.model.types import DispatchRange, Graph, Plan
 from cgplan.gpu import vllm_backend as vb
 from cgplan.gpu.recorder import GraphRecorder
 from cgplan.io.config import Overrides, load_config
@@ -412,8 +412,8 @@ def test_diff_names_the_adapter_count_of_graphs_added_and_removed() -> None:
     """Two LoRA ladders differ by adapter case, not token count: the diff listed "-1, 2, 4, ..."
     for both cases alike, so the reader could not tell which set went."""
     from cgplan.api.plan import plan_file
-    from cgplan.core.diff import diff_sides, size_changes
-    from cgplan.core.sides import side_from_plan
+    from cgplan.core.compare.diff import diff_sides, size_changes
+    from cgplan.core.compare.sides import side_from_plan
 
     lora = ROOT / "configs/gpu/lora"
     a = side_from_plan(plan_file(lora / "tiny-lora-m3-v1.yaml", with_fixes=False)[1], "a")

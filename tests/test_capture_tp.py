@@ -20,8 +20,8 @@ import yaml
 
 from cgplan.api import capture as capture_mod
 from cgplan.api.plan import plan_file
-from cgplan.core.measure import GraphMeasurement, RankMeasurement
-from cgplan.core.types import Plan
+from cgplan.core.compare.measure import GraphMeasurement, RankMeasurement
+from cgplan.core.model.types import Plan
 from cgplan.errors import ReportError
 from cgplan.gpu import vllm_backend as vb
 from cgplan.gpu.recorder import GraphRecorder, NullProgress

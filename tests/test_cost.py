@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cgplan.api.plan import plan_file
-from cgplan.core.cost import (
+from cgplan.core.model.spec import ModelShape, PlanInput
+from cgplan.core.predict.cost import (
     CostInput,
     FitError,
     check_coefficients,
     fit_coefficients,
     predict_cost,
 )
-from cgplan.core.spec import ModelShape, PlanInput
 from cgplan.errors import ConfigError
 from cgplan.io.cost_coefficients import (
     DEFAULT_COEFFICIENTS,
@@ -274,8 +274,8 @@ def test_calibrate_takes_a_folder_or_an_aggregate_report(
 
 
 def _planned(path: Path, **changes: object):  # type: ignore[no-untyped-def]
-    from cgplan.core.cost import plan_cost
-    from cgplan.core.plan import build_plan
+    from cgplan.core.plan.build import build_plan
+    from cgplan.core.predict.cost import plan_cost
     from cgplan.io.config import load_config
 
     inp = dataclasses.replace(load_config(path).input, **changes)  # type: ignore[arg-type]
@@ -309,8 +309,8 @@ def test_inside_the_domain_keeps_the_fitted_band() -> None:
 
 
 def test_another_gpu_widens_the_band_by_the_documented_factor() -> None:
-    from cgplan.core.cost import OUTSIDE_BAND_FACTOR
-    from cgplan.core.modes import Platform
+    from cgplan.core.model.modes import Platform
+    from cgplan.core.predict.cost import OUTSIDE_BAND_FACTOR
 
     _, inside = _planned(DENSE)
     _, other = _planned(DENSE, platform=Platform.RTX_BLACKWELL, attention_backend="FLASH_ATTN")
@@ -334,9 +334,9 @@ def test_pipeline_stages_hold_their_share_of_the_layers() -> None:
 @given(plan_inputs())
 def test_totals_are_the_predictions_totals(inp: PlanInput) -> None:
     """The fix search's totals (no GraphCost per graph) are plan_cost's floats, bit for bit (#18)."""
-    from cgplan.core.cost import plan_cost, plan_cost_totals
-    from cgplan.core.plan import build_plan
-    from cgplan.core.types import Rejected
+    from cgplan.core.model.types import Rejected
+    from cgplan.core.plan.build import build_plan
+    from cgplan.core.predict.cost import plan_cost, plan_cost_totals
 
     try:
         plan = build_plan(inp, with_fixes=False)

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.core.cost import (
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Plan
+from cgplan.core.plan.build import build_plan
+from cgplan.core.predict.cost import (
     MIB,
     SPLIT_KV_BACKENDS,
     CostCoefficients,
@@ -34,9 +37,6 @@ from cgplan.core.cost import (
     shared_expert_layers,
     split_kv_mib,
 )
-from cgplan.core.plan import build_plan
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import Plan
 from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
 
@@ -285,7 +285,7 @@ def test_moe_coefficients_are_the_fit_of_the_committed_moe_reports() -> None:
 
 
 def test_moe_held_out_reports_are_predicted_within_five_percent() -> None:
-    from cgplan.core.cost import check_coefficients
+    from cgplan.core.predict.cost import check_coefficients
     from cgplan.io.cost_coefficients import load_coefficients
 
     shipped = load_coefficients(MOE_COEFFICIENTS)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cgplan.api.plan import plan_file
-from cgplan.core.gate import DEFAULT_POLICY
+from cgplan.core.compare.gate import DEFAULT_POLICY
 from cgplan.io.config import Overrides
 from cgplan.io.policies import load_policy
 from tests.cli_helpers import run
@@ -41,7 +41,8 @@ def test_default_policy_file_is_the_builtin_default() -> None:
 def test_plan_budgets_are_the_default_gates() -> None:
     """`plan` reads the default budgets from core.budgets (without the gate's module): they are
     the default gate policy's."""
-    from cgplan.core import budgets, gate
+    from cgplan.core.compare import gate
+    from cgplan.core.plan import budgets
 
     assert budgets.DEFAULT_BUDGETS == gate.budgets_of(DEFAULT_POLICY) == gate.DEFAULT_BUDGETS
 
@@ -143,7 +144,7 @@ def test_sweep_ranges_and_release_disagreement(
 def _plan_s(s: int):  # type: ignore[no-untyped-def]
     import dataclasses
 
-    from cgplan.core.plan import build_plan
+    from cgplan.core.plan.build import build_plan
 
     loaded, _ = plan_file(PR)
     return build_plan(dataclasses.replace(loaded.input, max_num_seqs=s), with_fixes=False)

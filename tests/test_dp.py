@@ -1,4 +1,4 @@
-"""DP synchronisation (cgplan/core/dp.py), checked for the properties vLLM's source states.
+"""DP synchronisation (cgplan/core/optimize/dp.py), checked for the properties vLLM's source states.
 
 No oracle reaches it (it runs at each step on the GPU ranks); the checks are the invariants of
 `_synchronize_dp_ranks`: the synced mode is the minimum, one eager rank makes all eager, and
@@ -10,9 +10,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.dp import synchronize_dp
-from cgplan.core.graphs import EAGER, V1Dispatcher
-from cgplan.core.modes import Mode
+from cgplan.core.model.modes import Mode
+from cgplan.core.optimize.dp import synchronize_dp
+from cgplan.core.vllm.graphs import EAGER, V1Dispatcher
 
 SIZES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
 DISPATCHER = V1Dispatcher(SIZES, 64, Mode.FULL_AND_PIECEWISE, 1, 32)

@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.dynamic_sd import (
+from cgplan.core.plan.build import build_plan
+from cgplan.core.vllm.dynamic_sd import (
     ScheduleError,
     build_lookup,
     compress_lookup,
@@ -18,7 +19,6 @@ from cgplan.core.dynamic_sd import (
     widest_batch_per_query_len,
     widest_per_query_len,
 )
-from cgplan.core.plan import build_plan
 from cgplan.io.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent

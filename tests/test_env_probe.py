@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cgplan.core.env import EnvProbe, GpuInfo
+from cgplan.core.model.env import EnvProbe, GpuInfo
 from cgplan.io.schema.env import env_to_dict
 from cgplan.render.env import env_text
 

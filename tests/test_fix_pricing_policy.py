@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-import cgplan.core.plan as core_plan
+import cgplan.core.plan.build as core_plan
 from cgplan.api.plan import plan_file
-from cgplan.core.policies import BUILTIN_POLICIES, UPSTREAM
+from cgplan.core.plan.policies import BUILTIN_POLICIES, UPSTREAM
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "configs/examples/pr50488-eagle-k16.yaml"

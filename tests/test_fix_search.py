@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cgplan.api.plan import plan_file, plan_vllm_args
-from cgplan.core import plan as plan_mod
-from cgplan.core.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
-from cgplan.core.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
-from cgplan.core.modes import Mode
-from cgplan.core.plan import build_plan
-from cgplan.core.policies import UPSTREAM
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import Fix, Plan, Rejected
+from cgplan.core.compare.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
+from cgplan.core.model.modes import Mode
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Fix, Plan, Rejected
+from cgplan.core.plan import build as plan_mod
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
+from cgplan.core.plan.policies import UPSTREAM
 from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
 from tests.test_properties import plan_inputs
@@ -111,8 +111,8 @@ def test_every_fix_closes_or_is_partial(inp: PlanInput) -> None:
 def test_budget_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None:
     """Dropping over-budget stage-two candidates from their graphs alone (before their dispatch
     tables) gives the same fixes as planning every candidate in full (#18)."""
-    from cgplan.core.gaps import propose_fixes
-    from cgplan.core.ladder import capture_ladder
+    from cgplan.core.plan.gaps import propose_fixes
+    from cgplan.core.vllm.ladder import capture_ladder
     from cgplan.core.vllm.releases import rules_for
 
     search = dataclasses.replace(SEARCH, allow_over_budget=over)
@@ -178,8 +178,8 @@ def test_floor_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None
     """Dropping stage-two candidates whose target graphs' lower bound is over budget (before any
     dispatcher is built) gives the same fixes as the graph precheck alone and as planning every
     candidate in full (#18)."""
-    from cgplan.core.gaps import propose_fixes
-    from cgplan.core.ladder import capture_ladder
+    from cgplan.core.plan.gaps import propose_fixes
+    from cgplan.core.vllm.ladder import capture_ladder
     from cgplan.core.vllm.releases import rules_for
 
     search = dataclasses.replace(SEARCH, allow_over_budget=over)
@@ -298,8 +298,8 @@ def test_why_names_the_origin_of_the_maximum(reason_has: str) -> None:
     if reason_has in ("max_num_seqs×", "max_num_batched_tokens"):
         # 8 × 17 × 2 = 272 < 512 (inferred from max_num_seqs), or capped by B = 300: no batch is
         # then eager, so the maximum's origin is checked directly
-        from cgplan.core.gaps import max_origin
-        from cgplan.core.ladder import capture_ladder
+        from cgplan.core.plan.gaps import max_origin
+        from cgplan.core.vllm.ladder import capture_ladder
         from cgplan.core.vllm.releases import rules_for
 
         text = max_origin(inp, capture_ladder(inp, rules_for(inp.vllm_version), True, False))

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from cgplan.core.plan import build_plan
+from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config

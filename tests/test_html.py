@@ -11,7 +11,7 @@ import pytest
 
 from cgplan.api.plan import plan_file
 from cgplan.api.sides import load_side
-from cgplan.core.diff import diff_sides
+from cgplan.core.compare.diff import diff_sides
 from cgplan.io.schema.diff import diff_to_dict
 from cgplan.io.schema.plan import plan_to_dict
 from cgplan.render.html import capture_html, diff_html, plan_html

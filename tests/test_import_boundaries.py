@@ -186,11 +186,11 @@ def test_plan_json_fast_path() -> None:
     others = {f"cgplan.cli.{c}" for c in ("capture", "diff", "sweep", "gate", "logs", "optimize", "env")}
     assert not mods & others, sorted(mods & others)
     assert "cgplan.io.vllm_args" not in mods and "cgplan.core.vllm.serve_flags" not in mods
-    assert "cgplan.core.log_parse" not in mods and "cgplan.core.vllm.log_formats" not in mods
-    assert "cgplan.core.gpus" not in mods  # the GPU table is read for a GPU name only
+    assert "cgplan.core.logs.parse" not in mods and "cgplan.core.vllm.log_formats" not in mods
+    assert "cgplan.core.vllm.gpus" not in mods  # the GPU table is read for a GPU name only
     # the gate (its policy and result types: dataclasses made at import) and the temp-file module
     # (an atomic -o write's) are not on this path either
-    assert "cgplan.core.gate" not in mods and "tempfile" not in mods
+    assert "cgplan.core.compare.gate" not in mods and "tempfile" not in mods
     # a config of block mappings and simple values is read without PyYAML (its import is a fifth
     # of a start-up)
     assert "yaml" not in mods

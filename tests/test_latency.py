@@ -13,8 +13,10 @@ import pytest
 from cgplan.api.optimize import optimize_config
 from cgplan.api.plan import plan_file
 from cgplan.api.sides import load_side
-from cgplan.core.gate import GatePolicy, evaluate_gate
-from cgplan.core.latency import (
+from cgplan.core.compare.gate import GatePolicy, evaluate_gate
+from cgplan.core.model.spec import ModelShape
+from cgplan.core.optimize.timed import TimedShape, brute_force_time, optimal_timed_ladders
+from cgplan.core.predict.latency import (
     LatencyObservation,
     StepShape,
     errors,
@@ -23,8 +25,6 @@ from cgplan.core.latency import (
     forward_shape,
     step_ms,
 )
-from cgplan.core.optimize_time import TimedShape, brute_force_time, optimal_timed_ladders
-from cgplan.core.spec import ModelShape
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.latency_coefficients import (
@@ -171,7 +171,7 @@ def test_a_plan_above_the_measured_requests_per_step_says_so() -> None:
     """Before: max_num_seqs 1024 was priced without a caveat, though no measured step had more
     than 256 requests and the per-request GPU time (6.9 us each) is then a straight-line
     extrapolation (7 ms of a 1024-request step)."""
-    from cgplan.core.latency import domain_caveats
+    from cgplan.core.predict.latency import domain_caveats
 
     c = shipped_latency()
     assert c.max_reqs == 256
@@ -255,7 +255,7 @@ def test_gate_bounds_the_eager_time_share() -> None:
 
 
 def test_diff_shows_the_change_in_expected_step_time() -> None:
-    from cgplan.core.diff import diff_sides
+    from cgplan.core.compare.diff import diff_sides
     from cgplan.io.schema.diff import diff_to_dict
     from cgplan.render.diff import step_time_line
 

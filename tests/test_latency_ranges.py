@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.core import latency as lat
-from cgplan.core.plan import build_plan
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import Plan, Rejected
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Plan, Rejected
+from cgplan.core.plan.build import build_plan
+from cgplan.core.predict import latency as lat
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.latency_coefficients import shipped_latency
 
@@ -153,7 +153,7 @@ def test_fix_walks_reuse_the_plans_runs(monkeypatch: pytest.MonkeyPatch) -> None
     plan (the config's or a fix's) it belongs to: a fix's walk shares most runs with the plan's.
     It took 2,043 `decode_step` calls (one per point of every run of every walk); the JSON is the
     same (tests/golden)."""
-    from cgplan.core.plan import plan_again
+    from cgplan.core.plan.build import plan_again
     from cgplan.io.latency_coefficients import apply_change
 
     inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml", Overrides()).input

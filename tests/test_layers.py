@@ -52,6 +52,40 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 """Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""
 
+FLOORS: dict[str, int] = {
+    "errors": 0,
+    "model": 1,
+    "vllm": 2,
+    "predict": 3,
+    "plan": 4,
+    "compare": 5,
+    "logs": 5,
+    "optimize": 6,
+}
+"""The core's floors (cgplan/core/<floor>/ or cgplan/core/<floor>.py) and their height: a core module
+imports its own floor and lower ones only; two floors of one height (compare, logs) not each other.
+`cgplan/core/__init__.py` stands above them all (its names are loaded lazily)."""
+
+
+def _floor(module: str) -> str | None:
+    """The floor of a dotted cgplan.core module or name (None: the core package itself)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["cgplan", "core"] else None
+
+
+def floor_problem(rel: str, name: str) -> str | None:
+    """Why the core file at `rel` may not import `name` (None: it may)."""
+    own = _floor(".".join(Path(rel).with_suffix("").parts))
+    target = _floor(name)
+    if own is None or own == "__init__" or target is None or target == own:
+        return None
+    if own not in FLOORS or target not in FLOORS:
+        return f"{own if own not in FLOORS else target} is not a floor of cgplan/core ({', '.join(FLOORS)})"
+    if FLOORS[target] < FLOORS[own]:
+        return None
+    return f"the {own} floor imports only lower floors, not {target}"
+
+
 NOT_YET: dict[tuple[str, str], str] = {}
 """Imports where the tree does not follow the table yet, each with where it goes. An entry that is
 no longer needed fails the lint, so the list only shrinks."""
@@ -105,6 +139,9 @@ def violations(root: Path = CGPLAN) -> tuple[list[str], set[tuple[str, str]]]:
                     continue
                 places = " or ".join(LIBRARIES[top])
                 problems.append(f"{rel}:{line}: imports {name}; {top} belongs in {places}")
+            if top == "cgplan" and layer == "cgplan/core/" and (why := floor_problem(rel, name)):
+                problems.append(f"{rel}:{line}: imports {name}; {why}")
+                continue
             if top == "cgplan" and layer is not None:
                 ok = LAYERS[layer]
                 if any(name == m or name.startswith(m + ".") for m in ok):
@@ -128,6 +165,18 @@ def test_every_import_is_where_it_belongs() -> None:
     ("rel", "code", "problem"),
     [
         ("cgplan/core/x.py", "import yaml", "imports yaml; yaml belongs in cgplan/io/"),
+        (
+            "cgplan/core/vllm/ladder.py",
+            "from cgplan.core.plan.gaps import find_gaps",
+            "the vllm floor imports only lower floors, not plan",
+        ),
+        (
+            "cgplan/core/logs/check.py",
+            "def f():\n    from cgplan.core.compare import sides",
+            "the logs floor imports only lower floors, not compare",
+        ),
+        ("cgplan/core/model/types.py", "from ..predict import cost", "the model floor imports only lower"),
+        ("cgplan/core/stray.py", "from cgplan.core.model import spec", "stray is not a floor of cgplan/core"),
         ("cgplan/gpu/environment.py", "def f():\n    import pynvml", "pynvml belongs in cgplan/gpu/nvml.py"),
         (
             "cgplan/gpu/nvml.py",

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from cgplan.api.logs import compare_with_config
-from cgplan.core.log_parse import LogError, MetricsRow, MetricsTable, ProgressBar, parse_log
+from cgplan.core.logs.parse import LogError, MetricsRow, MetricsTable, ProgressBar, parse_log
 from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from cgplan.io.logs import parse_file, read_log

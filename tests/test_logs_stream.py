@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cgplan.core import log_parse as logs
-from cgplan.core.log_parse import GUARDS, KEYWORDS, parse_log
+from cgplan.core.logs import parse as logs
+from cgplan.core.logs.parse import GUARDS, KEYWORDS, parse_log
 from cgplan.core.vllm.log_formats import LOG_FORMATS
 from cgplan.io.logs import parse_file, read_log
 
@@ -64,7 +64,7 @@ def _line_patterns() -> list[tuple[str, str, re.Pattern[str]]]:
 def test_every_line_pattern_needs_its_guard(name: str, field: str, pattern: re.Pattern[str]) -> None:
     """A pattern is searched only where its GUARDS text is, and a segment with no KEYWORDS is
     skipped: sound only if no match of the pattern lacks the text."""
-    assert field in GUARDS, f"{name}: add the field to cgplan.core.log_parse.GUARDS"
+    assert field in GUARDS, f"{name}: add the field to cgplan.core.logs.parse.GUARDS"
     assert _always_contains(sre_parse.parse(pattern.pattern), GUARDS[field]), name
     assert any(k in GUARDS[field] for k in KEYWORDS), f"{name}: no KEYWORDS entry covers its guard"
 

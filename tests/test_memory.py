@@ -10,9 +10,9 @@ import pytest
 
 from cgplan.api.logs import compare_with_config
 from cgplan.api.sides import load_side
-from cgplan.core.diff import diff_sides
-from cgplan.core.gate import GatePolicy, evaluate_gate
-from cgplan.core.memory import compare_memory
+from cgplan.core.compare.diff import diff_sides
+from cgplan.core.compare.gate import GatePolicy, evaluate_gate
+from cgplan.core.compare.memory import compare_memory
 from cgplan.io.config import Overrides
 from cgplan.io.cost_coefficients import _source_config
 from cgplan.io.logs import parse_file

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from cgplan.api.optimize import optimize_config
 from cgplan.cli import main
-from cgplan.core.gaps import graph_count
-from cgplan.core.gate import DEFAULT_POLICY, evaluate_gate
-from cgplan.core.optimize import brute_force_sizes, optimal_ladders, optimal_sizes
-from cgplan.core.plan import build_plan
-from cgplan.core.policies import BUILTIN_POLICIES
-from cgplan.core.sides import side_from_plan
-from cgplan.core.traffic_cost import traffic_cost
-from cgplan.core.types import Plan
+from cgplan.core.compare.gate import DEFAULT_POLICY, evaluate_gate
+from cgplan.core.compare.sides import side_from_plan
+from cgplan.core.model.types import Plan
+from cgplan.core.optimize.search import brute_force_sizes, optimal_ladders, optimal_sizes
+from cgplan.core.optimize.traffic_cost import traffic_cost
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.gaps import graph_count
+from cgplan.core.plan.policies import BUILTIN_POLICIES
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.traffic import load_traffic
@@ -315,8 +315,8 @@ def test_the_search_is_the_cores_from_values_alone() -> None:
     """#15: optimize's search over ladders is core.optimize.optimize, pure: given the parsed config,
     its default plan, the traffic values and the coefficient sets, it returns what the library call
     on the files returns, and a traffic without shapes is named by its file only in the api."""
-    from cgplan.core.optimize import optimize
-    from cgplan.core.traffic import Traffic
+    from cgplan.core.optimize.search import optimize
+    from cgplan.core.optimize.traffic import Traffic
     from cgplan.io.cost_coefficients import default_coefficients
     from cgplan.io.latency_coefficients import shipped_latency
 

@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.modes import Mode, Platform
-from cgplan.core.plan import build_plan
-from cgplan.core.spec import ModelShape, PlanInput, SpeculativeSpec
-from cgplan.core.types import Rejected
+from cgplan.core.model.modes import Mode, Platform
+from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.model.types import Rejected
+from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
 
@@ -88,8 +88,8 @@ def test_interval_dispatch_equals_per_batch_dispatch(inp: PlanInput) -> None:
     """The O(graphs) dispatch table is exactly the O(max_num_seqs) per-batch definition."""
     from unittest import mock
 
-    from cgplan.core import graphs as graphs_mod
-    from cgplan.core import plan as plan_mod
+    from cgplan.core.plan import build as plan_mod
+    from cgplan.core.vllm import graphs as graphs_mod
 
     fast = plan_mod.dispatch_table
     checked: list[int] = []
@@ -117,8 +117,8 @@ def test_shared_managers_and_tables_change_no_plan(inp: PlanInput, other_seqs: i
     import dataclasses
     from unittest import mock
 
-    from cgplan.core import graphs as graphs_mod
-    from cgplan.core import plan as plan_mod
+    from cgplan.core.plan import build as plan_mod
+    from cgplan.core.vllm import graphs as graphs_mod
 
     def planned() -> object:
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cgplan.api.plan import plan_file
-from cgplan.core.fingerprint import fingerprint
+from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.io.schema import dumps
 from cgplan.io.schema.plan import plan_to_dict
 from cgplan.render import OutputFormat, render

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.sides import Side, coverage_moves, decode_gaps, padding
-from cgplan.core.types import DispatchRange
+from cgplan.core.compare.sides import Side, coverage_moves, decode_gaps, padding
+from cgplan.core.model.types import DispatchRange
 from cgplan.io.output import write_atomically
 from tests.cli_helpers import run
 
@@ -650,7 +650,7 @@ def test_log_patterns_are_linear_on_a_crafted_long_line(name: str, tmp_path: Pat
     # 500,000 characters: these took minutes to hours (profiling_group: 18 s at 20,000);
     # linear patterns take milliseconds. The alarm is a generous bound that turns a hang into
     # a failure, not a timing assertion.
-    from cgplan.core.log_parse import LogError
+    from cgplan.core.logs.parse import LogError
     from cgplan.core.vllm.log_formats import LOG_FORMATS
     from cgplan.io.logs import parse_file
 

@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from cgplan.core.calibrate import Calibration, LatencyCalibration
-from cgplan.core.calibrate import calibrate_latency as fit_latency_runs
-from cgplan.core.cost import CostObservation, FitError, check_coefficients, fit_coefficients
+from cgplan.core.predict.calibrate import Calibration, LatencyCalibration
+from cgplan.core.predict.calibrate import calibrate_latency as fit_latency_runs
+from cgplan.core.predict.cost import CostObservation, FitError, check_coefficients, fit_coefficients
 from cgplan.errors import ReportError
 from cgplan.io.cost_coefficients import observation_from_report
 from cgplan.io.reports import read_report

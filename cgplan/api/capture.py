@@ -13,14 +13,14 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cgplan.core.fingerprint import fingerprint
-from cgplan.core.measure import MeasuredCapture, compare
-from cgplan.core.plan import build_plan
-from cgplan.core.record import dataclass
+from cgplan.core.compare.measure import MeasuredCapture, compare
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.probe import choose_backend, gpu_unavailable_reason, short_reason

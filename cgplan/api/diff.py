@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cgplan.api.sides import is_report, load_side
-from cgplan.core.diff import Diff, diff_sides
+from cgplan.core.compare.diff import Diff, diff_sides
 from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import Overrides

@@ -21,12 +21,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from cgplan import __version__
-from cgplan.core.fingerprint import fingerprint
-from cgplan.core.record import dataclass
+from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import release_for
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
 from cgplan.io import files

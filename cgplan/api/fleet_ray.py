@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ from cgplan.api.fleet import (
     report_stamp,
     same_environment,
 )
-from cgplan.core.record import dataclass
 from cgplan.errors import GpuUnavailableError, ReportError
 from cgplan.io.output import write_atomically
 

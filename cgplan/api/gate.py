@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cgplan.api.plan import plan_file
 from cgplan.api.sides import is_report, load_side
-from cgplan.core.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
+from cgplan.core.compare.gate import DEFAULT_POLICY, GatePolicy, GateResult, evaluate_gate
 from cgplan.errors import CgplanError, ReportError
 from cgplan.io.config import STDIN, Overrides
 from cgplan.io.policies import load_policy

@@ -3,12 +3,12 @@ its checks against the plan out."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from cgplan.api.plan import plan_file
-from cgplan.core.log_check import Comparison, compare, refused_checks
-from cgplan.core.log_parse import LogError, ParsedLog
-from cgplan.core.record import dataclass
+from cgplan.core.logs.check import Comparison, compare, refused_checks
+from cgplan.core.logs.parse import LogError, ParsedLog
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import ConfigRejected
 from cgplan.io.config import Overrides

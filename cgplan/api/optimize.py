@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgplan.core.latency import LatencyCoefficients
-from cgplan.core.optimize import Optimized, check_options, optimize
-from cgplan.core.plan import build_plan
+from cgplan.core.optimize.search import Optimized, check_options, optimize
+from cgplan.core.plan.build import build_plan
+from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.latency_coefficients import shipped_latency

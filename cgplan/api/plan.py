@@ -8,25 +8,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cgplan.core.cost import CostCoefficients
-from cgplan.core.gaps import FixSearch
-from cgplan.core.latency import LatencyCoefficients
-from cgplan.core.plan import build_plan
-from cgplan.core.policies import UPSTREAM, CapturePolicy
-from cgplan.core.record import dataclass, replace
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import Note, Plan
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Note, Plan
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.gaps import FixSearch
+from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
+from cgplan.core.predict.cost import CostCoefficients
+from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.io.cost_coefficients import coefficients_for, default_coefficients, moe_coefficients, with_cost
 from cgplan.io.latency_coefficients import shipped_latency, with_latency
 
 if TYPE_CHECKING:
-    from cgplan.core.gate import GatePolicy
-    from cgplan.core.traffic import Traffic
+    from cgplan.core.compare.gate import GatePolicy
+    from cgplan.core.optimize.traffic import Traffic
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def plan(
     Raises:
         ConfigError: bad input, located in the file or at the flag; a config the release refuses.
     """
-    from cgplan.core.fingerprint import fingerprint
+    from cgplan.core.plan.fingerprint import fingerprint
     from cgplan.io.cost_coefficients import load_coefficients
     from cgplan.io.policies import load_capture_policy
 
@@ -228,11 +228,11 @@ def fix_search(
     policy: GatePolicy | None = None,
 ) -> FixSearch:
     """The fix search `plan` runs: the default gate's budgets (or `policy`'s) and the cost model."""
-    from cgplan.core.budgets import DEFAULT_BUDGETS
+    from cgplan.core.plan.budgets import DEFAULT_BUDGETS
 
     budgets = DEFAULT_BUDGETS
     if policy is not None:  # the gate's module only for a gate policy: `plan` has none (#18)
-        from cgplan.core.gate import budgets_of
+        from cgplan.core.compare.gate import budgets_of
 
         budgets = budgets_of(policy)
     return FixSearch(budgets, coefficients or shipped_coefficients(), allow_over_budget)

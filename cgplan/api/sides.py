@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgplan.api.plan import plan_file
-from cgplan.core.fingerprint import fingerprint
-from cgplan.core.policies import UPSTREAM, CapturePolicy
-from cgplan.core.sides import Side, rejected_side, side_from_plan
+from cgplan.core.compare.sides import Side, rejected_side, side_from_plan
+from cgplan.core.plan.fingerprint import fingerprint
+from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
 from cgplan.errors import ConfigRejected, ReportError, one_line
 from cgplan.io.config import Overrides
 from cgplan.io.files import stdin_bytes

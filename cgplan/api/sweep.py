@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.spec import PlanInput
-from cgplan.core.sweep import MAX_SWEEP_POINTS, SweepResult, sweep
+from cgplan.core.compare.sweep import MAX_SWEEP_POINTS, SweepResult, sweep
+from cgplan.core.model.spec import PlanInput
 from cgplan.errors import ConfigError
 from cgplan.io.config import (
     MAX_LADDER_TOKENS,

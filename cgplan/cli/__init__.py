@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 try:  # Ctrl-C while the CLI loads (a second of imports) exits 130 quietly, as later, not a traceback
     from cgplan import __version__
-    from cgplan.errors import CgplanError, ExitCode, one_line
+    from cgplan.errors import CgplanError, ExitCode, exit_code_of, one_line
     from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
 except KeyboardInterrupt:
     raise SystemExit(130) from None
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None, *, process_exit: bool = False) -> None:
             flush_stdout()  # what is still buffered: a full disk there is an error too
     except CgplanError as e:
         sys.stderr.write(f"cgplan: error: {one_line(e.message)}\n")
-        code = int(e.exit_code)
+        code = int(exit_code_of(e))
     except BrokenPipeError:  # click's own output (--help | head): the reader went away
         silence_stdout()
         code = 0

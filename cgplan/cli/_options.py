@@ -17,8 +17,8 @@ def _complete_versions(incomplete: str) -> list[str]:
 
 def _complete_platforms(incomplete: str) -> list[str]:
     """Shell completion for --platform: the families, then the GPU names cgplan maps to them."""
-    from cgplan.core.gpus import GPUS
-    from cgplan.core.modes import Platform
+    from cgplan.core.model.modes import Platform
+    from cgplan.core.vllm.gpus import GPUS
 
     names = [p.value for p in Platform] + [g.name.replace(" ", "-") for g in GPUS if g.platform is not None]
     return [n for n in names if n.lower().startswith(incomplete.lower())]

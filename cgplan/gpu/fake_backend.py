@@ -17,8 +17,8 @@ import os
 import sys
 import time
 
-from cgplan.core.measure import MeasuredCapture
-from cgplan.core.types import Plan
+from cgplan.core.compare.measure import MeasuredCapture
+from cgplan.core.model.types import Plan
 from cgplan.gpu.recorder import GraphRecorder
 
 _MIB = 1 << 20

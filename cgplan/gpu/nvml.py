@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
-
-from cgplan.core.record import dataclass
 
 NVML_HINT = (
     "HINT: install the NVIDIA driver and `pip install nvidia-ml-py` (the `pynvml` module), "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import platform
 
 from cgplan import __version__
-from cgplan.core.env import EnvProbe, GpuInfo
+from cgplan.core.model.env import EnvProbe, GpuInfo
 
 
 def probe() -> EnvProbe:

@@ -20,11 +20,10 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from cgplan.core.measure import GraphMeasurement
-from cgplan.core.record import dataclass
+from cgplan.core.compare.measure import GraphMeasurement
 from cgplan.gpu.nvml import NvmlSession
 
 

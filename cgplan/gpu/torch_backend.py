@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cgplan.core.measure import MeasuredCapture
-from cgplan.core.spec import ModelShape
-from cgplan.core.types import Plan
+from cgplan.core.compare.measure import MeasuredCapture
+from cgplan.core.model.spec import ModelShape
+from cgplan.core.model.types import Plan
 from cgplan.gpu.nvml import nvml_session
 from cgplan.gpu.recorder import GraphRecorder, ProgressSink, hook_torch_graph_capture
 

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
-from cgplan.core.measure import GraphMeasurement, MeasuredCapture, RankMeasurement, VllmFigures
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import DispatchRange, as_dispatch_mode
+from cgplan.core.compare.measure import GraphMeasurement, MeasuredCapture, RankMeasurement, VllmFigures
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import DispatchRange, as_dispatch_mode
 from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.errors import GpuUnavailableError
 from cgplan.gpu.nvml import NvmlSession, nvml_session

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cgplan.core.attention import KNOWN_BACKENDS
-from cgplan.core.defaults import serve_defaults
-from cgplan.core.modes import CGSupport, Mode, Platform
-from cgplan.core.spec import (
+from cgplan.core.model.modes import CGSupport, Mode, Platform
+from cgplan.core.model.spec import (
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
     SPEC_METHODS,
@@ -22,6 +20,8 @@ from cgplan.core.spec import (
     PlanInput,
     SpeculativeSpec,
 )
+from cgplan.core.vllm.attention import KNOWN_BACKENDS
+from cgplan.core.vllm.defaults import serve_defaults
 from cgplan.core.vllm.releases import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -376,7 +376,7 @@ def parse_platform(value: object, path: str, notes: list[str] | None = None) -> 
         key = value.strip().lower().replace("_", "-")
         if key in names:
             return Platform(key)
-        from cgplan.core.gpus import PLATFORM_ALIASES, find_gpu  # only for a GPU name
+        from cgplan.core.vllm.gpus import PLATFORM_ALIASES, find_gpu  # only for a GPU name
 
         if key in PLATFORM_ALIASES:
             return PLATFORM_ALIASES[key]
@@ -393,7 +393,7 @@ def parse_platform(value: object, path: str, notes: list[str] | None = None) -> 
                     f"{gpu.platform.compute_capability[1]}"
                 )
             return gpu.platform
-    from cgplan.core.gpus import GPUS
+    from cgplan.core.vllm.gpus import GPUS
 
     known = ", ".join(g.name for g in GPUS if g.platform is not None)
     raise _err(path, "unknown platform", value, "one of " + ", ".join(names) + f" or a GPU name ({known})")

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from cgplan.core import record
-from cgplan.core.cost import (
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Plan
+from cgplan.core.predict.cost import (
     CostCoefficients,
     CostObservation,
     ObservedGraph,
     cost_input_for,
     plan_cost,
 )
-from cgplan.core.spec import PlanInput
-from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -32,7 +32,7 @@ MOE_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200-moe.json"
 README and docs/cost-model.md), used for models with MoE or MLA layers; it states its own domain."""
 
 COEFFICIENTS_KIND = "cgplan-cost-coefficients"
-_FIELDS = {f.name: f for f in record.fields(CostCoefficients)}
+_FIELDS = {f.name: f for f in dataclasses.fields(CostCoefficients)}
 
 
 def coefficients_to_dict(c: CostCoefficients) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
     values: dict[str, Any] = {}
     for name, f in _FIELDS.items():
         if name not in doc:
-            if f.default is record.MISSING:
+            if f.default is dataclasses.MISSING:
                 raise ConfigError(name, "missing", source=source)
             continue
         v = doc[name]
@@ -166,7 +166,7 @@ def with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients | None)
     """`plan` with its predicted cost (unchanged when no coefficients are given)."""
     if coefficients is None:
         return plan
-    return record.replace(plan, cost=plan_cost(plan, inp, coefficients))
+    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
 
 
 def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:

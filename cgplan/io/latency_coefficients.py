@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -9,19 +10,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cgplan.core import record
-from cgplan.core.latency import (
+from cgplan.core.model.modes import Mode
+from cgplan.core.model.predictions import LatencyPrediction
+from cgplan.core.model.spec import ModelShape, PlanInput
+from cgplan.core.model.types import Plan
+from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
+from cgplan.core.predict.latency import (
     LatencyCoefficients,
     LatencyObservation,
-    LatencyPrediction,
     StepShape,
     forward_shape,
     predict_latency,
 )
-from cgplan.core.modes import Mode
-from cgplan.core.policies import UPSTREAM, CapturePolicy
-from cgplan.core.spec import ModelShape, PlanInput
-from cgplan.core.types import Plan
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io import files as io_files
 from cgplan.io.output import write_atomically
@@ -31,7 +31,7 @@ DEFAULT_LATENCY = Path(__file__).parent.parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
 
 LATENCY_KIND = "cgplan-latency-coefficients"
-_FIELDS = {f.name: f for f in record.fields(LatencyCoefficients)}
+_FIELDS = {f.name: f for f in dataclasses.fields(LatencyCoefficients)}
 
 
 def latency_to_dict(c: LatencyCoefficients) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def load_latency(path: str | Path) -> LatencyCoefficients:
     values: dict[str, Any] = {}
     for name, f in _FIELDS.items():
         if name not in doc:
-            if f.default is record.MISSING:
+            if f.default is dataclasses.MISSING:
                 raise ConfigError(name, "missing", source=source)
             continue
         v = doc[name]
@@ -256,7 +256,7 @@ def with_latency(
     what-if policy priced under vLLM's own would price another ladder)."""
     if coefficients is None:
         return plan
-    from cgplan.core.plan import plan_again
+    from cgplan.core.plan.build import plan_again
 
     def replan(j: int) -> tuple[Plan, PlanInput] | None:
         changed = apply_change(inp, plan.fixes[j].config_change)
@@ -268,19 +268,19 @@ def with_latency(
             return None
 
     pred: LatencyPrediction = predict_latency(coefficients, plan, inp, uniform, mixed, traffic, replan)
-    return record.replace(plan, latency=pred)
+    return dataclasses.replace(plan, latency=pred)
 
 
 def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanInput | None:
     """`inp` with a fix's (dotted key, value) pairs applied (None if a key is not a PlanInput field)."""
-    names = {f.name for f in record.fields(PlanInput)}
+    names = {f.name for f in dataclasses.fields(PlanInput)}
     kw: dict[str, Any] = {}
     for key, value in change:
         leaf = key.rsplit(".", 1)[-1]
         if leaf == "num_speculative_tokens_per_batch_size" and inp.speculative is not None:
             # the fix search narrows a dynamic-SD tier: a change inside speculative_config
             sched = None if value is None else tuple(tuple(e) for e in value)  # type: ignore[attr-defined]
-            kw["speculative"] = record.replace(
+            kw["speculative"] = dataclasses.replace(
                 kw.get("speculative", inp.speculative), num_speculative_tokens_per_batch_size=sched
             )
             continue
@@ -290,4 +290,4 @@ def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanIn
             kw[leaf] = None if value is None else Mode(str(value))
             continue
         kw[leaf] = tuple(value) if isinstance(value, list) else value
-    return record.replace(inp, **kw)
+    return dataclasses.replace(inp, **kw)

@@ -1,5 +1,5 @@
 """Reading a vLLM log: a plain or gzip-compressed file, as blocks of whole decoded lines, bounded
-(the parse itself is `cgplan.core.log_parse`, pure)."""
+(the parse itself is `cgplan.core.logs.parse`, pure)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.log_parse import LogError, ParsedLog, parse_blocks
+from cgplan.core.logs.parse import LogError, ParsedLog, parse_blocks
 from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
 
 _SNIFF_BYTES = 65536

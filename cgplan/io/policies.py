@@ -3,17 +3,17 @@ capture policies (`--policy NAME|FILE.yaml` of diff and sweep) → CapturePolicy
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cgplan.core import record
-from cgplan.core.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
+from cgplan.core.plan.policies import BUILTIN_POLICIES, POLICY_KNOBS, CapturePolicy
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import ReadError, read_yaml
 
 if TYPE_CHECKING:  # the gate's module is imported where a gate policy is read: `plan` never reads one
-    from cgplan.core.gate import GatePolicy
+    from cgplan.core.compare.gate import GatePolicy
 
 _BOOLS = ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full", "no_regression")
 _NUMBERS = (
@@ -46,7 +46,7 @@ def parse_policy(doc: Any) -> GatePolicy:
     Raises:
         ConfigError: located at the offending key.
     """
-    from cgplan.core.gate import GatePolicy
+    from cgplan.core.compare.gate import GatePolicy
 
     if doc is None:
         return GatePolicy()
@@ -96,7 +96,7 @@ def parse_policy(doc: Any) -> GatePolicy:
                     raise ConfigError(f"{key}.{fam}", f"must be an integer >= 0 (got {preview(n)})")
             value = {str(k): int(v) for k, v in value.items()}
         values[key] = value
-    return record.replace(GatePolicy(), **values)
+    return dataclasses.replace(GatePolicy(), **values)
 
 
 def load_policy(path: Path) -> GatePolicy:

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from cgplan.core.measure import GraphMeasurement, RankMeasurement
-from cgplan.core.sides import STATUSES, Side
-from cgplan.core.types import DispatchRange, Graph
+from cgplan.core.compare.measure import GraphMeasurement, RankMeasurement
+from cgplan.core.compare.sides import STATUSES, Side
+from cgplan.core.model.types import DispatchRange, Graph
 from cgplan.errors import ReportError, one_line, preview
 from cgplan.io.config import MAX_LIST, MAX_REASONABLE
 from cgplan.io.files import ReadError, read_json

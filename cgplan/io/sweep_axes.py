@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgplan.core.modes import Mode
-from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES
-from cgplan.core.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS
+from cgplan.core.compare.sweep import INT_KEYS, MAX_SWEEP_POINTS, SETTERS
+from cgplan.core.model.modes import Mode
+from cgplan.core.model.spec import MODEL_RUNNERS, PERFORMANCE_MODES
 from cgplan.errors import ConfigError
 from cgplan.io.config import MAX_REASONABLE, parse_platform
 

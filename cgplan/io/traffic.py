@@ -7,7 +7,7 @@ import math
 import re
 from pathlib import Path
 
-from cgplan.core.traffic import Traffic
+from cgplan.core.optimize.traffic import Traffic
 from cgplan.errors import ConfigError, preview
 from cgplan.io.files import MIB, ReadError, parse_yaml, read_text
 

@@ -30,11 +30,10 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.record import dataclass
 from cgplan.core.vllm.serve_flags import IGNORED, READ, UNMODELLED, ServeFlag, ServeFlags, serve_flags_for
 from cgplan.errors import ConfigError
 from cgplan.io.config import _err

@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import NoReturn
 
-from cgplan.core.types import Plan
+from cgplan.core.model.types import Plan
 
 
 def assert_never(value: NoReturn) -> NoReturn:  # typing.assert_never is 3.11+

@@ -3,7 +3,7 @@ capture memory and time, and vLLM's own estimate; `--latency`'s fit in one or tw
 
 from __future__ import annotations
 
-from cgplan.core.calibrate import Calibration, LatencyCalibration, vllm_estimate
+from cgplan.core.predict.calibrate import Calibration, LatencyCalibration, vllm_estimate
 
 
 def calibration_table(cal: Calibration) -> str:

@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
-from cgplan.core.memory import compare_memory
-from cgplan.core.sides import Side
+from cgplan.core.compare.diff import Diff, TierPadding, shared_gaps, size_changes
+from cgplan.core.compare.memory import compare_memory
+from cgplan.core.compare.sides import Side
 from cgplan.render._console import buffer_console
 
 GIB = 1 << 30

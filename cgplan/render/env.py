@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cgplan.core.env import EnvProbe
+from cgplan.core.model.env import EnvProbe
 
 
 def env_text(e: EnvProbe) -> str:

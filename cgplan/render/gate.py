@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from xml.sax.saxutils import escape, quoteattr
 
-from cgplan.core.gate import GateResult
+from cgplan.core.compare.gate import GateResult
 from cgplan.render._console import buffer_console
 
 

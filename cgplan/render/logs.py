@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from cgplan.core.log_check import Comparison, jsonable, sizes_text
-from cgplan.core.log_parse import ParsedLog
+from cgplan.core.logs.check import Comparison, jsonable, sizes_text
+from cgplan.core.logs.parse import ParsedLog
 
 
 def _short(value: Any) -> str:

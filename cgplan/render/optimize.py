@@ -3,8 +3,8 @@ chosen one, on the traffic, with the flags that set it and the gate's verdict.""
 
 from __future__ import annotations
 
-from cgplan.core.gaps import graph_count
-from cgplan.core.optimize import Optimized
+from cgplan.core.optimize.search import Optimized
+from cgplan.core.plan.gaps import graph_count
 
 
 def render_optimize(o: Optimized) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from cgplan.core.types import Plan
+from cgplan.core.model.types import Plan
 from cgplan.render.summary import (
     EAGER,
     assumed_lines,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from cgplan.core.gaps import graph_count, range_padding, step_padding, tier_batches
-from cgplan.core.modes import Mode
-from cgplan.core.notation import ladder_text
-from cgplan.core.record import dataclass
-from cgplan.core.types import DispatchRange, Fix, Plan
+from dataclasses import dataclass
+
+from cgplan.core.model.modes import Mode
+from cgplan.core.model.notation import ladder_text
+from cgplan.core.model.types import DispatchRange, Fix, Plan
+from cgplan.core.plan.gaps import graph_count, range_padding, step_padding, tier_batches
 
 FAMILY_LABELS = {
     "target": "target",

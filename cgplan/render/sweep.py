@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from cgplan.core.sweep import INT_KEYS, SweepResult
+from cgplan.core.compare.sweep import INT_KEYS, SweepResult
 from cgplan.render._console import buffer_console
 
 

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.latency import (
+from cgplan.core.predict.latency import (
     REFERENCE_ARCH,
     LatencyCoefficients,
     LatencyObservation,

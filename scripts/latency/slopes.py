@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit import HELD_OUT_RUNS  # the fit's own held-out runs
 
-from cgplan.core.latency import LatencyObservation, step_ms
+from cgplan.core.predict.latency import LatencyObservation, step_ms
 from cgplan.io.latency_coefficients import DEFAULT_LATENCY, load_latency, load_runs
 
 MAX_REQS = 128

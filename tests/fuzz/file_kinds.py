@@ -158,7 +158,7 @@ def damage(draw: st.DrawFn, data: bytes, *, yaml_bomb: bool = False) -> bytes:
 
 
 def _capture_policy_base() -> dict[str, Any]:
-    from cgplan.core.policies import POLICY_KNOBS
+    from cgplan.core.plan.policies import POLICY_KNOBS
 
     doc: dict[str, Any] = {"name": "fuzz", "description": "drawn"}
     for key, (kind, allowed) in POLICY_KNOBS.items():

@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from cgplan.core.attention import KNOWN_BACKENDS
-from cgplan.core.modes import CGSupport, Mode, Platform
-from cgplan.core.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS
-from cgplan.core.sweep import SETTERS
+from cgplan.core.compare.sweep import SETTERS
+from cgplan.core.model.modes import CGSupport, Mode, Platform
+from cgplan.core.model.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS
+from cgplan.core.vllm.attention import KNOWN_BACKENDS
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.io import config as cfg
 from cgplan.io.policies import KEYS as POLICY_KEYS
@@ -515,7 +515,7 @@ def plan_inputs(draw: st.DrawFn) -> Input:
 def _base_reports() -> dict[str, str]:
     """Real reports to mutate: plan JSON of the examples and H200 capture reports."""
     from cgplan.api.plan import plan_file
-    from cgplan.core.fingerprint import fingerprint
+    from cgplan.core.plan.fingerprint import fingerprint
     from cgplan.io.schema.plan import plan_to_dict
 
     out: dict[str, str] = {}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cgplan.api.sweep import MAX_SWEEP_REQUESTS, MAX_SWEEP_SIZES, _check_ladders
-from cgplan.core.sweep import MAX_SWEEP_POINTS
+from cgplan.core.compare.sweep import MAX_SWEEP_POINTS
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import MAX_LADDER_TOKENS, MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
 from cgplan.io.reports import side_from_report

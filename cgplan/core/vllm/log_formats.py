@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from cgplan.core.record import dataclass
 from cgplan.core.vllm.releases import closest_release, since_entry
 
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol, TypeVar
-
-from cgplan.core.record import dataclass, replace
 
 
 class DecodeSizes(Enum):
@@ -109,7 +108,7 @@ class VllmRules:
     "async" (the async-scheduling check fails first, 0.33)."""
     v2_ubatch_twins: bool = False
     """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
-    # What-if knobs (cgplan.core.policies): upstream values in every release.
+    # What-if knobs (cgplan.core.plan.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
     decode_sizes_with_explicit_max: bool = False

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from cgplan.core.record import dataclass
 from cgplan.core.vllm.releases import closest_release, since_entry
 
 READ, IGNORED, UNMODELLED = "read", "ignored", "unmodelled"

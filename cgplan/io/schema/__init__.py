@@ -13,7 +13,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
-from cgplan.core.types import DispatchRange, Graph
+from cgplan.core.model.types import DispatchRange, Graph
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of a document below; fields may be added freely. The one

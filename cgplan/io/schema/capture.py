@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cgplan.core.measure import Comparison, GraphMeasurement, MeasuredCapture, RankMeasurement, summarize
-from cgplan.core.types import Plan
+from cgplan.core.compare.measure import (
+    Comparison,
+    GraphMeasurement,
+    MeasuredCapture,
+    RankMeasurement,
+    summarize,
+)
+from cgplan.core.model.types import Plan
 from cgplan.io.schema import SCHEMA_VERSION, graph_key_to_dict, range_to_dict
 from cgplan.io.schema.plan import plan_to_dict
 

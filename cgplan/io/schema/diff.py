@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cgplan.core.diff import Diff, TierPadding, shared_gaps, size_changes
-from cgplan.core.memory import compare_memory
+from cgplan.core.compare.diff import Diff, TierPadding, shared_gaps, size_changes
+from cgplan.core.compare.memory import compare_memory
 from cgplan.io.schema import SCHEMA_VERSION, graph_key_to_dict
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgplan.core.env import EnvProbe
+from cgplan.core.model.env import EnvProbe
 
 
 def env_to_dict(e: EnvProbe) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cgplan.core.gate import GatePolicy, GateResult
+from cgplan.core.compare.gate import GatePolicy, GateResult
 from cgplan.io.schema import SCHEMA_VERSION
 
 

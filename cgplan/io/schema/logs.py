@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from cgplan import __version__
-from cgplan.core.log_check import Comparison, jsonable
-from cgplan.core.log_parse import ParsedLog
+from cgplan.core.logs.check import Comparison, jsonable
+from cgplan.core.logs.parse import ParsedLog
 from cgplan.io.schema import SCHEMA_VERSION
 
 FIGURE_FIELDS = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgplan.core.gaps import graph_count
-from cgplan.core.optimize import Optimized
-from cgplan.core.traffic_cost import TrafficCost
+from cgplan.core.optimize.search import Optimized
+from cgplan.core.optimize.traffic_cost import TrafficCost
+from cgplan.core.plan.gaps import graph_count
 from cgplan.io.schema import SCHEMA_VERSION
 
 

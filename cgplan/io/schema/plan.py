@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from cgplan import __version__
-from cgplan.core.cost import CostPrediction
-from cgplan.core.gaps import graph_count, padding_tokens, step_padding
-from cgplan.core.latency import LatencyPrediction
-from cgplan.core.types import Graph, Plan, StepPadding
+from cgplan.core.model.predictions import CostPrediction, LatencyPrediction
+from cgplan.core.model.types import Graph, Plan, StepPadding
+from cgplan.core.plan.gaps import graph_count, padding_tokens, step_padding
 from cgplan.io.schema import SCHEMA_VERSION, range_to_dict
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cgplan.core.sweep import INT_KEYS, SweepResult
+from cgplan.core.compare.sweep import INT_KEYS, SweepResult
 from cgplan.io.schema import SCHEMA_VERSION
 
 

@@ -1,0 +1,189 @@
+"""Planner inputs: a vLLM serve config, already parsed and typed, frozen.
+
+Field names are vLLM's own (`max_num_seqs`, `cudagraph_capture_sizes`, ...), so a
+cgplan YAML reads like the `vllm serve --config` file it predicts. `None` means
+"not given": the chosen vLLM release's default applies, as it would on a GPU host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cgplan.core.model.modes import CGSupport, Mode, Platform
+
+SPEC_METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model")
+"""Speculative methods cgplan models (vLLM's `speculative_config.method`)."""
+
+MODEL_RUNNERS = ("auto", "v1", "v2")
+"""Model-runner choices: `auto` lets the vLLM release decide (VLLM_USE_V2_MODEL_RUNNER unset)."""
+
+PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+"""vLLM's `performance_mode` values."""
+
+_IF_SET = {"fingerprint": "if_set"}
+"""Field metadata: fingerprinted only when it differs from its default."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What cgplan needs to know about the model, read from its Hugging Face config.json."""
+
+    architecture: str = "LlamaForCausalLM"
+    """First entry of `architectures`."""
+    hidden_size: int = 4096
+    """Model width."""
+    num_hidden_layers: int = 32
+    """Decoder layers of the target model."""
+    num_attention_heads: int = 32
+    """Query heads."""
+    num_key_value_heads: int = 32
+    """KV heads (GQA)."""
+    head_dim: int = 128
+    """Per-head width."""
+    intermediate_size: int = 11008
+    """MLP width (dense layers)."""
+    vocab_size: int = 32000
+    """Vocabulary size."""
+    dtype: str = "bfloat16"
+    """`torch_dtype` of the checkpoint."""
+    is_moe: bool = False
+    """Mixture-of-experts layers present (n_routed_experts / num_local_experts > 0)."""
+    use_mla: bool = False
+    """Multi-head latent attention (DeepSeek-V2/V3 style, `kv_lora_rank` set)."""
+    kv_lora_rank: int = field(default=0, metadata={"fingerprint": False})
+    """MLA's latent width (`kv_lora_rank`; 0 without MLA): the value width of MLA decode, which
+    sizes FlashAttnMLA's split-KV accumulators (cost model only; capture does not depend on it)."""
+    moe_dense_layers: int = field(default=0, metadata={"fingerprint": False})
+    """Layers of an MoE model that run a dense MLP instead of experts (`first_k_dense_replace`,
+    Qwen-MoE's `mlp_only_layers`; 0 for a dense model): their gate_up output, 2 x
+    intermediate_size wide, is the widest tensor of a piece (cost model only)."""
+    num_routed_experts: int = field(default=0, metadata={"fingerprint": False})
+    """Routed experts per MoE layer (0 for a dense model): the cost model's domain states the
+    expert counts it was fitted on (cost model only)."""
+    moe_shared_expert_layers: int = field(default=0, metadata={"fingerprint": False})
+    """MoE layers that also run shared experts (`n_shared_experts`, Qwen2-MoE's
+    `shared_expert_intermediate_size`): a second MLP per layer, more kernels in every graph
+    (cost model only)."""
+    num_nextn_predict_layers: int = 0
+    """MTP layers shipped in the checkpoint (DeepSeek-V3 style)."""
+    max_position_embeddings: int = 2048
+    """Context length the checkpoint declares: vLLM's default max_model_len."""
+    derived_max_model_len: int | None = field(default=None, metadata={"fingerprint": False})
+    """vLLM's derived maximum when config.json states it plainly (max_position_embeddings, no rope
+    scaling): a larger max_model_len is refused. None: not known here, not checked."""
+
+
+@dataclass(frozen=True)
+class SpeculativeSpec:
+    """vLLM's `speculative_config`, the fields that shape capture."""
+
+    method: str
+    """One of SPEC_METHODS."""
+    num_speculative_tokens: int
+    """K: draft tokens per step; a uniform decode step is 1 + K tokens per request."""
+    num_speculative_tokens_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
+    """Dynamic-SD schedule: inclusive (first_batch, last_batch, K) ranges."""
+    enforce_eager: bool = False
+    """Run the drafter without CUDA graphs."""
+    draft_model: ModelShape | None = field(default=None, metadata={"fingerprint": False})
+    """The draft model's shape when `speculative_config.model` is a local folder (cost model only;
+    left out of the fingerprint so that reports made before it was read keep matching)."""
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """One vLLM serve config plus what vLLM cannot infer off a GPU."""
+
+    vllm_version: str
+    """Release whose rules apply, e.g. "0.33.0"."""
+    platform: Platform
+    """GPU family."""
+    model: ModelShape
+    """Target model shape."""
+    max_num_seqs: int
+    """Scheduler's request limit per step (S)."""
+    max_num_batched_tokens: int
+    """Scheduler's token limit per step (B), after vLLM's defaulting."""
+    max_model_len: int = 4096
+    """Context length."""
+    tensor_parallel_size: int = 1
+    """TP degree."""
+    enforce_eager: bool = False
+    """No CUDA graphs at all."""
+    performance_mode: str | None = None
+    """vLLM's `performance_mode` (None = the release's default)."""
+    optimization_level: int = 2
+    """vLLM's -O level (0..3); picks the default cudagraph_mode."""
+    speculative: SpeculativeSpec | None = None
+    """Speculative decoding, or None."""
+    cudagraph_mode: Mode | None = None
+    """Requested `compilation_config.cudagraph_mode` (None = level default)."""
+    max_cudagraph_capture_size: int | None = None
+    """Requested scalar maximum (None = inferred)."""
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    """Requested explicit size list (None = inferred)."""
+    enable_sp: bool = False
+    """`compilation_config.pass_config.enable_sp` (removed in vLLM 0.32)."""
+    sp_min_token_num: int | None = None
+    """`pass_config.sp_min_token_num`: disables vLLM's SP size heuristic when set."""
+    model_runner: str = "auto"
+    """One of MODEL_RUNNERS."""
+    attention_backend: str | None = None
+    """Force an attention backend by vLLM's `AttentionBackendEnum` name."""
+    attention_cudagraph_support: CGSupport | None = None
+    """Force the attention CUDA-graph support level."""
+    # Parallelism, LoRA and microbatching (#16). Left out of the fingerprint at their defaults, so
+    # that reports of configs without them keep the fingerprint they were made with.
+    pipeline_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """PP degree: every stage captures the same descriptors (its own layers)."""
+    data_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """DP degree: each rank plans alike; ranks pad to a common batch at run time."""
+    decode_context_parallel_size: int = field(default=1, metadata=_IF_SET)
+    """DCP degree (splits the KV cache of decode across the TP group)."""
+    enable_expert_parallel: bool = field(default=False, metadata=_IF_SET)
+    """Experts sharded across TP x DP ranks instead of tensor-parallel."""
+    enable_lora: bool = field(default=False, metadata=_IF_SET)
+    """LoRA adapters served: graphs per active-adapter count."""
+    max_loras: int = field(default=1, metadata=_IF_SET)
+    """Adapters active in one batch (vLLM's default 1)."""
+    cudagraph_specialize_lora: bool = field(default=True, metadata=_IF_SET)
+    """`compilation_config.cudagraph_specialize_lora`: separate graphs with and without LoRA."""
+    specialize_active_lora: bool = field(default=False, metadata=_IF_SET)
+    """LoRAConfig.specialize_active_lora: with cudagraph_specialize_lora, a graph set per active
+    adapter count (powers of two up to max_loras, and max_loras + 1) instead of one LoRA set."""
+    enable_dbo: bool = field(default=False, metadata=_IF_SET)
+    """Dual-batch overlap (two microbatches)."""
+    ubatch_size: int = field(default=0, metadata=_IF_SET)
+    """Microbatches per step without DBO (0 or 1 = off)."""
+    dbo_decode_token_threshold: int = field(default=32, metadata=_IF_SET)
+    """Smallest uniform-decode batch (tokens) that is microbatched."""
+    dbo_prefill_token_threshold: int = field(default=512, metadata=_IF_SET)
+    """Smallest mixed batch (tokens) that is microbatched."""
+    all2all_backend: str | None = field(default=None, metadata=_IF_SET)
+    """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
+    async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
+    """`async_scheduling` as given (None = the release's default)."""
+
+    @property
+    def use_ubatching(self) -> bool:
+        """vLLM's `ParallelConfig.use_ubatching`."""
+        return self.enable_dbo or self.ubatch_size > 1
+
+    @property
+    def num_ubatches(self) -> int:
+        """vLLM's `ParallelConfig.num_ubatches` (2 under DBO)."""
+        return 2 if self.enable_dbo else self.ubatch_size
+
+    defaulted: tuple[str, ...] = field(default=(), metadata={"fingerprint": False}, compare=False)
+    """Names of the fields above the config left unset, filled with vLLM's (or cgplan's)
+    default, so a report can say what it assumed (left out of the fingerprint and equality)."""
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        """K, or 0 without speculation."""
+        return self.speculative.num_speculative_tokens if self.speculative else 0
+
+    @property
+    def uniform_decode_query_len(self) -> int:
+        """Tokens per request in a uniform decode step: 1 + K."""
+        return 1 + self.num_speculative_tokens

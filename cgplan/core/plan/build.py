@@ -1,0 +1,724 @@
+"""build_plan: one config under one vLLM release → graphs, dispatch, gaps and fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+
+from cgplan.core.model.modes import Mode
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import (
+    DispatchMode,
+    DispatchRange,
+    Graph,
+    Note,
+    Plan,
+    Rejected,
+    as_dispatch_mode,
+    as_model_runner,
+)
+from cgplan.core.plan.gaps import FixSearch, find_gaps, propose_fixes
+from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
+from cgplan.core.predict.cost import drafter_shape
+from cgplan.core.predict.kv import kv_bytes_per_token
+from cgplan.core.vllm.defaults import assumed_defaults
+from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges
+from cgplan.core.vllm.graphs import (
+    Microbatching,
+    Outcome,
+    V1Dispatcher,
+    V2Manager,
+    lora_cases,
+    v2_graph_floor,
+    v2_manager,
+)
+from cgplan.core.vllm.ladder import Ladder, capture_ladder
+from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
+from cgplan.core.vllm.resolve import (
+    Attention,
+    ModeDecision,
+    attention,
+    config_time_mode,
+    model_runner,
+    resolve_mode,
+    sequence_parallel_on,
+    uses_dynamic_sd,
+    v1_round_sizes,
+    validate_parallel,
+    validate_ubatching_backend,
+)
+
+
+def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
+    """The scheduler's batch → K table as (first, last, K) runs; vLLM's scheduler refuses an
+    invalid schedule. Runs, not vLLM's dense list: the plan's cost follows the schedule's size,
+    not max_num_seqs."""
+    if not uses_dynamic_sd(inp):
+        return None
+    spec = inp.speculative
+    assert spec is not None and spec.num_speculative_tokens_per_batch_size is not None
+    try:
+        return lookup_ranges(
+            spec.num_speculative_tokens_per_batch_size, inp.max_num_seqs, spec.num_speculative_tokens
+        )
+    except ScheduleError as e:
+        raise Rejected("speculative_config.num_speculative_tokens_per_batch_size", str(e)) from e
+
+
+def validate_limits(inp: PlanInput) -> None:
+    """ModelConfig's max_model_len check (`_get_and_verify_max_len`) and SchedulerConfig's own
+    checks (vllm/config/scheduler.py `_verify_args`)."""
+    derived = inp.model.derived_max_model_len
+    if derived is not None and inp.max_model_len > derived:
+        raise Rejected(
+            "max_model_len",
+            f"User-specified max_model_len ({inp.max_model_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={float(derived)} or model_max_length=None in "
+            "model's config.json). To allow overriding this maximum, set the env var "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+        )
+    if inp.max_num_batched_tokens < inp.max_num_seqs:
+        raise Rejected(
+            "max_num_batched_tokens",
+            f"max_num_batched_tokens ({inp.max_num_batched_tokens}) must be greater than or "
+            f"equal to max_num_seqs ({inp.max_num_seqs})",
+        )
+
+
+def _v2_query_lens(
+    inp: PlanInput, rules: VllmRules, decode_query_len: int, runs: list[tuple[int, int, int]] | None
+) -> list[int]:
+    """`CudaGraphManager._init_candidates`' decode query lengths, release by release."""
+    k = inp.num_speculative_tokens
+    if runs is None or inp.speculative is None:
+        return [decode_query_len]
+    sampled_per_step = decode_query_len - k
+    if rules.v2_tiers is V2Tiers.RAW_SCHEDULE:
+        schedule = inp.speculative.num_speculative_tokens_per_batch_size or ()
+        return [entry[2] + sampled_per_step for entry in schedule]
+    if rules.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K and decode_query_len <= k:
+        return [decode_query_len]
+    return sorted({kb + sampled_per_step for _, _, kb in runs})
+
+
+def _without_dynamic_sd_under_dp(inp: PlanInput, notes: list[Note]) -> PlanInput:
+    """`_maybe_disable_dynamic_sd_for_data_parallel` (every release): DP ranks could pick different
+    K per step and deadlock, so the schedule is dropped for the static K."""
+    if inp.data_parallel_size <= 1 or not uses_dynamic_sd(inp) or inp.speculative is None:
+        return inp
+    notes.append(
+        Note(
+            "dynamic_sd_dp",
+            "Dynamic speculative decoding is not supported with data parallelism because "
+            "data-parallel ranks can select different speculative-token counts, causing DP "
+            "divergence and deadlocks. Disabling num_speculative_tokens_per_batch_size and falling "
+            f"back to static num_speculative_tokens={inp.speculative.num_speculative_tokens}.",
+        )
+    )
+    return replace(inp, speculative=replace(inp.speculative, num_speculative_tokens_per_batch_size=None))
+
+
+def _compress(rows: list[tuple[int, Outcome]]) -> tuple[DispatchRange, ...]:
+    """Merge consecutive rows with the same outcome (Outcome objects are shared per graph)."""
+    firsts: list[int] = []
+    lasts: list[int] = []
+    outcomes: list[Outcome] = []
+    for n, o in rows:
+        if outcomes and outcomes[-1] == o and lasts[-1] == n - 1:
+            lasts[-1] = n
+        else:
+            firsts.append(n)
+            lasts.append(n)
+            outcomes.append(o)
+    return tuple(
+        DispatchRange(a, b, as_dispatch_mode(o.mode.value), o.padded_tokens, o.padded_reqs)
+        for a, b, o in zip(firsts, lasts, outcomes, strict=True)
+    )
+
+
+def dispatch_table(
+    query_len: int,
+    max_batches: int,
+    max_tokens: int,
+    pick: Callable[[int, int], Outcome],
+    boundaries_tokens: list[int],
+) -> tuple[DispatchRange, ...]:
+    """Outcome of every batch n = 1..max_batches of n × query_len tokens (≤ max_tokens).
+
+    Both dispatchers decide from the smallest captured token count ≥ the batch's tokens,
+    and every compatibility test they make is monotone inside one interval between
+    consecutive captured token counts (a graph at t tokens and query length q holds t/q ≥ n
+    requests). So one dispatch per interval gives the whole table: O(graphs), not
+    O(max_num_seqs); `naive_dispatch_table` is the per-batch definition it is tested against.
+    """
+    n_max = min(max_batches, max_tokens // query_len)
+    out: list[DispatchRange] = []
+    # consecutive intervals with the same outcome merge into one run (pickers share Outcomes)
+    run_lo = run_hi = 0
+    run: Outcome | None = None
+    prev = 0
+    for cut in [*sorted({b for b in boundaries_tokens if b > 0}), None]:
+        lo = prev // query_len + 1
+        hi = n_max if cut is None else min(n_max, cut // query_len)
+        if lo <= hi:
+            o = pick(lo, lo * query_len)
+            if run is not None and run_hi == lo - 1 and (o is run or o == run):
+                run_hi = hi
+            else:
+                if run is not None:
+                    out.append(_run(run_lo, run_hi, run))
+                run_lo, run_hi, run = lo, hi, o
+        if cut is None or hi >= n_max:
+            break
+        prev = cut
+    if run is not None:
+        out.append(_run(run_lo, run_hi, run))
+    return tuple(out)
+
+
+def _run(first: int, last: int, o: Outcome) -> DispatchRange:
+    """`_dispatch_range` of a merged run, inlined (it runs per run of every table)."""
+    mode, tokens, reqs = o
+    key = (first, last, mode._value_, tokens, reqs)  # Enum's .value is a slow descriptor
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, as_dispatch_mode(mode._value_), tokens, reqs)
+    return r
+
+
+_RANGES: dict[tuple[int, int, str, int | None, int | None], DispatchRange] = {}
+"""Dispatch runs already made (frozen, so plans share them): the plans of a sweep or of a fix
+search repeat most of their runs, and a frozen dataclass is slow to build."""
+
+
+def _dispatch_range(
+    first: int, last: int, mode: DispatchMode, tokens: int | None, reqs: int | None
+) -> DispatchRange:
+    key = (first, last, mode, tokens, reqs)
+    r = _RANGES.get(key)
+    if r is None:
+        if len(_RANGES) >= 1 << 16:
+            _RANGES.clear()
+        r = _RANGES[key] = DispatchRange(first, last, mode, tokens, reqs)
+    return r
+
+
+def naive_dispatch_table(
+    query_len: int, max_batches: int, max_tokens: int, pick: Callable[[int, int], Outcome]
+) -> tuple[DispatchRange, ...]:
+    """The per-batch definition of `dispatch_table` (used by the tests)."""
+    rows = []
+    for n in range(1, max_batches + 1):
+        if n * query_len > max_tokens:
+            break
+        rows.append((n, pick(n, n * query_len)))
+    return _compress(rows)
+
+
+def _drafter_prefill(
+    graphs: tuple[Graph, ...], full: str, k: int, max_num_seqs: int, max_size_tokens: int
+) -> tuple[Graph, ...]:
+    """The drafter-prefill set under a policy: the target's FULL set, powers of two, or none.
+
+    "pow2": request counts 1, 2, 4, ... × (1+K) tokens, bounded by the capture maximum (a graph
+    above it is never dispatched to: vLLM pads nothing past max_cudagraph_capture_size), plus the
+    widest request count that fits (max_num_seqs itself when it is not a power of two), so the
+    widest uniform prefill keeps a FULL graph.
+    """
+    if full == "target" or not any(g.mode == "FULL" for g in graphs):
+        return graphs
+    piecewise = tuple(g for g in graphs if g.mode == "PIECEWISE")
+    if full == "none":
+        return piecewise
+    q = k + 1
+    widest = min(max_num_seqs, max_size_tokens // q)
+    counts, n = [], 1
+    while n <= widest:
+        counts.append(n)
+        n *= 2
+    if widest >= 1 and counts[-1] != widest:
+        counts.append(widest)
+    return piecewise + tuple(Graph("FULL", n * q, n, q) for n in reversed(counts))
+
+
+_TIERS_FIXED = first_release(lambda r: r.v2_tiers is V2Tiers.DENSE_LOOKUP_IF_Q_GT_K)
+"""The release whose drafter decode tiers are only those with q > K (no negative lengths)."""
+
+
+def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -> None:
+    """vLLM 0.26–0.31's drafter decode manager under dynamic SD: the engine does not start.
+
+    It recovers "sampled tokens per step" as 1 − K and adds it to each tier's K, so a tier
+    below K gives a query length of 0 or less. 0: `round_up` divides by zero when the
+    manager is built (even for K = 1). Negative: descriptors with negative request
+    counts, and capturing the first one fails an assertion (seen on the H200:
+    benchmarks/results/h200/tiny-eagle-dyn-v2-vllm.json).
+    """
+    path = "speculative_config.num_speculative_tokens_per_batch_size"
+    if 0 in decode_lens:
+        raise Rejected(
+            path,
+            f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph manager "
+            f"(ZeroDivisionError in round_up): a dynamic-SD tier at K = {k - 1} = "
+            "num_speculative_tokens − 1 gives decode query length 0",
+        )
+    if k > 1 and any(ql < 0 for ql in decode_lens):
+        bad = sorted(ql + k - 1 for ql in decode_lens if ql < 0)
+        raise Rejected(
+            path,
+            f"vLLM {inp.vllm_version} fails an assertion while capturing the drafter's decode "
+            f"CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
+            f"negative decode query lengths and request counts (fixed in vLLM {_TIERS_FIXED})",
+        )
+
+
+def _v1_decode(
+    dispatcher: V1Dispatcher, uniform: bool, num_reqs: int, num_tokens: int, loras: int = 0
+) -> Outcome:
+    # V1's runner flags a batch uniform only at the configured query length 1 + K.
+    return dispatcher.dispatch(num_tokens, uniform, loras)
+
+
+def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
+    return dispatcher.dispatch(num_tokens, False)
+
+
+def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the uniform decode at `ql`, made once per manager: it depends on the
+    manager, `ql`, the LoRA case and the number of batches only."""
+    key = ("decode", ql, min(s, b // ql), loras)
+    got = manager.tables.get(key)
+    if got is None:
+        got = manager.tables[key] = dispatch_table(ql, s, b, manager.picker(ql, loras), manager.boundaries())
+    return got  # type: ignore[return-value]
+
+
+def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[DispatchRange, ...]:
+    """`dispatch_table` of the mixed batches, made once per manager, token bound and the request
+    count a mixed batch has (min(tokens, max_num_seqs), the same above mixed_hi: `V2Manager.picker`'s
+    reqs_cap)."""
+    key = ("mixed", min(mixed_hi, b), min(s, mixed_hi))
+    got = manager.tables.get(key)
+    if got is None:
+        got = manager.tables[key] = dispatch_table(
+            1, mixed_hi, b, manager.picker(None, reqs_cap=s), manager.boundaries()
+        )
+    return got  # type: ignore[return-value]
+
+
+class _Captured:
+    """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
+    search reads a candidate's graph counts here and plans no dispatch for one over budget). A
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18).
+
+    Made in two steps: `_setup` (the release's checks, the ladder, the mode), then `_families`
+    (the dispatchers and every family's graphs, `target` None until then): a candidate whose
+    ladder alone shows it over the graph budget never gets the second (`target_graphs_floor`)."""
+
+    __slots__ = (
+        "attn",
+        "decision",
+        "graphs",
+        "inp",
+        "ladder",
+        "loras",
+        "max_size",
+        "mode",
+        "notes",
+        "rules",
+        "runner",
+        "runs",
+        "sizes",
+        "target",
+        "ubatch",
+    )
+
+    def __init__(
+        self,
+        inp: PlanInput,
+        rules: VllmRules,
+        notes: tuple[Note, ...],
+        runs: list[tuple[int, int, int]] | None,
+        runner: str,
+        decision: ModeDecision,
+        mode: Mode,
+        attn: Attention,
+        ladder: Ladder,
+        sizes: tuple[int, ...],
+        max_size: int,
+        loras: tuple[int, ...],
+        ubatch: Microbatching | None,
+    ) -> None:
+        self.inp = inp
+        self.rules = rules
+        self.notes = notes
+        self.runs = runs
+        self.runner = runner
+        self.decision = decision
+        self.mode = mode
+        self.attn = attn
+        self.ladder = ladder
+        self.sizes = sizes
+        self.max_size = max_size
+        self.loras = loras
+        self.ubatch = ubatch
+        self.graphs: dict[str, tuple[Graph, ...]] = {}
+        self.target: V1Dispatcher | V2Manager | None = None
+
+
+def _capture(inp: PlanInput, policy: CapturePolicy) -> _Captured:
+    """The release's checks, the capture ladder, the mode and every family's graphs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    return _families(_setup(inp, policy))
+
+
+def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
+    """`_capture` up to the dispatchers: the release's checks, the capture ladder and the mode.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    rules = policy.apply(rules_for(inp.vllm_version))
+    notes: list[Note] = []
+    validate_parallel(inp, rules)
+    validate_limits(inp)
+    inp = _without_dynamic_sd_under_dp(inp, notes)
+    runs = _lookup_runs(inp)
+    sp_on = sequence_parallel_on(inp, rules, notes)
+    runner = model_runner(inp, rules, sp_on, notes)
+    sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
+    runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
+    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
+    validate_ubatching_backend(inp)
+    loras = lora_cases(
+        runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
+    )
+    ubatch = None
+    if rules.v2_ubatch_twins and inp.use_ubatching and inp.data_parallel_size > 1:
+        # maybe_build_ubatch_runner: microbatching needs the DP handshake (more than one DP rank)
+        ubatch = Microbatching(inp.num_ubatches, inp.dbo_decode_token_threshold)
+    if inp.enable_lora:
+        notes.append(
+            Note(
+                "lora_cases",
+                f"LoRA: every capture size is captured for num_active_loras in {list(loras)} "
+                f"(model runner {runner.upper()}, cudagraph_specialize_lora="
+                f"{inp.cudagraph_specialize_lora}"
+                + (", specialize_active_lora" if inp.specialize_active_lora else "")
+                + "); "
+                + (
+                    "a batch with n adapters replays the graphs of the smallest captured count >= n"
+                    if sum(1 for n in loras if n) > 1
+                    else f"a batch with adapters replays the {loras[-1]}-adapter graphs"
+                ),
+            )
+        )
+    q_slots = inp.max_num_seqs * inp.uniform_decode_query_len
+    if inp.speculative is not None and not runs and inp.max_num_batched_tokens < q_slots:
+        # vLLM accepts it (no release checks it at config time); the scheduler's budget caps decode
+        notes.append(
+            Note(
+                "decode_budget",
+                f"max_num_batched_tokens {inp.max_num_batched_tokens} < max_num_seqs x (1+K) = "
+                f"{q_slots}: at most {inp.max_num_batched_tokens // inp.uniform_decode_query_len} "
+                "requests decode in one step",
+            )
+        )
+    q = inp.uniform_decode_query_len
+    ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
+    notes.extend(ladder.notes)
+    attn = attention(inp, rules)
+    mode = resolve_mode(decision, attn, q, notes)
+    sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
+    if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
+        sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
+    return _Captured(
+        inp, rules, tuple(notes), runs, runner, decision, mode, attn, ladder, sizes, max_size, loras, ubatch
+    )
+
+
+def _families(cap: _Captured) -> _Captured:
+    """`cap` (from `_setup`) with its dispatchers and every family's graphs (filled in place)."""
+    inp, rules, runs, runner, mode = cap.inp, cap.rules, cap.runs, cap.runner, cap.mode
+    sizes, max_size, loras, ubatch = cap.sizes, cap.max_size, cap.loras, cap.ubatch
+    notes = list(cap.notes)
+    q = inp.uniform_decode_query_len
+    s = inp.max_num_seqs
+    graphs: dict[str, tuple[Graph, ...]] = {}
+    spec = inp.speculative
+    target: V1Dispatcher | V2Manager
+    if runner == "v1":
+        target = V1Dispatcher(sizes, max_size, mode, q, s, loras)
+        graphs["target"] = target.graphs()
+        if spec is not None and spec.method != "ngram":
+            drafter_mode = (
+                Mode.PIECEWISE
+                if not spec.enforce_eager and mode.mixed_mode() in (Mode.PIECEWISE, Mode.FULL)
+                else Mode.NONE
+            )
+            # The proposer's own CudagraphDispatcher has a key per LoRA case, but vLLM captures
+            # drafter graphs only inside the runner's dummy runs, through `drafter.dummy_run`,
+            # whose dispatch never says has_lora (llm_base_proposer), and the runner turns the
+            # drafter's graphs off for the adapter cases when cudagraph_specialize_lora is on
+            # (its mitigation of vLLM issue #28334): only the no-adapter keys are ever captured
+            # or dispatched. Without a no-adapter case (specialize_lora off) the drafter is eager.
+            drafter_loras = tuple(n for n in loras if n == 0)
+            graphs["drafter"] = (
+                V1Dispatcher(sizes, max_size, drafter_mode, 1, s, drafter_loras).graphs()
+                if drafter_loras
+                else ()
+            )
+            if inp.enable_lora and not drafter_loras and drafter_mode is not Mode.NONE:
+                notes.append(
+                    Note(
+                        "v1_drafter_eager_with_lora",
+                        "LoRA without cudagraph_specialize_lora on model runner V1: the drafter's "
+                        "CUDA-graph keys all carry the adapter count, its dispatch never does, so "
+                        "every drafter forward runs eager (no drafter graphs are captured)",
+                    )
+                )
+    else:
+        target = v2_manager(
+            sizes,
+            max_size,
+            mode,
+            q,
+            _v2_query_lens(inp, rules, q, runs),
+            s,
+            rules.v2_candidates,
+            loras,
+            ubatch,
+        )
+        graphs["target"] = target.graphs()
+        twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
+        if twins:
+            notes.append(
+                Note(
+                    "ubatch_twins",
+                    f"DBO: {twins} FULL graphs of at least {inp.dbo_decode_token_threshold} tokens are "
+                    f"also captured split into {inp.num_ubatches} microbatches (DP {inp.data_parallel_size})",
+                )
+            )
+        if spec is not None and spec.method in rules.v2_drafter_methods:
+            k = spec.num_speculative_tokens
+            prefill = v2_manager(
+                sizes,
+                max_size,
+                mode,
+                k + 1,
+                _v2_query_lens(inp, rules, k + 1, runs),
+                s,
+                rules.v2_candidates,
+            )
+            graphs["drafter_prefill"] = _drafter_prefill(
+                prefill.graphs(), rules.drafter_prefill_full, k, s, max_size
+            )
+            decode_graphs: tuple[Graph, ...] = ()
+            decode_lens = _v2_query_lens(inp, rules, 1, runs)
+            if mode.decode_mode() is Mode.FULL:
+                _check_drafter_decode_lens(inp, k, decode_lens)
+            if k > 1 and mode.decode_mode() is Mode.FULL:
+                decode = v2_manager(
+                    sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
+                )
+                decode_graphs = decode.graphs()
+            graphs["drafter_decode"] = decode_graphs
+            per_k = sorted({kb for _, _, kb in runs or []} - {0, 1})
+            if rules.drafter_decode_per_k and decode_graphs and per_k:
+                notes.append(
+                    Note(
+                        "drafter_decode_per_k",
+                        f"vLLM {inp.vllm_version} captures the {len(decode_graphs)} drafter decode graphs "
+                        f"once per dynamic-SD K in {per_k} when the drafter's attention backend supports "
+                        "fused decode-metadata updates (FLASH_ATTN, TRITON_ATTN, TRITON_MLA, FlashInfer "
+                        f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
+                    )
+                )
+    cap.notes, cap.graphs, cap.target = tuple(notes), graphs, target
+    return cap
+
+
+_CAPTURED: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], _Captured] = {}
+"""The last `captured_graphs` stages (pure, frozen inputs: a cache): the fix search asks for a
+candidate's graphs, then plans the candidate in full when they are within budget."""
+
+
+def _policy_key(policy: CapturePolicy) -> tuple[str, tuple[tuple[str, object], ...]]:
+    return policy.name, tuple(sorted(policy.overrides.items()))  # a policy holds a dict
+
+
+def captured_graphs(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> dict[str, tuple[Graph, ...]]:
+    """The graph families `build_plan(inp, policy=policy)` gives, without its dispatch tables (the
+    fix search holds a candidate's graph counts against the budget before it plans dispatch).
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    return _captured(inp, policy, complete=True).graphs
+
+
+def _captured(inp: PlanInput, policy: CapturePolicy, *, complete: bool) -> _Captured:
+    """The cached `_capture` stage of `inp` (`complete=False`: `_setup`'s part may do)."""
+    key = (inp, *_policy_key(policy))
+    got = _CAPTURED.get(key)
+    if got is None:
+        if len(_CAPTURED) >= 64:
+            _CAPTURED.clear()
+        got = _CAPTURED[key] = _setup(inp, policy)
+    if complete and got.target is None:
+        _families(got)
+    return got
+
+
+def target_graphs_floor(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> int:
+    """At least how many graphs `captured_graphs(inp, policy)["target"]` holds, from the ladder and
+    the mode alone (V2: its descriptors before microbatched twins, `v2_graph_floor`; V1: 0, its
+    dispatcher is cheap to build): the fix search drops a candidate over the graph budget here,
+    before any dispatcher is built.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    cap = _captured(inp, policy, complete=False)
+    if cap.target is not None:
+        return len(cap.graphs["target"])
+    if cap.runner == "v1":
+        return 0
+    q = cap.inp.uniform_decode_query_len
+    lens = _v2_query_lens(cap.inp, cap.rules, q, cap.runs)
+    return v2_graph_floor(cap.sizes, cap.max_size, cap.mode, q, lens, cap.inp.max_num_seqs, cap.loras)
+
+
+def build_plan(
+    inp: PlanInput,
+    *,
+    with_fixes: bool = True,
+    with_mixed: bool = True,
+    policy: CapturePolicy = UPSTREAM,
+    search: FixSearch | None = None,
+) -> Plan:
+    """Plan `inp` exactly as its vLLM release would, with gaps and (optionally) fixes.
+
+    `with_mixed=False` skips the mixed-batch dispatch table. `search` gives the fix search its
+    budgets and cost model (default: the default gate's budgets, no cost model).
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    cap = _CAPTURED.get((inp, *_policy_key(policy))) if _CAPTURED else None
+    if cap is None:
+        cap = _capture(inp, policy)
+    elif cap.target is None:
+        _families(cap)
+    inp, rules, notes, runs, runner = cap.inp, cap.rules, cap.notes, cap.runs, cap.runner
+    mode, sizes, max_size, graphs, ladder = cap.mode, cap.sizes, cap.max_size, cap.graphs, cap.ladder
+    q = inp.uniform_decode_query_len
+    s, b = inp.max_num_seqs, inp.max_num_batched_tokens
+    mixed_hi = min(b, max_size + 1) if with_mixed else 0
+    uniform: dict[int, tuple[DispatchRange, ...]] = {}
+    uniform_lora: dict[int, tuple[DispatchRange, ...]] = {}
+    tiers = sorted({kb + 1 for _, _, kb in runs}) if runs else [q]
+    target = cap.target
+    assert target is not None  # _families ran
+    if isinstance(target, V1Dispatcher):
+        for ql in tiers:
+            uniform[ql] = dispatch_table(ql, s, b, partial(_v1_decode, target, ql == q), target.boundaries())
+            if inp.enable_lora:
+                pick = partial(_v1_decode, target, ql == q, loras=1)
+                uniform_lora[ql] = dispatch_table(ql, s, b, pick, target.boundaries())
+        mixed = dispatch_table(1, mixed_hi, b, partial(_v1_mixed, target), target.boundaries())
+    else:
+        for ql in tiers:
+            uniform[ql] = _v2_table(target, ql, s, b, 0)
+            if inp.enable_lora:
+                uniform_lora[ql] = _v2_table(target, ql, s, b, 1)
+        mixed = _v2_mixed_table(target, mixed_hi, s, b)
+
+    plan = Plan(
+        vllm_version=inp.vllm_version,
+        platform=inp.platform.value,
+        model_runner=as_model_runner(runner),
+        requested_cudagraph_mode=cap.decision.mode.value,
+        cudagraph_mode=mode.value,
+        attention_backend=cap.attn.backend,
+        attention_cudagraph_support=cap.attn.support.name,
+        capture_sizes=sizes,
+        max_capture_size=max_size,
+        uniform_decode_query_len=q,
+        max_num_seqs=s,
+        max_num_batched_tokens=b,
+        dynamic_sd_lookup=tuple(runs) if runs else None,
+        graphs=graphs,
+        uniform_decode=uniform,
+        mixed=mixed,
+        notes=tuple(notes),
+        piecewise_pieces_per_graph=inp.model.num_hidden_layers + 1,
+        uniform_decode_lora=uniform_lora,
+        piecewise_pieces=_pieces(inp, graphs),
+        assumed=assumed_defaults(inp, rules, mode.value, runner),
+        kv_bytes_per_token=kv_bytes_per_token(inp),
+    )
+    gaps = find_gaps(plan, ladder, inp)
+    plan = replace(plan, gaps=gaps)
+    if with_fixes and gaps:
+        if search is None:
+            from cgplan.core.plan.budgets import DEFAULT_BUDGETS
+
+            search = FixSearch(DEFAULT_BUDGETS)
+        fixes = propose_fixes(
+            plan,
+            inp,
+            ladder,
+            partial(_replan, policy=policy),
+            search,
+            rules,
+            partial(captured_graphs, policy=policy),
+            partial(target_graphs_floor, policy=policy),
+        )
+        plan = replace(plan, fixes=fixes)
+    return plan
+
+
+def _pieces(inp: PlanInput, graphs: dict[str, tuple[Graph, ...]]) -> tuple[tuple[str, int], ...]:
+    """CUDA graphs per PIECEWISE descriptor, family by family: a dense model's compiled pieces are
+    its layers + 1 (the drafter's are its own: an EAGLE head's one layer gives 2)."""
+    spec = inp.speculative
+    drafter = drafter_shape(inp.model, spec.draft_model if spec else None, spec.method if spec else None)
+    return tuple(
+        (f, (inp.model if f == "target" else drafter).num_hidden_layers + 1)
+        for f, gs in graphs.items()
+        if any(g.mode == "PIECEWISE" for g in gs)
+    )
+
+
+def _replan(inp: PlanInput, policy: CapturePolicy) -> Plan:
+    # The mixed table too: a fix must not make any mixed batch worse either.
+    return plan_again(inp, policy)
+
+
+_AGAIN: dict[tuple[PlanInput, str, tuple[tuple[str, object], ...]], Plan] = {}
+"""The last plans `plan_again` made (a pure function of its arguments, so a cache; a Plan is
+frozen): the fix search plans every candidate, then pricing its fixes in time plans the kept
+ones again."""
+
+
+def plan_again(inp: PlanInput, policy: CapturePolicy = UPSTREAM) -> Plan:
+    """`build_plan(inp, with_fixes=False, policy=policy)`, remembered for the last few inputs.
+
+    Raises:
+        Rejected: the release refuses to start with this config.
+    """
+    key = (inp, *_policy_key(policy))
+    got = _AGAIN.get(key)
+    if got is None:
+        got = build_plan(inp, with_fixes=False, with_mixed=True, policy=policy)
+        if len(_AGAIN) >= 64:
+            _AGAIN.clear()
+        _AGAIN[key] = got
+    return got

@@ -1,0 +1,743 @@
+"""Predicted graph-pool memory and capture time (the cost model), and its fit from capture reports.
+
+What a capture costs, as measured through NVML on an H200 (docs/cost-model.md has the evidence):
+
+- every CUDA graph instantiates driver-side state: about 0.13 MiB per PIECEWISE piece (a dense
+  model's PIECEWISE descriptor is layers + 1 graphs) and a per-layer amount for a FULL graph;
+- the graphs of one family and mode share the pool, captured largest first, so only the first
+  (largest) graph of each grows the pool; the rest reuse it;
+- a FULL graph's pool is dominated by FlashAttention's split-KV accumulators, which vLLM sizes for
+  `max_num_splits` (32) splits during capture: 32 x tokens x query width x 4 bytes (fp32);
+- the capture phase adds warmup runs' allocations (what vLLM's "took X GiB" also counts).
+
+Coefficients are data (CostCoefficients), fitted by `fit_coefficients` from capture reports and
+shipped for the H200; a user can fit their own (`cgplan calibrate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from cgplan.core.model.modes import GPU_NAME_TO_PLATFORM
+from cgplan.core.model.predictions import CostDomain, CostPrediction, FamilyModeCost, GraphCost
+from cgplan.core.model.spec import ModelShape, PlanInput
+
+if TYPE_CHECKING:
+    from cgplan.core.model.types import Plan
+
+MIB = 1 << 20
+SPLIT_KV_BACKENDS = ("FLASH_ATTN", "FLASH_ATTN_MLA")
+"""Backends whose FULL graphs allocate FlashAttention's split-KV accumulators during capture: vLLM's
+FlashAttention and FlashAttnMLA metadata builders both set `max_num_splits` to
+`flash_attn_max_num_splits_for_cuda_graph` (32) for batches a FULL graph covers, and FA3 then
+holds [splits, heads, tokens, value width] fp32 partial outputs (vllm/v1/attention/backends/
+flash_attn.py, mla/flashattn_mla.py). A fit measures the term only on these backends."""
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "auto": 2}
+SPLIT_KV_ACCUM_BYTES = 4
+"""FlashAttention's split-KV partial outputs are fp32."""
+
+
+@dataclass(frozen=True)
+class CostCoefficients:
+    """The fitted constants of the cost model for one GPU kind (all memory in MiB)."""
+
+    gpu: str
+    """GPU the coefficients were measured on, e.g. "H200"."""
+    measured_with: str
+    """Software they were measured with, in words (vLLM release, torch, attention backend)."""
+    exec_mib_per_piece: float
+    """Driver-side memory of one PIECEWISE piece (one instantiated graph of a compiled piece)."""
+    exec_mib_per_full_graph: float
+    exec_mib_per_full_layer: float
+    piecewise_pool_base_mib: float
+    piecewise_pool_per_activation: float
+    """Pool of the largest target PIECEWISE graph per MiB of its activation (tokens x hidden x dtype)."""
+    full_pool_base_mib_v1: float
+    full_pool_base_mib_v2: float
+    """Pool of the largest target FULL graph beyond the split-KV accumulators, per model runner."""
+    drafter_piecewise_pool_base_mib: float
+    drafter_piecewise_pool_per_activation: float
+    warmup_mib_v1: float
+    warmup_mib_v2: float
+    warmup_mib_drafter: float
+    """Capture-phase allocations outside the graph sections (warmup runs), per runner, plus a drafter."""
+    capture_ms_per_piece: float
+    capture_ms_per_full_graph: float
+    capture_ms_per_full_layer: float
+    capture_overhead_s: float
+    """Capture-phase wall time outside the graph sections (warmups, synchronisation)."""
+    band_ratio: tuple[float, float]
+    """Lowest and highest measured/predicted ratio over the fitted reports: a prediction P is shown
+    with the band [P x low, P x high] (asymmetric: the allocator can only ever add segments)."""
+    split_kv_splits: int = 32
+    """vLLM's FlashAttention `max_num_splits` during CUDA-graph capture."""
+    split_kv_backends: tuple[str, ...] = ("FLASH_ATTN",)
+    """Attention backends whose FULL graphs carry the split-KV accumulators (what was measured)."""
+    hidden_size_range: tuple[int, int] = (2048, 5120)
+    """Target widths the fit saw; outside them the prediction is flagged as an extrapolation."""
+    fitted_on: tuple[str, ...] = ()
+    """Names of the capture reports the coefficients were fitted on."""
+    fitted_dtypes: tuple[str, ...] = ("bfloat16",)
+    """Checkpoint dtypes of the fitted targets (no quantised model was measured)."""
+    fitted_model_kinds: tuple[str, ...] = ("dense",)
+    """Layer kinds of the fitted targets: "dense", "moe", "mla"."""
+    validated_tensor_parallel_max: int = 2
+    """Largest TP whose per-rank figures were checked against captures (held-out TP=2 runs,
+    benchmarks/results/h200/tp2); above it the attention-only TP scaling is an extrapolation."""
+    exec_mib_per_shared_expert_layer: float = 0.0
+    """Extra graph state per MoE layer with shared experts, in every graph that holds the layer:
+    the shared MLP's kernels (gate_up GEMM, SiLU-and-mul, down GEMM, add) are more graph nodes.
+    0 where the fit saw no such layer (the dense set)."""
+    piecewise_pool_per_dense_mlp_activation: float = 0.0
+    """Largest target PIECEWISE pool per MiB of an MoE model's dense-layer gate_up output (tokens x
+    2 x intermediate_size / TP x dtype): the widest tensor of its first pieces. 0 where the fit
+    saw no MoE model with dense layers."""
+    drafter_in_target_pool: bool = False
+    """The fit saw no drafter: on the V1 runner a drafter's PIECEWISE graphs are predicted as
+    sharing the target's pool (V1 captures every graph into one global pool,
+    compilation/cuda_graph.py), growing it only beyond what the target's largest PIECEWISE graph
+    reserved; on V2 they keep a pool of their own with the target's terms."""
+    routed_experts_range: tuple[int, int] = (0, 0)
+    """Routed-expert counts of the fitted MoE targets ((0, 0): no MoE target was fitted)."""
+    fitted_model_runners: tuple[str, ...] = ("v1", "v2")
+    """Model runners the fit measured (the other's FULL-pool base and warmups are then copies)."""
+
+
+OUTSIDE_BAND_FACTOR = 2.0
+"""How much wider the band gets outside the fitted domain, each way: [P x low / 2, P x high x 2]
+(docs/cost-model.md). Used where the model's terms still apply but were not measured: another
+GPU, dtype, TP above the validated maximum, a width outside the fitted range, PP/DP/DCP/EP/LoRA/
+DBO (per-rank shards are modelled, their allocator behaviour was not measured)."""
+NO_FIGURE_KINDS = ("moe", "mla")
+"""Model kinds the model has no term for: the figure is withheld. An MoE+MLA deployment reported a
+9.64 GiB pool where the dense terms give 478 MiB (#16): no band would be honest."""
+
+
+def model_kinds(shape: ModelShape) -> tuple[str, ...]:
+    """The layer kinds of a model: dense, or its MoE / MLA parts."""
+    kinds = tuple(k for k, on in (("moe", shape.is_moe), ("mla", shape.use_mla)) if on)
+    return kinds or ("dense",)
+
+
+def _experts_text(c: CostCoefficients) -> str:
+    lo, hi = c.routed_experts_range
+    if not hi:
+        return ""
+    return f", {lo} routed experts" if lo == hi else f", {lo}..{hi} routed experts"
+
+
+def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
+    """The domain check of one prediction (every dimension the fit fixed)."""
+    lo, hi = c.hidden_size_range
+    fitted = (
+        f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
+        f"TP <= {c.validated_tensor_parallel_max}, {'/'.join(c.fitted_model_kinds)} models, "
+        f"hidden size {lo}..{hi}{_experts_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO"
+    )
+    widen: list[str] = []
+    withhold: list[str] = []
+    fitted_platform = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
+    if inp.gpu is not None and (fitted_platform is None or inp.gpu != fitted_platform.value):
+        # a platform family: H100 and H200 both read "hopper" and count as the fitted GPU's family
+        widen.append(f"GPU platform {inp.gpu} (fitted on {c.gpu})")
+    if inp.target.dtype not in c.fitted_dtypes:
+        widen.append(f"dtype {inp.target.dtype}")
+    if inp.tensor_parallel_size > c.validated_tensor_parallel_max:
+        widen.append(f"TP {inp.tensor_parallel_size} > {c.validated_tensor_parallel_max}")
+    if not lo <= inp.target.hidden_size <= hi:
+        widen.append(f"hidden size {inp.target.hidden_size} outside {lo}..{hi}")
+    if inp.model_runner not in c.fitted_model_runners:
+        widen.append(f"model runner {inp.model_runner} (fitted: {'/'.join(c.fitted_model_runners)})")
+    e_lo, e_hi = c.routed_experts_range
+    experts = inp.target.num_routed_experts
+    if e_hi and inp.target.is_moe and not e_lo <= experts <= e_hi:
+        widen.append(f"{experts} routed experts outside {e_lo}..{e_hi}")
+    for name, size in (("PP", inp.pipeline_parallel_size), ("DP", inp.data_parallel_size)):
+        if size > 1:
+            widen.append(f"{name} {size}")
+    if inp.decode_context_parallel_size > 1:
+        widen.append(f"DCP {inp.decode_context_parallel_size}")
+    widen += [name for name, on in inp.features if on]
+    kinds = [k for k in model_kinds(inp.target) if k not in c.fitted_model_kinds]
+    if kinds:
+        withhold.append(f"{'+'.join(kinds).upper()} layers (fitted: {'/'.join(c.fitted_model_kinds)} only)")
+    if inp.attention_backend not in c.split_kv_backends:
+        withhold.append(
+            f"attention backend {inp.attention_backend} (measured: {'/'.join(c.split_kv_backends)})"
+        )
+    outside = tuple(withhold + widen)
+    return CostDomain(
+        fitted=fitted,
+        outside=outside,
+        band_factor=OUTSIDE_BAND_FACTOR if outside else 1.0,
+        figure=not withhold,
+    )
+
+
+def activation_mib(num_tokens: int, shape: ModelShape) -> float:
+    """Size of one hidden-state activation of `num_tokens` tokens."""
+    return num_tokens * shape.hidden_size * DTYPE_BYTES.get(shape.dtype, 2) / MIB
+
+
+def shared_expert_layers(shape: ModelShape) -> int:
+    """MoE layers with shared experts among the shape's layers (a PP stage or an MTP head holds
+    fewer layers than the checkpoint)."""
+    return max(0, min(shape.moe_shared_expert_layers, shape.num_hidden_layers))
+
+
+def dense_mlp_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int) -> float:
+    """An MoE model's dense-layer gate_up output of `num_tokens` tokens (merged gate and up
+    projections, 2 x intermediate_size, column-sharded by TP); 0 without dense layers. The routed
+    experts' own intermediates (fused_moe's workspace13/workspace2/output) are not in any graph
+    pool: vLLM 0.26.0 takes them from its WorkspaceManager, grown by the profile run and locked
+    before capture (fused_moe/modular_kernel.py, v1/worker/workspace.py)."""
+    if shape.moe_dense_layers <= 0:
+        return 0.0
+    width = 2 * shape.intermediate_size // max(1, tensor_parallel_size)
+    return num_tokens * width * DTYPE_BYTES.get(shape.dtype, 2) / MIB
+
+
+def accumulator_width(shape: ModelShape) -> int:
+    """Width of one token's split-KV partial output over all query heads: heads x head_dim, or for
+    MLA decode (FlashAttnMLA: the latent value, `headdim_v = kv_lora_rank`) heads x kv_lora_rank."""
+    value_width = shape.kv_lora_rank if shape.use_mla and shape.kv_lora_rank else shape.head_dim
+    return shape.num_attention_heads * value_width
+
+
+def split_kv_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int, splits: int) -> float:
+    """FlashAttention's split-KV accumulators for a FULL graph of `num_tokens` (query heads are
+    sharded across tensor-parallel ranks)."""
+    query_width = accumulator_width(shape) // max(1, tensor_parallel_size)
+    return splits * num_tokens * query_width * SPLIT_KV_ACCUM_BYTES / MIB
+
+
+def drafter_shape(target: ModelShape, draft: ModelShape | None, method: str | None) -> ModelShape:
+    """The model whose graphs the drafter families capture: the draft model when known, else a
+    one-layer head of the target's width (EAGLE and MTP heads are one layer each)."""
+    if draft is not None:
+        return draft
+    layers = target.num_nextn_predict_layers if method == "mtp" and target.num_nextn_predict_layers else 1
+    # an MTP layer is a routed-expert layer (DeepSeek-V3's MTP block), never a dense first layer
+    return replace(target, num_hidden_layers=layers, moe_dense_layers=0)
+
+
+def _exec_mib(c: CostCoefficients, mode: str, pieces: int, layers: int, shared_layers: int = 0) -> float:
+    shared = c.exec_mib_per_shared_expert_layer * shared_layers
+    if mode == "PIECEWISE":
+        return c.exec_mib_per_piece * pieces + shared
+    return c.exec_mib_per_full_graph + c.exec_mib_per_full_layer * layers + shared
+
+
+def _capture_ms(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
+    if mode == "PIECEWISE":
+        return c.capture_ms_per_piece * pieces
+    return c.capture_ms_per_full_graph + c.capture_ms_per_full_layer * layers
+
+
+@dataclass(frozen=True)
+class CostInput:
+    """What the cost model needs besides the graphs: shapes, parallelism, runner, backend."""
+
+    target: ModelShape
+    drafter: ModelShape
+    model_runner: str
+    tensor_parallel_size: int = 1
+    attention_backend: str = "FLASH_ATTN"
+    gpu: str | None = None
+    """The GPU platform family the config is planned for ("hopper", ...; None: the coefficients')."""
+    pipeline_parallel_size: int = 1
+    """Each stage holds layers / PP of the target: per-rank graphs have that many pieces."""
+    data_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    features: tuple[tuple[str, bool], ...] = ()
+    """Other features the fit did not see (name, on): EP, LoRA, DBO."""
+
+
+def predict_cost(
+    graphs: Mapping[str, Sequence[tuple[str, int]]],
+    inp: CostInput,
+    c: CostCoefficients,
+) -> CostPrediction:
+    """Predict the capture cost of `graphs` (family → (mode, num_tokens) in capture order).
+
+    >>> from cgplan.core.model.spec import ModelShape
+    >>> c = CostCoefficients("H200", "test", 0.1, 0.0, 0.05, 10.0, 1.0, 0.0, 50.0, 5.0, 1.0,
+    ...                      30.0, 50.0, 60.0, 1.0, 10.0, 0.5, 1.0, (0.95, 1.1))
+    >>> p = predict_cost({"target": [("FULL", 8), ("FULL", 4)]}, CostInput(
+    ...     ModelShape(num_hidden_layers=2, hidden_size=64, num_attention_heads=1, head_dim=64),
+    ...     ModelShape(), "v2"), c)
+    >>> [round(g.pool_mib, 3) for g in p.graphs], round(p.total_mib, 3)
+    ([50.062, 0.0], 100.263)
+    """
+    costs = [GraphCost(*g) for g in _graph_costs(graphs, inp, c)]
+    groups: dict[tuple[str, str], list[GraphCost]] = {}
+    for g in costs:
+        groups.setdefault((g.family, g.mode), []).append(g)
+    by_fm = tuple(
+        FamilyModeCost(
+            f,
+            m,
+            len(gs),
+            sum(g.pool_mib for g in gs),
+            sum(g.exec_mib for g in gs),
+            sum(g.capture_ms for g in gs),
+        )
+        for (f, m), gs in groups.items()
+    )
+    families = set(graphs) if costs else set()
+    warmup = 0.0
+    if costs:
+        warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+        if families - {"target"}:
+            warmup += c.warmup_mib_drafter
+    total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
+    capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
+    domain = cost_domain(inp, c) if costs else CostDomain(fitted="")
+    return CostPrediction(
+        graphs=tuple(costs),
+        by_family_mode=by_fm,
+        warmup_mib=warmup,
+        total_mib=total,
+        low_mib=total * c.band_ratio[0] / domain.band_factor,
+        high_mib=total * c.band_ratio[1] * domain.band_factor,
+        capture_s=capture_s,
+        gpu=c.gpu,
+        caveats=_caveats(inp, c, bool(costs)),
+        domain=domain,
+    )
+
+
+def _graph_costs(
+    graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
+) -> Iterator[tuple[str, str, int, float, float, float]]:
+    """`GraphCost`'s fields of every graph of `graphs`, in capture order (`predict_cost`)."""
+    full_pool_tokens = 0
+    target_piecewise_mib = 0.0
+    for family, items in graphs.items():
+        shape = inp.target if family == "target" else inp.drafter
+        if family == "target" and inp.pipeline_parallel_size > 1:
+            # each PP stage compiles and captures only its own layers (per-rank shard)
+            layers = -(-shape.num_hidden_layers // inp.pipeline_parallel_size)
+            shape = replace(shape, num_hidden_layers=layers)
+        pieces = shape.num_hidden_layers + 1
+        seen: set[str] = set()
+        per_mode: dict[str, tuple[float, float]] = {}  # execution and capture cost: the mode's alone
+        for mode, tokens in items:
+            pool = 0.0
+            if mode not in seen:
+                seen.add(mode)
+                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib)
+                if mode == "FULL":
+                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
+                elif family == "target":
+                    target_piecewise_mib = max(target_piecewise_mib, pool)
+            costs = per_mode.get(mode)
+            if costs is None:
+                costs = per_mode[mode] = (
+                    _exec_mib(c, mode, pieces, shape.num_hidden_layers, shared_expert_layers(shape)),
+                    _capture_ms(c, mode, pieces, shape.num_hidden_layers),
+                )
+            yield family, mode, tokens, pool, costs[0], costs[1]
+
+
+class CostTotals:
+    """A prediction's two totals (`predict_cost`'s `total_mib` and `capture_s`, the same floats),
+    without its per-graph and per-section parts: what the fix search holds a candidate to."""
+
+    __slots__ = ("capture_s", "total_mib")
+
+    def __init__(self, total_mib: float, capture_s: float) -> None:
+        self.total_mib = total_mib
+        self.capture_s = capture_s
+
+
+def predict_totals(
+    graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
+) -> CostTotals:
+    """`predict_cost(graphs, inp, c)`'s total_mib and capture_s: the same sums in the same order,
+    without building a GraphCost per graph (a fix search prices every candidate, #18)."""
+    parts = list(_graph_costs(graphs, inp, c))
+    if not parts:
+        return CostTotals(0.0, 0.0)
+    warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+    if set(graphs) - {"target"}:
+        warmup += c.warmup_mib_drafter
+    total = warmup + sum(g[3] + g[4] for g in parts)
+    return CostTotals(total, c.capture_overhead_s + sum(g[5] for g in parts) / 1000)
+
+
+def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
+    # Token-width product of a FULL graph's accumulators: a later FULL graph fits in the freed
+    # accumulators of an earlier one when this is no larger.
+    return tokens * accumulator_width(shape)
+
+
+def _pool_mib(
+    c: CostCoefficients,
+    family: str,
+    mode: str,
+    tokens: int,
+    shape: ModelShape,
+    inp: CostInput,
+    earlier_full: int,
+    target_piecewise_mib: float = 0.0,
+) -> float:
+    if mode == "PIECEWISE":
+        # V1's one global pool (the V2 runner's drafters measured their own pools: dense set)
+        shared_pool = c.drafter_in_target_pool and inp.model_runner == "v1"
+        if family == "target" or shared_pool:
+            need = (
+                c.piecewise_pool_base_mib
+                + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
+                + c.piecewise_pool_per_dense_mlp_activation
+                * dense_mlp_mib(tokens, shape, inp.tensor_parallel_size)
+            )
+            # one pool: a drafter's graphs reuse what the target's largest graph reserved
+            return need if family == "target" else max(0.0, need - target_piecewise_mib)
+        return c.drafter_piecewise_pool_base_mib + c.drafter_piecewise_pool_per_activation * activation_mib(
+            tokens, shape
+        )
+    splits = c.split_kv_splits if inp.attention_backend in c.split_kv_backends else 0
+    if family == "target" or not earlier_full:
+        base = c.full_pool_base_mib_v1 if inp.model_runner == "v1" else c.full_pool_base_mib_v2
+        return base + split_kv_mib(tokens, shape, inp.tensor_parallel_size, splits)
+    # A drafter's FULL graphs come after the target's: the pool already holds accumulators
+    # that large, freed at the end of the target's capture, and only an excess grows it.
+    excess = _split_kv_equivalent(tokens, shape, inp) - earlier_full
+    if excess <= 0:
+        return 0.0
+    return splits * excess * SPLIT_KV_ACCUM_BYTES / max(1, inp.tensor_parallel_size) / MIB
+
+
+def _caveats(inp: CostInput, c: CostCoefficients, any_graphs: bool) -> tuple[str, ...]:
+    if not any_graphs:
+        return ()
+    out = []
+    lo, hi = c.hidden_size_range
+    if not lo <= inp.target.hidden_size <= hi:
+        out.append(f"hidden size {inp.target.hidden_size} is outside the fitted {lo}..{hi}")
+    unfitted = [k for k in model_kinds(inp.target) if k != "dense" and k not in c.fitted_model_kinds]
+    if unfitted:
+        names = {"moe": "MoE", "mla": "MLA"}
+        out.append(
+            f"{'/'.join(names[k] for k in unfitted)} layers were not in the fit (dense-layer terms used)"
+        )
+    if inp.attention_backend not in c.split_kv_backends:
+        out.append(f"attention backend {inp.attention_backend} was not measured (FULL pools are a guess)")
+    if inp.tensor_parallel_size > 1:
+        out.append("tensor parallel: per-rank figures scale the attention term only")
+    return tuple(out)
+
+
+# ---- fitting ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObservedGraph:
+    """One measured graph of a capture report."""
+
+    family: str
+    mode: str
+    num_tokens: int
+    pieces: int
+    nvml_bytes: int
+    torch_reserved_bytes: int
+    capture_ms: float
+
+
+@dataclass(frozen=True)
+class CostObservation:
+    """One complete capture report, reduced to what the fit uses."""
+
+    name: str
+    inp: CostInput
+    graphs: tuple[ObservedGraph, ...]
+    capture_nvml_bytes: int
+    capture_wall_s: float | None = None
+    vllm_estimate_gib: float | None = None
+    vllm_took_gib: float | None = None
+
+    def plan_graphs(self) -> dict[str, list[tuple[str, int]]]:
+        """The measured graphs as predict_cost takes them."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for g in self.graphs:
+            out.setdefault(g.family, []).append((g.mode, g.num_tokens))
+        return out
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """Prediction against measurement for one report."""
+
+    name: str
+    measured_mib: float
+    predicted_mib: float
+    measured_capture_s: float | None
+    predicted_capture_s: float
+    vllm_estimate_gib: float | None
+
+    @property
+    def error(self) -> float:
+        """Relative error of the predicted total."""
+        return (self.predicted_mib - self.measured_mib) / self.measured_mib if self.measured_mib else 0.0
+
+
+class FitError(ValueError):
+    """The reports cannot determine the coefficients (too few, or the wrong kind)."""
+
+
+def _lstsq(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
+    """Least squares through the normal equations (a handful of unknowns; stdlib only)."""
+    n = len(rows[0])
+    a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] + [0.0] for i in range(n)]
+    for i in range(n):
+        a[i][n] = sum(r[i] * y for r, y in zip(rows, ys, strict=True))
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda k: abs(a[k][i]))
+        a[i], a[pivot] = a[pivot], a[i]
+        if abs(a[i][i]) < 1e-12:
+            raise FitError("the reports do not vary enough to separate the terms of the cost model")
+        for k in range(n):
+            if k != i:
+                f = a[k][i] / a[i][i]
+                a[k] = [x - f * y for x, y in zip(a[k], a[i], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def _lstsq_non_negative(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
+    """Least squares with every coefficient >= 0: a term of memory (or time) a graph adds cannot
+    be negative. Where the plain fit gives one below zero (two terms the reports cannot tell apart,
+    such as per-graph and per-layer state over models of 4 and 6 layers measured in 2 MiB steps),
+    that term is held at 0 and the rest refitted."""
+    held: set[int] = set()
+    while True:
+        keep = [i for i in range(len(rows[0])) if i not in held]
+        fitted = _lstsq([[r[i] for i in keep] for r in rows], ys)
+        coef = [0.0] * len(rows[0])
+        for i, v in zip(keep, fitted, strict=True):
+            coef[i] = v
+        worst = min(keep, key=lambda i: coef[i])
+        if coef[worst] >= 0 or len(keep) == 1:
+            return coef
+        held.add(worst)
+
+
+def _groups(obs: CostObservation) -> dict[tuple[str, str], list[ObservedGraph]]:
+    out: dict[tuple[str, str], list[ObservedGraph]] = {}
+    for g in obs.graphs:
+        out.setdefault((g.family, g.mode), []).append(g)
+    return out
+
+
+def _layers(obs: CostObservation, family: str) -> int:
+    return (obs.inp.target if family == "target" else obs.inp.drafter).num_hidden_layers
+
+
+def _shared_layers(obs: CostObservation, family: str) -> int:
+    return shared_expert_layers(obs.inp.target if family == "target" else obs.inp.drafter)
+
+
+def _med(values: Iterable[float], what: str) -> float:
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+
+    vs = list(values)
+    if not vs:
+        raise FitError(f"no report shows {what}")
+    return float(median(vs))
+
+
+def fit_coefficients(
+    observations: Sequence[CostObservation], gpu: str, measured_with: str
+) -> tuple[CostCoefficients, tuple[FitCheck, ...]]:
+    """Fit every coefficient from complete capture reports; returns them with each report's check.
+
+    Term by term, so that each is pinned by the measurements that show it: graph state from the
+    graphs after the first of each family and mode (their pool growth is ~0), pools from each
+    family and mode's sum less that state, warmups from the capture phase less the graph sections.
+    Medians where a term is one constant, so one allocator outlier does not move the rest.
+    """
+    if not observations:
+        raise FitError("no capture reports to fit")
+    ex_rows: list[list[float]] = []
+    ex_y: list[float] = []
+    t_rows: list[list[float]] = []
+    t_y: list[float] = []
+    # the shared-expert graph state is a term only where the fit saw such layers (else 0: the
+    # column would make the least squares singular)
+    with_shared = any(_shared_layers(o, g.family) for o in observations for g in o.graphs)
+    for o in observations:
+        for (family, mode), gs in _groups(o).items():
+            layers = _layers(o, family)
+            shared = [float(_shared_layers(o, family))] if with_shared else []
+            for g in gs[1:]:
+                row = [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
+                ex_rows.append(row + shared)
+                ex_y.append((g.nvml_bytes - g.torch_reserved_bytes) / MIB)
+            for g in gs:
+                t_rows.append(
+                    [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
+                )
+                t_y.append(g.capture_ms)
+    if not ex_rows:
+        raise FitError("the reports hold no graph measurements")
+    per_piece, per_full, per_layer, *per_shared = _lstsq_non_negative(ex_rows, ex_y)
+    t_piece, t_full, t_layer = _lstsq_non_negative(t_rows, t_y)
+    draft = CostCoefficients(
+        gpu, measured_with, per_piece, per_full, per_layer, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+        t_piece, t_full, t_layer, 0.0, (1.0, 1.0),
+        exec_mib_per_shared_expert_layer=per_shared[0] if per_shared else 0.0,
+    )  # fmt: skip
+
+    def exec_of(o: CostObservation, family: str, mode: str, g: ObservedGraph) -> float:
+        return _exec_mib(draft, mode, g.pieces, _layers(o, family), _shared_layers(o, family))
+
+    # an MoE model's dense first layers: their gate_up output is a pool term only where seen
+    with_dense_mlp = any(o.inp.target.moe_dense_layers for o in observations)
+
+    pw_rows: list[list[float]] = []
+    pw_y: list[float] = []
+    dpw_rows: list[list[float]] = []
+    dpw_y: list[float] = []
+    full_base: dict[str, list[float]] = {"v1": [], "v2": []}
+    warm: dict[str, list[float]] = {"v1": [], "v2": []}
+    warm_drafter: list[tuple[str, float]] = []
+    overhead_s: list[float] = []
+    for o in observations:
+        groups = _groups(o)
+        for (family, mode), gs in groups.items():
+            pool = sum(g.nvml_bytes for g in gs) / MIB - sum(exec_of(o, family, mode, g) for g in gs)
+            shape = o.inp.target if family == "target" else o.inp.drafter
+            act = activation_mib(gs[0].num_tokens, shape)
+            if family == "target" and mode == "PIECEWISE":
+                dense_mlp = dense_mlp_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size)
+                pw_rows.append([1.0, act] + ([dense_mlp] if with_dense_mlp else []))
+                pw_y.append(pool)
+            elif family == "target" and mode == "FULL":
+                splits = 32 if o.inp.attention_backend in SPLIT_KV_BACKENDS else 0
+                kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
+                full_base[o.inp.model_runner].append(pool - kv)
+            elif family != "target" and mode == "PIECEWISE":
+                dpw_rows.append([1.0, act])
+                dpw_y.append(pool)
+        outside = (o.capture_nvml_bytes - sum(g.nvml_bytes for g in o.graphs)) / MIB
+        if set(groups) and {f for f, _ in groups} - {"target"}:
+            warm_drafter.append((o.inp.model_runner, outside))
+        else:
+            warm[o.inp.model_runner].append(outside)
+        if o.capture_wall_s is not None:
+            overhead_s.append(o.capture_wall_s - sum(g.capture_ms for g in o.graphs) / 1000)
+    if len(pw_rows) < 2 or len(pw_rows) < len(pw_rows[0]):
+        raise FitError("need at least two reports with target PIECEWISE graphs")
+    pw_base, pw_slope, *pw_dense = _lstsq(pw_rows, pw_y)
+    # no drafter measured: its graphs share the target's pool, as V1's global pool makes them
+    in_target_pool = len(dpw_rows) < 2
+    d_base, d_slope = (pw_base, pw_slope) if in_target_pool else _lstsq(dpw_rows, dpw_y)
+    w = {r: _med(v, f"a runner {r} capture without a drafter") if v else None for r, v in warm.items()}
+    known = [x for x in w.values() if x is not None]
+    if not known:
+        raise FitError("no report without a drafter: the warmup cannot be separated")
+    w_v1 = w["v1"] if w["v1"] is not None else known[0]
+    w_v2 = w["v2"] if w["v2"] is not None else known[0]
+    w_d = _med(
+        (x - (w_v1 if r == "v1" else w_v2) for r, x in warm_drafter), "a drafter's warmup"
+    ) if warm_drafter else 0.0  # fmt: skip
+    fb = {r: _med(v, f"target FULL graphs on runner {r}") if v else None for r, v in full_base.items()}
+    fb_known = [x for x in fb.values() if x is not None]
+    if not fb_known:
+        raise FitError("no report with target FULL graphs")
+    widths = [o.inp.target.hidden_size for o in observations]
+    kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
+    experts = [o.inp.target.num_routed_experts for o in observations if o.inp.target.is_moe]
+    # The dense set's TP 2 was validated by held-out TP=2 captures (benchmarks/results/h200/tp2);
+    # a set fitted on MoE/MLA layers states only the TP its captures ran at.
+    tp_max = draft.validated_tensor_parallel_max
+    if kinds != ["dense"]:
+        tp_max = max(o.inp.tensor_parallel_size for o in observations)
+    # the backends the fit saw: only there is the split-KV term measured (others: no figure)
+    backends = tuple(b for b in SPLIT_KV_BACKENDS if any(o.inp.attention_backend == b for o in observations))
+    coeffs = replace(
+        draft,
+        piecewise_pool_base_mib=pw_base,
+        piecewise_pool_per_activation=pw_slope,
+        full_pool_base_mib_v1=fb["v1"] if fb["v1"] is not None else fb_known[0],
+        full_pool_base_mib_v2=fb["v2"] if fb["v2"] is not None else fb_known[0],
+        drafter_piecewise_pool_base_mib=d_base,
+        drafter_piecewise_pool_per_activation=d_slope,
+        warmup_mib_v1=w_v1,
+        warmup_mib_v2=w_v2,
+        warmup_mib_drafter=w_d,
+        capture_overhead_s=_med(overhead_s, "a capture-phase time") if overhead_s else 0.0,
+        hidden_size_range=(min(widths), max(widths)),
+        fitted_on=tuple(o.name for o in observations),
+        fitted_dtypes=tuple(sorted({o.inp.target.dtype for o in observations})),
+        fitted_model_kinds=tuple(kinds),
+        split_kv_backends=backends or draft.split_kv_backends,
+        piecewise_pool_per_dense_mlp_activation=pw_dense[0] if pw_dense else 0.0,
+        drafter_in_target_pool=in_target_pool,
+        routed_experts_range=(min(experts), max(experts)) if experts else (0, 0),
+        validated_tensor_parallel_max=tp_max,
+        fitted_model_runners=tuple(sorted({o.inp.model_runner for o in observations})),
+    )
+    checks = check_coefficients(observations, coeffs)
+    ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]
+    band = (round(min(1.0, *ratios), 4), round(max(1.0, *ratios), 4))
+    return replace(coeffs, band_ratio=band), checks
+
+
+def check_coefficients(observations: Sequence[CostObservation], c: CostCoefficients) -> tuple[FitCheck, ...]:
+    """Predict every report's capture from its own graphs and set it beside the measurement."""
+    out = []
+    for o in observations:
+        p = predict_cost(o.plan_graphs(), o.inp, c)
+        out.append(
+            FitCheck(
+                o.name,
+                o.capture_nvml_bytes / MIB,
+                p.total_mib,
+                o.capture_wall_s,
+                p.capture_s,
+                o.vllm_estimate_gib,
+            )
+        )
+    return tuple(out)
+
+
+def cost_input_for(
+    inp: PlanInput, model_runner: str, attention_backend: str, gpu: str | None = None
+) -> CostInput:
+    """The cost model's view of a planned config."""
+    spec = inp.speculative
+    return CostInput(
+        target=inp.model,
+        drafter=drafter_shape(inp.model, spec.draft_model if spec else None, spec.method if spec else None),
+        model_runner=model_runner,
+        tensor_parallel_size=inp.tensor_parallel_size,
+        attention_backend=attention_backend,
+        gpu=gpu,
+        pipeline_parallel_size=inp.pipeline_parallel_size,
+        data_parallel_size=inp.data_parallel_size,
+        decode_context_parallel_size=inp.decode_context_parallel_size,
+        features=(
+            ("EP", inp.enable_expert_parallel),
+            ("LoRA", inp.enable_lora),
+            ("DBO/microbatching", inp.use_ubatching),
+        ),
+    )
+
+
+def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction:
+    """Predict the capture cost of `plan` (made from `inp`) on each rank."""
+    graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
+    return predict_cost(
+        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+    )
+
+
+def plan_cost_totals(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostTotals:
+    """`plan_cost(plan, inp, c)`'s total_mib and capture_s (`predict_totals`)."""
+    graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
+    return predict_totals(
+        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+    )

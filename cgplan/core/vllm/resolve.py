@@ -1,0 +1,374 @@
+"""Config-time decisions: model runner, sequence parallelism, the cudagraph mode, and
+the attention downgrade with V1's rounding (vLLM's `resolve_cudagraph_mode_and_sizes`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgplan.core.model.modes import CGSupport, Mode
+from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.types import Note, Rejected
+from cgplan.core.vllm.attention import cudagraph_support, default_backend
+from cgplan.core.vllm.graphs import round_up
+from cgplan.core.vllm.releases import VllmRules, first_release
+
+# vllm/compilation/passes/fusion/sequence_parallelism.py: SP_MIN_HIDDEN_SIZE and
+# SP_MIN_PER_GPU_SIZE_MB, keyed by SM major (SM10x collapsed to 100).
+_SP_MIN_HIDDEN_SIZE = {9: 8192, 10: 8192}
+
+# vllm/config/vllm.py OPTIMIZATION_LEVEL_TO_CONFIG: the default cudagraph_mode per -O level.
+LEVEL_DEFAULT_MODE = {0: Mode.NONE, 1: Mode.PIECEWISE, 2: Mode.FULL_AND_PIECEWISE, 3: Mode.FULL_AND_PIECEWISE}
+
+
+def uses_dynamic_sd(inp: PlanInput) -> bool:
+    """A dynamic-SD schedule is configured (vLLM's `uses_dynamic_speculative_decoding`)."""
+    return inp.speculative is not None and bool(inp.speculative.num_speculative_tokens_per_batch_size)
+
+
+_SP_REMOVED = first_release(lambda r: not r.sequence_parallel)
+
+
+def sequence_parallel_on(inp: PlanInput, rules: VllmRules, notes: list[Note]) -> bool:
+    """Whether `pass_config.enable_sp` survives vLLM's checks (≤ 0.31 only)."""
+    if not inp.enable_sp:
+        return False
+    if not rules.sequence_parallel:
+        raise Rejected(
+            "compilation_config.pass_config.enable_sp",
+            f"vLLM {rules.version} has no sequence-parallelism pass (removed in {_SP_REMOVED}); "
+            "PassConfig rejects 'enable_sp' as an unexpected keyword argument",
+        )
+    if inp.tensor_parallel_size == 1:
+        notes.append(Note("sp_disabled", "Sequence Parallelism requires TP>1, disabling"))
+        return False
+    if inp.sp_min_token_num is None:
+        min_hidden = _SP_MIN_HIDDEN_SIZE.get(inp.platform.compute_capability[0])
+        if min_hidden is None or inp.model.hidden_size < min_hidden:
+            notes.append(
+                Note(
+                    "sp_disabled",
+                    "Model hidden_size too small for the SP threshold heuristic, disabling. "
+                    "To force SP, set pass_config.sp_min_token_num manually.",
+                )
+            )
+            return False
+    return True
+
+
+# vllm/config/vllm.py: the all-to-all backends microbatching runs with on CUDA.
+UBATCH_ALL2ALL_BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "nixl_ep")
+DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
+"""ParallelConfig.all2all_backend's default."""
+
+
+def _dbo_unsupported(inp: PlanInput, rules: VllmRules) -> list[str]:
+    """What V2 lacks for DBO/microbatching (`_get_dbo_unsupported_features`, 0.30+)."""
+    if rules.v2_dbo_check == "enable_dbo":
+        return ["dual batch overlap"] if inp.enable_dbo else []
+    if not inp.use_ubatching:
+        return []
+    if inp.model_runner != "v2":
+        # "under development": V2 takes DBO only when VLLM_USE_V2_MODEL_RUNNER is set
+        return ["dual batch overlap"]
+    out = []
+    if inp.enable_lora:
+        out.append("dual batch overlap with LoRA")
+    if inp.speculative is not None:
+        out.append("dual batch overlap with speculative decoding")
+    if inp.pipeline_parallel_size > 1:
+        out.append("dual batch overlap with pipeline parallelism")
+    if inp.decode_context_parallel_size > 1:
+        out.append("dual batch overlap with context parallelism")
+    mode = (
+        Mode.NONE if inp.enforce_eager else inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
+    )
+    if mode is Mode.PIECEWISE:
+        out.append("dual batch overlap with PIECEWISE CUDA graphs")
+    return out
+
+
+def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
+    """ParallelConfig's and ModelConfig's checks of DCP, EP and microbatching, in vLLM's order."""
+    tp, dcp = inp.tensor_parallel_size, inp.decode_context_parallel_size
+    if (
+        rules.ubatch_threshold_check
+        and inp.use_ubatching
+        and min(inp.dbo_decode_token_threshold, inp.dbo_prefill_token_threshold) < inp.num_ubatches
+    ):
+        raise Rejected(
+            "dbo_decode_token_threshold",
+            "dbo_decode_token_threshold and dbo_prefill_token_threshold must be at least the "
+            f"number of microbatches ({inp.num_ubatches}).",
+        )
+    if tp % dcp:
+        raise Rejected("decode_context_parallel_size", f"tp_size={tp} must be divisible by dcp_size={dcp}.")
+    if inp.enable_expert_parallel and not inp.model.is_moe:
+        raise Rejected(
+            "enable_expert_parallel",
+            "Number of experts in the model must be greater than 0 when expert parallelism is enabled.",
+        )
+    if dcp > 1 and not inp.model.use_mla:
+        kv_heads = inp.model.num_key_value_heads
+        if rules.dcp_gqa_check == "assert":
+            if tp <= kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    f"tensor parallel size {tp} must be greater than total num kv heads {kv_heads} "
+                    "when enable decode context parallel for GQA/MQA",
+                )
+            if dcp > tp // kv_heads:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    "decode context parallel size must less than or equal to (tensor parallel size "
+                    f"{tp} // total num kv heads {kv_heads}) = {tp // kv_heads}, but got {dcp}",
+                )
+            return
+        if tp <= kv_heads:
+            raise Rejected(
+                "decode_context_parallel_size",
+                "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` "
+                f"({tp}) to be greater than the model's total number of KV heads ({kv_heads}). "
+                "Increase `--tensor-parallel-size` or set `--decode-context-parallel-size 1`.",
+            )
+        if dcp > tp // kv_heads:
+            raise Rejected(
+                "decode_context_parallel_size",
+                f"`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value "
+                f"({tp // kv_heads}) for `--tensor-parallel-size` ({tp}) and {kv_heads} model KV heads.",
+            )
+
+
+def validate_ubatching_backend(inp: PlanInput) -> None:
+    """VllmConfig's microbatching assertion: only DeepEP/NIXL-EP all-to-all kernels split a batch."""
+    backend = inp.all2all_backend or DEFAULT_ALL2ALL_BACKEND
+    if inp.use_ubatching and backend not in UBATCH_ALL2ALL_BACKENDS:
+        raise Rejected(
+            "all2all_backend",
+            f"Microbatching currently only supports the {', '.join(UBATCH_ALL2ALL_BACKENDS)} all2all "
+            f"backends on this platform. {backend} is not supported. To fix use one of "
+            + ", ".join("--all2all-backend=" + b for b in UBATCH_ALL2ALL_BACKENDS)
+            + " and install the matching kernels.",
+        )
+
+
+def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
+    """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
+    unsupported: list[str] = []
+    method = inp.speculative.method if inp.speculative else None
+    if method in rules.v2_runner_unsupported_methods:
+        unsupported.append(rules.v2_runner_unsupported_methods[method])
+    if sp_on:
+        unsupported.append("sequence parallelism")
+    if rules.v2_eagle3_pp_unsupported and method == "eagle3" and inp.pipeline_parallel_size > 1:
+        unsupported.append("EAGLE3 with pipeline parallelism")
+    unsupported += _dbo_unsupported(inp, rules)
+    if inp.model_runner == "v2" and unsupported:
+        # _validate_v2_model_runner: forcing V2 with a feature it lacks is an error.
+        raise Rejected(
+            "cgplan.model_runner",
+            f"Model Runner V2 does not yet support: {', '.join(unsupported)}",
+        )
+    if inp.model_runner in ("v1", "v2"):
+        if inp.model_runner == "v1":
+            _check_v1(inp, rules)
+        return inp.model_runner
+    default_moe = rules.v2_default_moe_architectures
+    if default_moe is not None and inp.model.is_moe and inp.model.architecture not in default_moe:
+        notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
+        return "v1"
+    if unsupported:
+        notes.append(
+            Note(
+                "runner_fallback",
+                f"Model Runner V2 does not yet support {', '.join(unsupported)}; "
+                "using the V1 model runner instead.",
+            )
+        )
+        _check_v1(inp, rules)
+        return "v1"
+    return "v2"
+
+
+def _check_v1(inp: PlanInput, rules: VllmRules) -> None:
+    """What V1 refuses (0.31+): an explicit async_scheduling with pipeline parallelism."""
+    if rules.v1_pp_async_unsupported and inp.pipeline_parallel_size > 1 and inp.async_scheduling:
+        raise Rejected(
+            "async_scheduling",
+            "Async scheduling is not supported by the V1 model runner with pipeline parallelism."
+            if rules.v1_pp_async_message == "async"
+            else "Model Runner V1 does not support: pipeline parallelism with async scheduling",
+        )
+
+
+@dataclass(frozen=True)
+class ModeDecision:
+    """The config-time mode and whether attention is a splitting op."""
+
+    mode: Mode
+    attention_splits: bool
+
+
+def config_time_mode(
+    inp: PlanInput, rules: VllmRules, runner_before_sp: str, sp_on: bool, notes: list[Note]
+) -> ModeDecision:
+    """`VllmConfig.__post_init__`'s mode, in vLLM's order: level default, dynamic-SD
+    override, the non-VLLM_COMPILE normalisation, then SP's full-graph forcing.
+
+    `runner_before_sp` is the runner as the dynamic-SD override sees it: vLLM evaluates
+    `use_v2_model_runner` there before the SP heuristic may switch `enable_sp` off.
+    """
+    if inp.enforce_eager:
+        return ModeDecision(Mode.NONE, True)
+    mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
+    if uses_dynamic_sd(inp) and mode.has_full() and runner_before_sp == "v1":
+        notes.append(
+            Note(
+                "dynamic_sd_override",
+                "Dynamic speculative decoding changes the target verification length at "
+                f"runtime. Overriding cudagraph_mode from {mode.value} to PIECEWISE for "
+                "reliability. Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs.",
+            )
+        )
+        mode = Mode.PIECEWISE
+    if inp.optimization_level == 0:
+        # -O0 compiles nothing: no piecewise graphs, and attention is no splitting op.
+        if mode.has_piecewise():
+            new = mode.without_piecewise() if rules.non_compile_keeps_full_decode else Mode.NONE
+            notes.append(
+                Note("non_compile", f"-O0 (no VLLM_COMPILE): cudagraph_mode {mode.value} → {new.value}")
+            )
+            mode = new
+        return ModeDecision(mode, False)
+    attention_splits = True
+    if sp_on:
+        # set_splitting_ops_for_v1: SP needs full-graph compilation.
+        attention_splits = False
+        notes.append(
+            Note(
+                "sp_full_graph",
+                "Sequence parallelism requires full-graph compilation when "
+                "use_inductor_graph_partition is off. Setting splitting_ops to an empty list "
+                "to preserve SP and async TP.",
+            )
+        )
+        if mode.has_piecewise():
+            notes.append(
+                Note(
+                    "sp_mode",
+                    "Sequence parallelism is incompatible with piecewise cudagraph when "
+                    "use_inductor_graph_partition is off. Setting cudagraph_mode to FULL.",
+                )
+            )
+            mode = Mode.FULL
+    return ModeDecision(mode, attention_splits)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The attention backend and its support level."""
+
+    backend: str
+    support: CGSupport
+
+
+def attention(inp: PlanInput, rules: VllmRules) -> Attention:
+    """Backend and support level: the user's override, else the platform default."""
+    backend = inp.attention_backend or default_backend(inp.platform, inp.model.use_mla)
+    support = inp.attention_cudagraph_support
+    if support is None:
+        support = cudagraph_support(backend, inp.platform, inp.model.head_dim, rules)
+    return Attention(backend, support)
+
+
+def _unsupported(mode: Mode, attn: Attention) -> str:
+    return (
+        f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
+        f"(support: {attn.support.name})"
+    )
+
+
+def resolve_mode(decision: ModeDecision, attn: Attention, query_len: int, notes: list[Note]) -> Mode:
+    """The attention downgrade of `CompilationConfig.resolve_cudagraph_mode_and_sizes`."""
+    mode = decision.mode
+    if mode is Mode.NONE:
+        return mode
+    support = attn.support
+    head = (
+        f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend (support: {support.name})"
+    )
+    if mode.mixed_mode() is Mode.FULL and support is not CGSupport.ALWAYS:
+        if support is CGSupport.NEVER:
+            raise Rejected(
+                "compilation_config.cudagraph_mode",
+                f"{head}; please try cudagraph_mode=PIECEWISE, and make sure compilation "
+                "mode is VLLM_COMPILE",
+            )
+        mode = Mode.FULL_AND_PIECEWISE if decision.attention_splits else Mode.FULL_DECODE_ONLY
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
+    if mode.decode_mode() is Mode.FULL and support is CGSupport.NEVER:
+        head = _unsupported(mode, attn)
+        if decision.attention_splits:
+            mode = Mode.PIECEWISE
+            why = "because attention is compiled piecewise"
+        else:
+            mode = Mode.NONE
+            why = "because attention is not compiled piecewise"
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value} {why}"))
+    if mode.decode_mode() is Mode.FULL and query_len > 1 and support < CGSupport.UNIFORM_BATCH:
+        head = (
+            f"CUDAGraphMode.{mode.value} is not supported with spec-decode for attention "
+            f"backend {attn.backend} (support: {support.name})"
+        )
+        mode = Mode.PIECEWISE if decision.attention_splits else Mode.NONE
+        notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
+    if mode.has_full() and support is CGSupport.NEVER:
+        raise Rejected(
+            "compilation_config.cudagraph_mode",
+            f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
+            f"(support:{support.name}); please try cudagraph_mode=PIECEWISE",
+        )
+    return mode
+
+
+def v1_round_sizes(
+    sizes: tuple[int, ...],
+    max_size: int,
+    query_len: int,
+    tp: int,
+    sp_on: bool,
+    notes: list[Note],
+) -> tuple[tuple[int, ...], int]:
+    """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q."""
+    multiple = query_len
+    if tp > 1 and sp_on:
+        multiple = max(query_len, tp)
+        if multiple % query_len or multiple % tp:
+            raise Rejected(
+                "speculative_config.num_speculative_tokens",
+                f"Can't determine cudagraph shapes that are both a multiple of {query_len} "
+                f"(num_speculative_tokens + 1) required by spec-decode and {tp} "
+                "(tensor_parallel_size) required by sequence parallelism please adjust "
+                "num_speculative_tokens or disable sequence parallelism",
+            )
+    if not sizes or multiple <= 1:
+        return sizes, max_size
+    rounded = sorted({round_up(x, multiple) for x in sizes if round_up(x, multiple) <= max_size})
+    if not rounded and multiple <= max_size:
+        rounded = [multiple]
+    if not rounded:
+        raise Rejected(
+            "compilation_config.cudagraph_capture_sizes",
+            f"No valid cudagraph sizes after rounding to multiple of {multiple} "
+            f"(num_speculative_tokens + 1) please adjust num_speculative_tokens "
+            f"({query_len - 1}) or max_cudagraph_capture_size ({max_size}) or "
+            f"cudagraph_capture_sizes ({list(sizes)})",
+        )
+    if tuple(rounded) != sizes:
+        notes.append(
+            Note(
+                "v1_rounding",
+                f"Model runner V1 rounds capture sizes up to multiples of {multiple}: "
+                f"{len(sizes)} sizes → {len(rounded)}, max {max_size} → {rounded[-1]}",
+            )
+        )
+    return tuple(rounded), rounded[-1]
