@@ -50,7 +50,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check cgplan tests scripts benchmarks
 	$(BIN)/ruff format --check cgplan tests scripts benchmarks
 	$(BIN)/mypy cgplan tests
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py tests/test_import_boundaries.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/project/test_layers.py tests/project/test_import_boundaries.py
 
 ## bench: plan-speed benchmark (cgplan vs vLLM's own code through the oracle, paired; set
 ## ORACLE_PYTHON=.cache/venv-0.33.0/bin/python (make oracle-venvs), else that side is "not measured")

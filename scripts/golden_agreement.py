@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/golden_agreement.py     # from the repository root
 
-For every record under tests/data/oracle-deploy/ (see tests/test_golden_deploy.py for how they
+For every record under tests/data/oracle-deploy/ (see tests/core/vllm/test_golden_deploy.py for how they
 are made) it plans the config as cgplan does and counts, per feature, the configs × releases
 compared, how many agree on every field, and the fields compared.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_golden_deploy import RECORDS, field_agreement, load, vllm_reason
+from tests.core.vllm.test_golden_deploy import RECORDS, field_agreement, load, vllm_reason
 
 FEATURES = (
     ("lora", "LoRA"),

@@ -1,6 +1,6 @@
 """The pure planning core: frozen inputs in, frozen plans out; stdlib only, no I/O.
 
-Floors, each importing only its own and lower ones (tests/test_layers.py holds it):
+Floors, each importing only its own and lower ones (tests/project/test_layers.py holds it):
 `errors` < `model` < `vllm` < `predict` < `plan` < `compare` | `logs` < `optimize`.
 Nothing is imported here until it is asked for (`cgplan.core.build_plan`), so importing one floor
 loads only what that floor needs.

@@ -627,7 +627,7 @@ def _plain_yaml(text: str) -> Any:
     keys, spaces for indentation, `- ` entries, sequences indented or not, `- - x` and `- key: v`
     on one line) of plain scalars, simple quoted strings and one-line flow lists and mappings of
     them, and comments: what a cgplan config or traffic histogram is. The value is PyYAML's
-    (tests/test_yaml_load.py compares them over generated documents and every YAML file of the
+    (tests/io/test_yaml_load.py compares them over generated documents and every YAML file of the
     repository). Raises _NotPlain for anything else, for PyYAML to read (and locate its errors)."""
     root: dict[str, Any] = {}
     stack: list[tuple[int, Any]] = [(0, root)]

@@ -8,7 +8,7 @@ Run with a release's oracle venv (CPU only, the same fake platform as oracle.py)
 `make golden` records every supported release this way. The parser is the one `vllm serve` builds,
 `make_arg_parser(FlexibleArgumentParser())`, imported from where vllm/entrypoints/cli/serve.py takes
 it. One entry per argparse action: the option strings it accepts and those its help shows, dest,
-nargs, action class and default (when it is a JSON scalar). tests/test_serve_flags_recorded.py
+nargs, action class and default (when it is a JSON scalar). tests/core/vllm/test_serve_flags_recorded.py
 holds cgplan/core/vllm/serve_flags.py to it.
 """
 

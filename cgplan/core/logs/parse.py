@@ -464,7 +464,7 @@ class _Region:
 
     def _follow_table(self, seg: str) -> None:
         """What `_read` will do with `seg` to the open metrics table, told now: the same tests
-        in the same order (`tests/test_logs_stream.py` reads logs with and without deferral)."""
+        in the same order (`tests/core/logs/test_logs_stream.py` reads logs with and without deferral)."""
         if not seg:
             if self.in_table and self.table_rows:
                 self.in_table = False
@@ -769,7 +769,7 @@ GUARDS: dict[str, str] = {
 """LogFormat field → a text every match of its pattern contains, in every log format (the
 metrics-table lines aside, read only inside a table). A pattern is searched only in a segment
 that holds its text, and a segment that holds none is skipped after a few substring tests
-instead of thirty regular expressions. `tests/test_logs_stream.py` proves it from the patterns
+instead of thirty regular expressions. `tests/core/logs/test_logs_stream.py` proves it from the patterns
 themselves, so a new pattern needs its entry here."""
 
 _HEADER_GUARD = GUARDS["metrics_header"]

@@ -388,7 +388,7 @@ class _Walk:
     The latency walk of a plan and of each fix re-planned evaluates thousands of steps: building
     a StepShape per step and recomputing every constant per forward were most of a plan's
     latency pricing. `step` is `step_ms` of the same shape to the bit (the same operations in
-    the same order: tests/test_latency_ranges.py); `sums` holds each run's sum by what fixes it
+    the same order: tests/core/predict/test_latency_ranges.py); `sums` holds each run's sum by what fixes it
     (tier, requests, modes and graphs), so a fix's walk reuses the runs it shares with the plan's."""
 
     __slots__ = ("c", "cuts", "gpu_d", "gpu_t", "host_d", "host_t", "step", "sums", "target")
@@ -624,7 +624,7 @@ def _decode_sum(
 ) -> tuple[float, float]:
     """(sum, sum over eager steps) of `decode_step(plan, inp, n, q, mode)`'s step time over n = a..b
     (forced `mode` at n x q tokens, or as planned): O(graphs), the sum point by point up to float
-    rounding (tests/test_latency_ranges.py). `walk` keeps each run's sum for later calls on the
+    rounding (tests/core/predict/test_latency_ranges.py). `walk` keeps each run's sum for later calls on the
     same `c` and `target` (a gap's runs are runs of the plan's whole walk, and a fix's walk
     shares most of its runs with the plan's)."""
     w = _walk_for(walk, c, target)

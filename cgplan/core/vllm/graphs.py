@@ -369,7 +369,7 @@ class V2Manager:
         """`dispatch` as `cgplan.core.plan.build.dispatch_table` asks it, (num_reqs, num_tokens) ->
         Outcome: a uniform decode at `uniform_query_len`, or with `reqs_cap` a mixed batch of
         min(num_tokens, reqs_cap) requests (as many as tokens up to max_num_seqs: the FULL worst
-        case). The same outcomes (tests/test_properties.py), in one
+        case). The same outcomes (tests/core/plan/test_properties.py), in one
         call per batch, each descriptor's Outcome made once (a plan asks thousands)."""
         lora = effective_loras(self.loras, num_active_loras) if num_active_loras > 0 else 0
         groups = self._groups.get(lora, ())

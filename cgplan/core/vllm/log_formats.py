@@ -17,7 +17,7 @@ from cgplan.core.vllm.releases import closest_release, since_entry
 def _re(pattern: str) -> re.Pattern[str]:
     # Every pattern is searched on lines a log's author controls: each keeps a failed attempt's
     # work bounded (bounded repeats, word boundaries, a prefix that may not repeat), so a
-    # crafted long line costs linear time (tests/test_report_trust.py times none; it counts).
+    # crafted long line costs linear time (tests/io/test_report_trust.py times none; it counts).
     return re.compile(pattern)
 
 

@@ -60,7 +60,7 @@ class _Indented:
     """`json.dumps(doc, indent=2, sort_keys=True, ...)`'s text, made by joining strings: with an
     indent the standard library encodes in Python through nested generators (a chunk passes
     every level it is inside), a few times slower than this for a plan's document (#18);
-    tests/test_render.py holds the two equal over generated documents and every golden file."""
+    tests/render/test_render.py holds the two equal over generated documents and every golden file."""
 
     def __init__(self, ensure_ascii: bool, default: Callable[[Any], Any] | None) -> None:
         self.string = encode_basestring_ascii if ensure_ascii else encode_basestring

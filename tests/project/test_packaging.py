@@ -1,0 +1,97 @@
+"""Packaging and CI (#14, #15): LICENSE, SPDX metadata, the installed gate script, the gpu extra's
+vLLM range, `make gate-examples` from a fresh clone, .ci/run = make ci on every Python found."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
+from tests.paths import ROOT_DIR
+
+ROOT = ROOT_DIR
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+
+
+def test_license_file_and_spdx_metadata() -> None:
+    """A LICENSE file with Apache-2.0's text; `license` as an SPDX string (PEP 639), which
+    setuptools >= 77 reads without its deprecation banner for the TOML-table form."""
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert re.search(r'^license = "Apache-2\.0"$', PYPROJECT, re.M)
+    assert re.search(r'^license-files = \["LICENSE"\]$', PYPROJECT, re.M)
+    assert re.search(r'^requires = \["setuptools>=77"\]', PYPROJECT, re.M)
+
+
+def test_cgplan_gate_is_a_console_script() -> None:
+    assert re.search(r'^cgplan-gate = "cgplan\.cli:gate_main"$', PYPROJECT, re.M)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from cgplan.cli import gate_main; gate_main()",
+            "configs/gpu/tiny-nospec.yaml",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and "gate passed: 1/1 targets pass" in proc.stdout, proc.stderr
+
+
+def test_gpu_extra_is_bounded_to_the_supported_releases() -> None:
+    """An unbounded `vllm` installed a release `capture` then refused."""
+    m = re.search(r'"vllm>=([\d.]+),<([\d.]+)"', PYPROJECT)
+    assert m is not None
+    assert m.group(1) == SUPPORTED_VERSIONS[0]
+    newest = tuple(int(x) for x in SUPPORTED_VERSIONS[-1].split("."))
+    assert m.group(2) == f"{newest[0]}.{newest[1] + 1}"
+
+
+def test_typer_pin_excludes_pydantic_releases() -> None:
+    """typer 0.29 imports pydantic at start-up (#18); 0.26 is the first that vendors click."""
+    assert '"typer>=0.26,<0.29"' in PYPROJECT
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_gate_examples_from_a_fresh_clone(tmp_path: Path) -> None:
+    """`make gate-examples` wrote into .cache/, which a fresh clone does not have (.ci/run hid
+    it with `mkdir -p .cache`)."""
+    for name in ("Makefile", "scripts", "configs"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / name)
+        else:
+            shutil.copy(src, tmp_path / name)
+    (tmp_path / "pyproject.toml").write_text("")
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run(
+        ["make", "-s", "gate-examples", "STAMP=", f"BIN={bin_dir}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / ".cache" / "gate-verdict.json").is_file()
+
+
+def test_ci_runs_make_ci_and_every_python() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "\nmake ci\n" in ci and "mkdir -p .cache" not in ci
+    assert "scripts/pythons.sh" in ci
+    proc = subprocess.run(
+        ["bash", "scripts/pythons.sh"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0
+    found = proc.stdout.split()
+    assert found, "no Python >= 3.10 found"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "mypy cgplan tests" in makefile

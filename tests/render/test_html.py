@@ -1,0 +1,139 @@
+"""HTML reports render in a real headless browser (Debian's chromium) with their SVG charts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cgplan.api.plan import plan_file
+from cgplan.api.sides import load_side
+from cgplan.core.compare.diff import diff_sides
+from cgplan.io.schema.diff import diff_to_dict
+from cgplan.io.schema.plan import plan_to_dict
+from cgplan.render.html import capture_html, diff_html, plan_html
+from tests.paths import ROOT_DIR
+
+ROOT = ROOT_DIR
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pages(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    _, plan = plan_file(ROOT / "configs/examples/pr50488-eagle-k16.yaml")
+    out["plan"] = plan_html(plan_to_dict(plan, source="pr50488"))
+    _, dyn = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
+    out["dyn"] = plan_html(plan_to_dict(dyn, source="dyn4"))
+    out["capture"] = capture_html(
+        json.loads((ROOT / "benchmarks/results/h200/tiny-eagle-k16-vllm.json").read_text())
+    )
+    a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml")
+    b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml")
+    out["diff"] = diff_html(diff_to_dict(diff_sides(a, b)))
+    paths = {}
+    for name, text in out.items():
+        p = tmp_path / f"{name}.html"
+        p.write_text(text)
+        paths[name] = p
+    return paths
+
+
+def test_pages_are_self_contained(tmp_path: Path) -> None:
+    for p in pages(tmp_path).values():
+        text = p.read_text()
+        assert "<script" not in text and "http://" not in text.replace(
+            'xmlns="http://www.w3.org/2000/svg"', ""
+        )
+        assert "https://" not in text
+
+
+def test_chart_marks_the_pr50488_gap(tmp_path: Path) -> None:
+    text = pages(tmp_path)["plan"].read_text()
+    assert text.count('class="tier-chart"') == 1
+    assert 'class="band eager"' in text and "requests 31-32 × 17: EAGER" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
+def test_renders_in_headless_chromium(tmp_path: Path) -> None:
+    for name, p in pages(tmp_path).items():
+        profile = tmp_path / f"profile-{name}"
+        dom = subprocess.run(
+            [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", p.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        assert "<h1>" in dom.stdout
+        if name != "diff":
+            assert 'class="tier-chart"' in dom.stdout and "<rect" in dom.stdout
+        shot = tmp_path / f"{name}.png"
+        subprocess.run(
+            [
+                str(CHROMIUM),
+                *FLAGS,
+                f"--user-data-dir={profile}-shot",
+                "--window-size=1100,1400",
+                f"--screenshot={shot}",
+                p.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert shot.exists() and shot.stat().st_size > 10_000  # a real rendering, not a blank page
+
+
+def test_plan_page_has_the_whole_picture(tmp_path: Path) -> None:
+    """#13.4: the ladder, mixed/prefill dispatch (eager first), per-step padding, KV tokens,
+    the defaults assumed, and fix flags on one unbroken line."""
+    p = pages(tmp_path)
+    dyn = p["dyn"].read_text()
+    for needle in (
+        "<h2>Capture sizes (54, tokens)</h2>",
+        "<h2>Mixed and prefill batches</h2>",
+        "per-step padding (uniform decode, graph-replayed): worst",
+        "KV-cache tokens</b> at 3,072 bytes/token",
+        "<h2>Assumed (not in the config)</h2>",
+        "uniform decode = 2, 4, 8 or 17 tokens per request",
+        "PIECEWISE at 21 of 43 request counts",
+    ):
+        assert needle in dyn, needle
+    mixed = dyn[dyn.index("<h2>Mixed and prefill batches</h2>") :]
+    assert mixed.index("EAGER") < mixed.index("PIECEWISE")  # eager ranges first
+    assert '<pre class="flags">-cc.cudagraph_mode=FULL' in dyn and "85-85" not in dyn
+
+
+def test_diff_page_has_coverage_charts_and_memory(tmp_path: Path) -> None:
+    """#14.4: the HTML diff's coverage chart (one per side and tier) and its memory figures."""
+    text = pages(tmp_path)["diff"].read_text()
+    assert text.count('class="tier-chart"') == 2
+    assert "<h2>Graph memory</h2>" in text and "capture phase, per rank" in text
+
+
+def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
+    """A plan with no memory figure (outside the fitted domain: #16's deployment, MLA on SM120's
+    TRITON_MLA, never measured): the page says so, as the table does, instead of failing on the
+    missing number (it raised TypeError before)."""
+    deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
+    _, plan = plan_file(deploy)
+    assert plan.cost is not None and not plan.cost.domain.figure
+    page = plan_html(plan_to_dict(plan, source=deploy.name))
+    assert (
+        "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
+        "attention backend TRITON_MLA" in page
+    )
