@@ -270,8 +270,8 @@ def bench_sweep() -> dict[str, Any]:
 def whole_plan(inp: Any) -> Any:
     """What `cgplan plan` computes for `inp` after reading it (api.plan.plan_file's steps)."""
     from cgplan.api.plan import _build, _timed, fix_search, shipped_coefficients_for
+    from cgplan.core.plan.assess import with_cost
     from cgplan.core.plan.policies import UPSTREAM
-    from cgplan.io.cost_coefficients import with_cost
 
     plan = _build(inp, True, UPSTREAM, fix_search(None))
     return _timed(with_cost(plan, inp, shipped_coefficients_for(inp)), inp, None, None)

@@ -16,6 +16,7 @@ from cgplan.api.sides import load_side
 from cgplan.core.compare.gate import GatePolicy, evaluate_gate
 from cgplan.core.model.spec import ModelShape
 from cgplan.core.optimize.timed import TimedShape, brute_force_time, optimal_timed_ladders
+from cgplan.core.predict.calibrate import least_contended
 from cgplan.core.predict.latency import (
     LatencyObservation,
     StepShape,
@@ -30,7 +31,6 @@ from cgplan.io.config import Overrides, load_config
 from cgplan.io.latency_coefficients import (
     latency_to_dict,
     load_latency,
-    load_runs,
     read_runs,
     save_latency,
     shipped_latency,
@@ -79,7 +79,7 @@ def test_held_out_runs_are_predicted_within_the_stated_error() -> None:
     """The shipped figures come from the committed H200 runs: the held-out points (runs and batch
     sizes the fit never saw) are predicted as the data file says, and well."""
     c = shipped_latency()
-    obs = load_runs([RUNS])
+    obs = least_contended(read_runs([RUNS]))
     held = [o for o in obs if _held(o.run, o.batch)]
     assert len(held) > 200
     med, within = errors(c, held)
@@ -94,7 +94,9 @@ def test_pr50488_widest_batch_eager_over_graph_ratio() -> None:
     eager / FULL ratio within 10% of the measured one."""
     c = shipped_latency()
     obs = [
-        o for o in load_runs([RUNS]) if o.run.startswith("llama-3.1-8b-eagle-k16") and o.batch == "uniform:32"
+        o
+        for o in least_contended(read_runs([RUNS]))
+        if o.run.startswith("llama-3.1-8b-eagle-k16") and o.batch == "uniform:32"
     ]
     eager = next(o for o in obs if o.step.target_mode == "NONE")
     graph = next(o for o in obs if o.step.target_mode == "FULL")
@@ -120,7 +122,7 @@ def test_widest_batch_rounds_are_read_as_the_lowest_round_and_held_out_runs_stay
     }
     read = {
         o.run: o.measured_ms
-        for o in load_runs([RUNS])
+        for o in least_contended(read_runs([RUNS]))
         if o.batch == "uniform:256" and o.step.target_mode == "NONE"
     }
     assert read["llama-3.2-3b-mns256"] == min(by_run["llama-3.2-3b-mns256"]) == pytest.approx(10.4532)

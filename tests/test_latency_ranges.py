@@ -153,8 +153,8 @@ def test_fix_walks_reuse_the_plans_runs(monkeypatch: pytest.MonkeyPatch) -> None
     plan (the config's or a fix's) it belongs to: a fix's walk shares most runs with the plan's.
     It took 2,043 `decode_step` calls (one per point of every run of every walk); the JSON is the
     same (tests/golden)."""
+    from cgplan.core.plan.assess import apply_change
     from cgplan.core.plan.build import plan_again
-    from cgplan.io.latency_coefficients import apply_change
 
     inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml", Overrides()).input
     plan = build_plan(inp)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cgplan.core.model.spec import PlanInput
 from cgplan.core.model.types import Note, Plan
+from cgplan.core.plan.assess import coefficients_for, with_cost, with_latency
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import FixSearch
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
@@ -21,8 +22,8 @@ from cgplan.core.predict.cost import CostCoefficients
 from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
-from cgplan.io.cost_coefficients import coefficients_for, default_coefficients, moe_coefficients, with_cost
-from cgplan.io.latency_coefficients import shipped_latency, with_latency
+from cgplan.io.cost_coefficients import default_coefficients, moe_coefficients
+from cgplan.io.latency_coefficients import shipped_latency
 
 if TYPE_CHECKING:
     from cgplan.core.compare.gate import GatePolicy

@@ -1,4 +1,6 @@
-"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set."""
+"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set.
+
+Reading and writing only: pricing a plan with a set is core/plan/assess.py."""
 
 from __future__ import annotations
 
@@ -7,15 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.model.spec import PlanInput
-from cgplan.core.model.types import Plan
-from cgplan.core.predict.cost import (
-    CostCoefficients,
-    CostObservation,
-    ObservedGraph,
-    cost_input_for,
-    plan_cost,
-)
+from cgplan.core.predict.cost import CostCoefficients, CostObservation, ObservedGraph, cost_input_for
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -150,23 +144,6 @@ def moe_coefficients(path: Path | None = None) -> CostCoefficients | None:
     """The shipped MoE/MLA set, or None while there is none."""
     p = path or MOE_COEFFICIENTS
     return load_coefficients(p) if p.is_file() else None
-
-
-def coefficients_for(
-    inp: PlanInput, dense: CostCoefficients, moe: CostCoefficients | None
-) -> CostCoefficients:
-    """The shipped set a model is predicted with: the MoE/MLA set for a model with MoE or MLA
-    layers when one is shipped, else the dense set (whose domain then withholds the figure)."""
-    if moe is not None and (inp.model.is_moe or inp.model.use_mla):
-        return moe
-    return dense
-
-
-def with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients | None) -> Plan:
-    """`plan` with its predicted cost (unchanged when no coefficients are given)."""
-    if coefficients is None:
-        return plan
-    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
 
 
 def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:

@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cgplan.core.predict.calibrate import least_contended
 from cgplan.core.predict.latency import (
     REFERENCE_ARCH,
     LatencyCoefficients,
@@ -41,7 +42,6 @@ from cgplan.core.predict.latency import (
     step_ms,
 )
 from cgplan.io.latency_coefficients import (
-    least_contended,
     observations_from_run,
     read_runs,
     run_files,

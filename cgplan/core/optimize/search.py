@@ -41,9 +41,10 @@ from cgplan.core.model.types import Plan
 from cgplan.core.optimize.timed import TimedShape, optimal_timed_ladders
 from cgplan.core.optimize.traffic import Traffic
 from cgplan.core.optimize.traffic_cost import TrafficCost, query_len_for, traffic_cost
+from cgplan.core.plan.assess import with_cost
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import graph_count
-from cgplan.core.predict.cost import CostCoefficients, plan_cost
+from cgplan.core.predict.cost import CostCoefficients
 from cgplan.core.predict.latency import (
     LatencyCoefficients,
     StepShape,
@@ -306,10 +307,6 @@ def optimize(
     return dataclasses.replace(o, relaxed=relax, gave_up=gave_up)
 
 
-def _with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients) -> Plan:
-    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
-
-
 def _optimize(
     inp: PlanInput,
     default_plan: Plan,
@@ -351,7 +348,7 @@ def _optimize(
         else min(max_capture_size, inp.max_num_batched_tokens)
     )
     graph_budget = max_graphs if max_graphs is not None else graph_count(default_plan)
-    default_costed = _with_cost(default_plan, inp, coeffs)
+    default_costed = with_cost(default_plan, inp, coeffs)
     default_mem = _memory_mib(default_costed)
     default_cap = (
         default_costed.cost.capture_s if default_costed.cost and default_costed.cost.graphs else None
@@ -427,7 +424,7 @@ def _optimize(
     if best is None:
         raise ConfigError("--max-graphs", f"no ladder fits {graph_budget} graphs for this traffic")
     plan = best[1]
-    costed = _with_cost(plan, inp, coeffs)
+    costed = with_cost(plan, inp, coeffs)
     return Optimized(
         traffic=traffic,
         default_plan=default_plan,
@@ -609,7 +606,7 @@ def _consider(
             continue
         if graph_count(candidate) > graph_budget:
             continue
-        costed = _with_cost(candidate, changed, coeffs)
+        costed = with_cost(candidate, changed, coeffs)
         mem = _memory_mib(costed)
         cap_s = costed.cost.capture_s if costed.cost and costed.cost.graphs else None
         if mem_budget is not None and mem is not None and mem > mem_budget:
