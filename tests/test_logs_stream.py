@@ -361,7 +361,7 @@ def test_gunzip_reads_members_padding_and_refuses_a_cut_or_corrupt_file() -> Non
     import random
     import zlib
 
-    from cgplan.io.logs import _gunzip
+    from cgplan.io.files import gunzip_blocks
 
     rng = random.Random(18)
     for n in (1, 100, 70_000, 300_000):
@@ -370,11 +370,11 @@ def test_gunzip_reads_members_padding_and_refuses_a_cut_or_corrupt_file() -> Non
         two += gzip.compress(data[n // 2 :], 6)
         assert gzip.decompress(one) == gzip.decompress(two) == data
         for blob in (one, two, one + b"\x00" * 7):
-            assert b"".join(_gunzip(io.BytesIO(blob))) == data
-            assert all(len(b) <= (1 << 14) for b in _gunzip(io.BytesIO(blob)))  # _BLOCK_BYTES
+            assert b"".join(gunzip_blocks(io.BytesIO(blob))) == data
+            assert all(len(b) <= (1 << 14) for b in gunzip_blocks(io.BytesIO(blob)))  # GZIP_BLOCK_BYTES
     blob = gzip.compress(b"INFO something\n" * 1000)
     flipped = bytearray(blob)
     flipped[-6] ^= 0xFF
     for bad in (blob[:10], blob[:40], blob[:-1], bytes(flipped), blob + b"garbage"):
         with pytest.raises((EOFError, zlib.error)):
-            b"".join(_gunzip(io.BytesIO(bad)))
+            b"".join(gunzip_blocks(io.BytesIO(bad)))
