@@ -25,7 +25,7 @@ EXAMPLE = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
 PASSING = ROOT / "configs" / "gpu" / "tiny-nospec.yaml"
 LOG = ROOT / "tests" / "data" / "logs" / "synthetic-v0.33.0-nospec-profiling.log"
 SMALL = ROOT / "configs" / "gpu" / "tiny-nospec.yaml"  # a small ladder: optimize runs in a second
-TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.yaml"
+TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.json"
 LATENCY_RUN = ROOT / "benchmarks/results/h200/latency/call2/lat-llama-3.1-8b-eagle-k16-mns32-max544.json"
 COST_REPORTS = tuple(  # the reports the shipped cost model was fitted on
     next(

@@ -289,7 +289,7 @@ def test_time_dp_matches_brute_force() -> None:
 
 
 def test_optimize_in_time_beats_the_default_ladder_at_its_memory() -> None:
-    o = optimize_config(PR, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    o = optimize_config(PR, TRAFFIC / "decode-heavy-mns32.json", Overrides(), objective="time")
     assert o.objective == "time"
     assert o.step_ms < o.default_step_ms
     assert o.memory_mib is not None and o.default_memory_mib is not None
@@ -337,11 +337,11 @@ def test_plan_traffic_histogram_weights_the_expected_step(
     from tests.cli_helpers import run
 
     code, text, _ = run(
-        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml")
+        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.json")
     )
     assert code == 0
     lat = json.loads(text)["predicted_latency"]
-    assert lat["traffic"].endswith("decode-heavy-mns32.yaml")
+    assert lat["traffic"].endswith("decode-heavy-mns32.json")
     assert lat["expected_step_ms"] > 0 and lat["gaps"][0]["expected_cost_ms_per_step"] > 0
 
 
@@ -430,7 +430,7 @@ def test_optimize_states_the_domain_of_its_figures(
 
     config = tmp_path / "small.yaml"
     config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
-    traffic = TRAFFIC / "decode-heavy-mns32.yaml"
+    traffic = TRAFFIC / "decode-heavy-mns32.json"
     code, out, _ = run(monkeypatch, capsys, "optimize", str(config), "--traffic", str(traffic))
     assert code == 0
     assert "  caveat: step time: hidden size 256 is outside the measured 512..5120\n" in out

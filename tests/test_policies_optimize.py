@@ -145,8 +145,8 @@ def itertools_pairwise(xs: list[float]) -> list[tuple[float, float]]:
 @pytest.mark.parametrize(
     ("config", "traffic"),
     [
-        (PR, "decode-heavy-mns32.yaml"),
-        (ROOT / "configs/gpu/med-llama-mns256.yaml", "bursty-mns256.yaml"),
+        (PR, "decode-heavy-mns32.json"),
+        (ROOT / "configs/gpu/med-llama-mns256.yaml", "bursty-mns256.json"),
     ],
 )
 def test_optimizer_beats_default_ladder_at_equal_graph_budget(config: Path, traffic: str) -> None:
@@ -202,7 +202,7 @@ def test_optimize_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     monkeypatch.setattr(
         sys,
         "argv",
-        ["cgplan", "optimize", str(PR), "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml"), "--json"],
+        ["cgplan", "optimize", str(PR), "--traffic", str(TRAFFIC / "decode-heavy-mns32.json"), "--json"],
     )
     with pytest.raises(SystemExit) as info:
         main()
@@ -270,13 +270,13 @@ def test_optimize_says_which_check_it_gave_up() -> None:
     """A budget too small for the gate: the result says what it gave up; --relax accepts it."""
     config = ROOT / "configs/gpu/med-llama-mns256.yaml"
     o = optimize_config(
-        config, TRAFFIC / "bursty-mns256.yaml", Overrides(vllm_version="0.26.0"), max_capture_size=200
+        config, TRAFFIC / "bursty-mns256.json", Overrides(vllm_version="0.26.0"), max_capture_size=200
     )
     assert o.gave_up and any(g.startswith("no_eager_uniform_decode") for g in o.gave_up)
     assert "--relax no_eager_uniform_decode" in o.gave_up[0]
     r = optimize_config(
         config,
-        TRAFFIC / "bursty-mns256.yaml",
+        TRAFFIC / "bursty-mns256.json",
         Overrides(vllm_version="0.26.0"),
         max_capture_size=200,
         relax=("no_eager_uniform_decode", "widest_decode_full"),
@@ -290,7 +290,7 @@ def test_checked_in_optimized_config_passes_the_default_gate() -> None:
     assert evaluate_gate(DEFAULT_POLICY, side_from_plan(plan, "o")).passed
     o = optimize_config(
         ROOT / "configs/gpu/med-llama-mns256.yaml",
-        TRAFFIC / "bursty-mns256.yaml",
+        TRAFFIC / "bursty-mns256.json",
         Overrides(vllm_version="0.26.0"),
         max_capture_size=512,
     )
@@ -304,7 +304,7 @@ def test_optimize_in_time_always_has_the_default_ladder(tmp_path: Path) -> None:
     and failed with "no ladder fits the graph, memory and capture-time budgets"."""
     config = tmp_path / "small.yaml"
     config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
-    o = optimize_config(config, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    o = optimize_config(config, TRAFFIC / "decode-heavy-mns32.json", Overrides(), objective="time")
     assert o.memory_mib is not None and o.memory_budget_mib is not None
     assert o.memory_mib <= o.memory_budget_mib
     assert o.step_ms <= o.default_step_ms  # never worse than the default ladder it may fall back to
@@ -321,7 +321,7 @@ def test_the_search_is_the_cores_from_values_alone() -> None:
     from cgplan.io.latency_coefficients import shipped_latency
 
     config = ROOT / "configs/gpu/tiny-nospec.yaml"
-    traffic_path = TRAFFIC / "decode-heavy-mns32.yaml"
+    traffic_path = TRAFFIC / "decode-heavy-mns32.json"
     loaded = load_config(config, Overrides())
     inp = loaded.input
     default_plan = build_plan(inp, with_fixes=False)
