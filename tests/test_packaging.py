@@ -54,6 +54,17 @@ def test_gpu_extra_is_bounded_to_the_supported_releases() -> None:
     assert m.group(2) == f"{newest[0]}.{newest[1] + 1}"
 
 
+def test_the_version_is_written_once() -> None:
+    """pyproject.toml and cgplan/__init__.py each spelled 0.1.0: the package's metadata now reads
+    cgplan.__version__ (setuptools reads the assignment without importing cgplan)."""
+    import cgplan
+
+    assert not re.search(r"^version\s*=\s*\"", PYPROJECT, re.M)
+    assert re.search(r'^dynamic = \["version"\]$', PYPROJECT, re.M)
+    assert re.search(r'^version = \{attr = "cgplan\.__version__"\}$', PYPROJECT, re.M)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", cgplan.__version__)
+
+
 def test_typer_pin_excludes_pydantic_releases() -> None:
     """typer 0.29 imports pydantic at start-up (#18); 0.26 is the first that vendors click."""
     assert '"typer>=0.26,<0.29"' in PYPROJECT
