@@ -18,7 +18,7 @@ from cgplan.io.config import Overrides
 from tests.test_fleet import write_config
 
 if os.environ.get("CI") == "true":
-    import ray  # CI installs the dev extra, Ray included: this path must run there, not be skipped
+    import ray  # .ci/run installs the ray extra next to dev: this path must run there, not be skipped
 else:
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'cgplan[ray]')")
 

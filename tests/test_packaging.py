@@ -65,6 +65,27 @@ def test_the_version_is_written_once() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", cgplan.__version__)
 
 
+def test_dev_tools_are_pinned_and_ray_is_its_own_extra() -> None:
+    """The dev extra was unpinned and pulled in Ray (hundreds of MB) for every contributor: Ray is
+    the ray extra's alone (its tests skip without it; .ci/run installs it), and every dev tool and
+    Ray have one version per Python in constraints-dev.txt, which the Makefile and .ci/run use."""
+    table = PYPROJECT.split("[project.optional-dependencies]")[1]
+    extras = dict(re.findall(r"^(\w+) = \[(.*)\]$", table, re.M))
+    names = {k: [re.split(r"[<>=!~; ]", d.strip('" '))[0] for d in v.split(",")] for k, v in extras.items()}
+    assert "ray" not in names["dev"] and names["ray"] == ["ray"], names
+    pins: dict[str, list[str]] = {}
+    for line in (ROOT / "constraints-dev.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            m = re.fullmatch(r"([\w-]+)==[\w.]+(; python_version [<>=]+ \"3\.\d+\")?", line)
+            assert m, line
+            pins.setdefault(m.group(1), []).append(line)
+    assert sorted(pins) == sorted([*names["dev"], "ray"]), pins
+    assert "-c constraints-dev.txt" in (ROOT / "Makefile").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make ci EXTRAS=dev,ray" in ci and "'.[dev,ray]' -c constraints-dev.txt" in ci
+
+
 def test_typer_pin_excludes_pydantic_releases() -> None:
     """typer 0.29 imports pydantic at start-up (#18); 0.26 is the first that vendors click."""
     assert '"typer>=0.26,<0.29"' in PYPROJECT
@@ -95,7 +116,7 @@ def test_gate_examples_from_a_fresh_clone(tmp_path: Path) -> None:
 
 def test_ci_runs_make_ci_and_every_python() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\nmake ci\n" in ci and "mkdir -p .cache" not in ci
+    assert "\nmake ci EXTRAS=dev,ray\n" in ci and "mkdir -p .cache" not in ci
     assert "scripts/pythons.sh" in ci
     proc = subprocess.run(
         ["bash", "scripts/pythons.sh"], cwd=ROOT, capture_output=True, text=True, check=False
