@@ -126,7 +126,11 @@ def _run_app(args: list[str], completing: bool) -> int:
     except KeyboardInterrupt:
         sys.exit(130)
     try:
+        # typer builds the click command inside this call, before click's own Ctrl-C handler (which
+        # turns it into Abort) is in place: a Ctrl-C then is a KeyboardInterrupt here
         code = app(args=args, prog_name="cgplan", standalone_mode=False)
+    except KeyboardInterrupt:
+        code = 130
     except typer.Abort:
         sys.stderr.write("cgplan: aborted\n")
         code = 130
