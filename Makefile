@@ -21,7 +21,7 @@ help:
 ## install: the editable install with the dev tools (pinned: constraints-dev.txt), in .venv
 install: $(STAMP)
 
-## plan: plan the bundled vLLM PR #50488 example (EAGLE K=16, 32 requests) and show its gap and fix
+## plan: plan the bundled vllm#50488 example (EAGLE K=16, 32 requests) and show its gap and fix
 plan: $(STAMP)
 	$(BIN)/cgplan plan configs/examples/pr50488-eagle-k16.yaml
 
@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m "not gpu and not fuzz"
 
 ## gate-examples: the project's own serving configs must pass the default CI gate;
-## the PR #50488 example must fail it (31-32 requests eager on Hopper)
+## the vllm#50488 example must fail it (31-32 requests eager on Hopper)
 GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
 	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
 gate-examples: $(STAMP)

@@ -1,4 +1,4 @@
-"""CLI conventions of the field (#14): --format, `-` = stdin, -h/-V/--quiet, colour on a terminal
+"""CLI conventions of the field (issue 14): --format, `-` = stdin, -h/-V/--quiet, colour on a terminal
 only, completion values, one-line usage errors, file modes, GitHub annotations, gate texts that
 name the fix, make help. Each test failed before the change it names."""
 

@@ -1,4 +1,4 @@
-"""The cost model on MoE and MLA shapes (#16): what a fit on their captures records, and the domain.
+"""The cost model on MoE and MLA shapes (issue 16): what a fit on their captures records, and the domain.
 
 The synthetic part pins what a fit does: the MLA FULL pools use FlashAttnMLA's accumulator width
 (heads x kv_lora_rank, from vLLM's builder), the MoE terms (graph state of shared-expert layers,
@@ -331,7 +331,7 @@ def test_the_shipped_moe_set_leaves_the_issue_deployment_without_a_figure() -> N
 
 
 def test_the_issue_deployment_stays_outside_even_with_a_moe_set() -> None:
-    # #16's deployment (MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120) is
+    # issue 16's deployment (MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120) is
     # planned; on SM120 vLLM runs MLA on TRITON_MLA, which has no split-KV term and was not
     # measured, so even a fitted MoE/MLA set gives no figure, and says why
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
@@ -383,7 +383,7 @@ def test_optimize_and_the_fix_search_price_moe_models_with_the_moe_set() -> None
 
 
 def test_optimize_gives_no_memory_figure_where_plan_gives_none() -> None:
-    # #16's deployment: `plan` says "no figure · outside the validated domain"; optimize printed
+    # issue 16's deployment: `plan` says "no figure · outside the validated domain"; optimize printed
     # 141 MiB for its default ladder (and 171 for its own) from the same disowned terms
     from cgplan.api.optimize import optimize_config
     from cgplan.io.config import Overrides

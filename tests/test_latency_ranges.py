@@ -1,5 +1,5 @@
 """The default traffic (every request count once) priced on runs: equal to the point-by-point sum,
-and its cost follows the plan's graphs, not max_num_seqs (#18)."""
+and its cost follows the plan's graphs, not max_num_seqs (issue 18)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_default_traffic_cost_does_not_follow_max_num_seqs(monkeypatch: pytest.M
 
 def test_bound_step_is_step_ms_to_the_bit() -> None:
     """`_Walk.step` (the latency walk's step time, constants bound once) gives `step_ms`'s float
-    exactly, for every mode, with and without the drafter, across drawn coefficients (#18)."""
+    exactly, for every mode, with and without the drafter, across drawn coefficients (issue 18)."""
     rng = random.Random(1818)
     base = shipped_latency()
     inputs = _inputs()

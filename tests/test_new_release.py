@@ -1,4 +1,4 @@
-"""Adding a vLLM release is one entry in cgplan/core/vllm/ plus one recording run (#15).
+"""Adding a vLLM release is one entry in cgplan/core/vllm/ plus one recording run (issue 15).
 
 A copy of the package gets exactly one new line in its core/vllm/releases.py, as a contributor
 would write it (the next minor: the newest release's facts with one change), and nothing else.

@@ -1,4 +1,4 @@
-"""Packaging and CI (#14, #15): LICENSE, SPDX metadata, the installed gate script, the gpu extra's
+"""Packaging and CI (issues 14 and 15): LICENSE, SPDX metadata, the installed gate script, the gpu extra's
 vLLM range, `make gate-examples` from a fresh clone, .ci/run = make ci on every Python found."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_dev_tools_are_pinned_and_ray_is_its_own_extra() -> None:
 
 
 def test_typer_pin_excludes_pydantic_releases() -> None:
-    """typer 0.29 imports pydantic at start-up (#18); 0.26 is the first that vendors click."""
+    """typer 0.29 imports pydantic at start-up (issue 18); 0.26 is the first that vendors click."""
     assert '"typer>=0.26,<0.29"' in PYPROJECT
 
 

@@ -58,7 +58,7 @@ def test_deep_nesting_is_nested_too_deeply(text: str) -> None:
         parse_yaml(text, "x")
 
 
-# ---------------------------------------------------------------- the plain reader (#18)
+# ---------------------------------------------------------------- the plain reader (issue 18)
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -226,7 +226,7 @@ def test_the_repositorys_configs_read_alike() -> None:
     assert plain >= len(paths) // 2, (plain, len(paths))
 
 
-# ---------------------------------------------------------------- block sequences and flow maps (#18)
+# ---------------------------------------------------------------- block sequences and flow maps (issue 18)
 
 _ENTRIES = [
     "1",
@@ -409,7 +409,7 @@ def test_every_yaml_file_reads_as_safe_load() -> None:
 
 def test_traffic_files_are_read_without_pyyaml() -> None:
     """The optimiser's traffic histograms (block sequences of flow mappings) are read by the plain
-    reader: PyYAML's constructor took 36-112 ms for 31-59 KiB of them (#18). The shipped ones are
+    reader: PyYAML's constructor took 36-112 ms for 31-59 KiB of them (issue 18). The shipped ones are
     JSON (scripts/make_traffic.py); each is read here as the YAML a person writes."""
     paths = sorted((ROOT / "configs" / "traffic").glob("*.json"))
     assert paths

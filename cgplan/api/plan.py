@@ -124,7 +124,7 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        # the fixes are priced with the set the plan's own figure comes from (MoE/MLA: #16)
+        # the fixes are priced with the set the plan's own figure comes from (MoE/MLA: issue 16)
         search = fix_search(
             coefficients or shipped_coefficients_for(loaded.input), allow_over_budget=allow_over_budget
         )
@@ -232,7 +232,7 @@ def fix_search(
     from cgplan.core.plan.budgets import DEFAULT_BUDGETS
 
     budgets = DEFAULT_BUDGETS
-    if policy is not None:  # the gate's module only for a gate policy: `plan` has none (#18)
+    if policy is not None:  # the gate's module only for a gate policy: `plan` has none (issue 18)
         from cgplan.core.compare.gate import budgets_of
 
         budgets = budgets_of(policy)
@@ -251,5 +251,5 @@ def _shipped_moe() -> CostCoefficients | None:
 
 
 def shipped_coefficients_for(inp: PlanInput) -> CostCoefficients:
-    """The shipped set for this config's model: the MoE/MLA set where one is shipped (#16)."""
+    """The shipped set for this config's model: the MoE/MLA set where one is shipped (issue 16)."""
     return coefficients_for(inp, shipped_coefficients(), _shipped_moe())

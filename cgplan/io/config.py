@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "speculative_config",
     "compilation_config",
     "cgplan",
-    # parallelism, LoRA, microbatching (#16)
+    # parallelism, LoRA, microbatching (issue 16)
     "pipeline_parallel_size",
     "data_parallel_size",
     "decode_context_parallel_size",
@@ -175,7 +175,7 @@ class Overrides(NamedTuple):
     """Command-line options that win over the file's `cgplan:` section.
 
     A NamedTuple, not a dataclass: immutable and typed alike, and about 8x cheaper to define at
-    import time (start-up is most of a `cgplan plan`, #18)."""
+    import time (start-up is most of a `cgplan plan`, issue 18)."""
 
     vllm_version: str | None = None
     platform: str | None = None

@@ -42,7 +42,7 @@ def coefficients_text(c: CostCoefficients, as_json: bool) -> str:
     """What `cgplan calibrate -o` writes: JSON for a `.json` file, else commented YAML."""
     if as_json:
         return json.dumps(coefficients_to_dict(c), indent=2) + "\n"
-    import yaml  # here, not at import: `plan` reads the shipped JSON set and writes no YAML (#18)
+    import yaml  # here, not at import: `plan` reads the shipped JSON set and writes no YAML (issue 18)
 
     text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
     return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
@@ -178,7 +178,7 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
         ReportError: not a complete capture with NVML figures, or its config cannot be found; a
             figure of the wrong type or out of range, at its key path.
     """
-    # the report reader only here: `plan` (which prices every plan) does not pay for it (#18)
+    # the report reader only here: `plan` (which prices every plan) does not pay for it (issue 18)
     from cgplan.io.reports import _bytes, _measurements, _number
 
     if doc.get("kind") != "capture" or doc.get("status") != "complete":

@@ -12,7 +12,7 @@ What it guarantees, whatever the input:
 - YAML: block mappings and sequences of plain keys, simple values and one-line flow lists and
   mappings (what a config or a traffic histogram is) read directly, else
   the C loader when present (PyYAML is imported only then: its import is a fifth of a `plan`
-  start-up, #18); nesting depth, alias expansion (a billion-laughs document)
+  start-up, issue 18); nesting depth, alias expansion (a billion-laughs document)
   and cycles bounded; tags refused (a config has no use for `!!python/...` or `!!set`); integers
   beyond 64 bits and floats that overflow (1.0e+400, .inf) refused at their line and column;
 - JSON: the same number and depth bounds, each refusal at its key path.

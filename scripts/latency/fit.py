@@ -3,7 +3,7 @@
     .venv/bin/python scripts/latency/fit.py benchmarks/results/h200/latency \
         -o cgplan/data/latency-h200.json --report benchmarks/results/h200/latency/fit-report.json
 
-Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the PR #50488
+Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the vllm#50488
 case on an 8B), and a set of batch sizes in every other run.
 
 The runs are read from every lat-*.json under the folders given (benchmarks/results/h200/latency:

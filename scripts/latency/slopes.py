@@ -1,4 +1,4 @@
-"""How step time grows with requests, measured and modelled, per run and outcome (#17).
+"""How step time grows with requests, measured and modelled, per run and outcome (issue 17).
 
     .venv/bin/python scripts/latency/slopes.py benchmarks/results/h200/latency [COEFFICIENTS.json]
 

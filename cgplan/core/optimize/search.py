@@ -233,7 +233,7 @@ def optimize(
     notes: tuple[str, ...] = (),
 ) -> Optimized:
     """Choose the capture sizes (see `_optimize`), then hold the result to the default gate
-    (#13.6): it says which check it gave up and why, or that the gate was relaxed as asked.
+    (issue 13 item 6): it says which check it gave up and why, or that the gate was relaxed as asked.
 
     Raises:
         ConfigError: an option out of range, a config without CUDA graphs, no ladder within the

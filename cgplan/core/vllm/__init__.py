@@ -9,5 +9,5 @@
 
 Adding a release is one entry in `releases.RELEASES` (plus a `log_formats` or `serve_flags` entry
 only where vLLM changed those) and one recording run (CONTRIBUTING.md). Nothing here is imported
-by this `__init__`: `cgplan plan --json` loads the release table only (start-up, #18).
+by this `__init__`: `cgplan plan --json` loads the release table only (start-up, issue 18).
 """
