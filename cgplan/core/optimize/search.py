@@ -428,7 +428,7 @@ def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[st
 def _timed_shapes(
     inp: PlanInput, plan: Plan, traffic: Traffic, lat: LatencyCoefficients
 ) -> tuple[list[TimedShape], dict[str, int]]:
-    """The histogram as timed shapes (see core/optimize_time.py), priced on `plan`'s drafter ladder."""
+    """The histogram as timed shapes (see core/optimize/timed.py), priced on `plan`'s drafter ladder."""
     target = forward_shape(inp.model)
     shapes: list[TimedShape] = []
     tiers: dict[str, int] = {}
