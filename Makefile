@@ -6,20 +6,22 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz
 
-$(STAMP): pyproject.toml
+# EXTRAS=dev,ray adds Ray (what .ci/run installs: the Ray path of `capture` runs in CI, else skips)
+EXTRAS ?= dev
+$(STAMP): pyproject.toml constraints-dev.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]' -c constraints-dev.txt
 	touch $(STAMP)
 
 ## help: list the targets (this text)
 help:
 	@awk '/^## / { sub(/^## /, ""); split($$0, a, ": "); if (a[2] != "") printf "  %-14s %s\n", a[1], substr($$0, length(a[1]) + 3); else printf "  %-14s %s\n", "", $$0 }' $(MAKEFILE_LIST)
 
-## install: the editable install with the dev tools, in .venv
+## install: the editable install with the dev tools (pinned: constraints-dev.txt), in .venv
 install: $(STAMP)
 
-## plan: plan the bundled vLLM PR #50488 example (EAGLE K=16, 32 requests) and show its gap and fix
+## plan: plan the bundled vllm#50488 example (EAGLE K=16, 32 requests) and show its gap and fix
 plan: $(STAMP)
 	$(BIN)/cgplan plan configs/examples/pr50488-eagle-k16.yaml
 
@@ -28,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m "not gpu and not fuzz"
 
 ## gate-examples: the project's own serving configs must pass the default CI gate;
-## the PR #50488 example must fail it (31-32 requests eager on Hopper)
+## the vllm#50488 example must fail it (31-32 requests eager on Hopper)
 GATED := configs/gpu/tiny-nospec.yaml configs/gpu/tiny-eagle-k16-max544.yaml configs/gpu/med-llama-mns256.yaml \
 	configs/gpu/llama8b-mns256.yaml configs/gpu/llama8b-eagle-k3-mns64.yaml configs/examples/mtp-dsv3-k3.yaml
 gate-examples: $(STAMP)

@@ -452,7 +452,7 @@ def measure(args: list[str], tmp: Path, timeout_s: float) -> dict[str, Any]:
 
 BOUND_CPU_S = 60.0
 BOUND_RSS_MB = 2048.0
-"""#20: every accepted input plans within 60 s and 2 GiB on this 2-core machine (CPU time: wall
+"""issue 20: every accepted input plans within 60 s and 2 GiB on this 2-core machine (CPU time: wall
 on a machine shared by seven people measures the others too; both are recorded)."""
 
 

@@ -4,7 +4,7 @@ the GraphRecorder, with NVML and PyTorch's reserved-bytes reading stubbed (their
 the H200 is added from the report: `measured.instrumentation_nvml_s`).
 
 What it bounds: the recorder's own Python work per capture, against 2% of vLLM's capture_model on
-the H200 (#18). It is not the GPU measurement (scripts/device/fleet_suite.sh makes that).
+the H200 (issue 18). It is not the GPU measurement (scripts/device/fleet_suite.sh makes that).
 
 Usage: python benchmarks/bench_hooks.py --out benchmarks/results/hooks.json
 """

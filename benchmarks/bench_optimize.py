@@ -25,9 +25,9 @@ from cgplan.io.config import Overrides, load_config  # noqa: E402
 from cgplan.io.traffic import load_traffic  # noqa: E402
 
 CASES = [
-    ("configs/examples/pr50488-eagle-k16.yaml", "configs/traffic/decode-heavy-mns32.yaml"),
-    ("configs/gpu/med-llama-mns256.yaml", "configs/traffic/bursty-mns256.yaml"),
-    ("configs/examples/mns1024-eagle-k16-dyn4.yaml", "configs/traffic/dyn4-mns1024.yaml"),
+    ("configs/examples/pr50488-eagle-k16.yaml", "configs/traffic/decode-heavy-mns32.json"),
+    ("configs/gpu/med-llama-mns256.yaml", "configs/traffic/bursty-mns256.json"),
+    ("configs/examples/mns1024-eagle-k16-dyn4.yaml", "configs/traffic/dyn4-mns1024.json"),
 ]
 
 

@@ -3,7 +3,7 @@
 On a shared machine a process's CPU time moves with the load, so a figure from one run says
 little against another from an earlier session; this runs both checkouts (each with its own
 .venv, editable install) back to back in every pair, alternating which goes first, and reports
-medians of per-pair ratios: branch / base, and each side over the bare interpreter (#18). Bytecode
+medians of per-pair ratios: branch / base, and each side over the bare interpreter (issue 18). Bytecode
 is cached in a private PYTHONPYCACHEPREFIX per side (warm-up run first), as in bench_plan.py.
 
 Usage: python benchmarks/compare_checkouts.py --base /work/main [--branch .] [--pairs 15] [--out FILE]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-feature agreement of cgplan with vLLM's recorded answers for the #16 corpus.
+"""Per-feature agreement of cgplan with vLLM's recorded answers for the issue 16 corpus.
 
     .venv/bin/python scripts/golden_agreement.py     # from the repository root
 

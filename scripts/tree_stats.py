@@ -7,7 +7,7 @@ between top-level units (a subpackage such as `core/` or a flat module such as `
 It also prints the import cycles between units (none is the goal). Edges count every
 `import cgplan.X` / `from cgplan.X import ...` / `from cgplan import X` in the
 package, lazy ones inside functions included (they are dependencies all the same), resolved
-relative imports included; an edge from a unit to itself is not counted. Used for #15's closing
+relative imports included; an edge from a unit to itself is not counted. Used for issue 15's closing
 note (the tree before and after the restructuring).
 """
 

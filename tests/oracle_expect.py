@@ -123,7 +123,7 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
             # The oracle lists the V1 proposer's dispatcher keys, one set per LoRA case. vLLM
             # captures drafter graphs only through the runner's `drafter.dummy_run`, which
             # dispatches without LoRA and is run without graphs for the adapter cases when
-            # cudagraph_specialize_lora is on (gpu_model_runner, vLLM issue #28334): the
+            # cudagraph_specialize_lora is on (gpu_model_runner, vllm#28334): the
             # adapter keys are never captured (H200 run: benchmarks/results/h200/lora/).
             drafter = _v1_graphs(side["drafter"]["capture"], 1)
             out["graphs"]["drafter"] = [g for g in drafter if not g["num_active_loras"]]

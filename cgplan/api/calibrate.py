@@ -109,11 +109,12 @@ def calibrate_latency(
     Raises:
         ReportError: a run cannot be read or failed, or there is nothing to fit.
     """
-    from cgplan.io.latency_coefficients import load_runs, shipped_latency
+    from cgplan.core.predict.calibrate import least_contended
+    from cgplan.io.latency_coefficients import read_runs, shipped_latency
 
-    obs = load_runs(runs)
+    obs = least_contended(read_runs(runs))
     if not obs:
         raise ReportError("no timed points in the given runs (expected lat-*.json from measure_step.py)")
-    held = load_runs(test) if test else []
+    held = least_contended(read_runs(test)) if test else []
     start = dataclasses.replace(shipped_latency(), gpu=gpu, measured_with=measured_with)
     return fit_latency_runs(obs, held, start)

@@ -113,7 +113,7 @@ def run_capture(
     except ConfigRejected as e:
         raise e.located(str(config)) from None
     from cgplan.api.plan import shipped_coefficients_for
-    from cgplan.io.cost_coefficients import with_cost
+    from cgplan.core.plan.assess import with_cost
 
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.

@@ -1,5 +1,5 @@
 """The library entry point behind `cgplan optimize`: the config and the traffic file read, then
-the search over ladders (core/optimize.py), whose `Optimized` holds the best ladder's flags."""
+the search over ladders (core/optimize/search.py), whose `Optimized` holds the best ladder's flags."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cgplan.core.model.spec import PlanInput
 from cgplan.core.model.types import Note, Plan
+from cgplan.core.plan.assess import coefficients_for, with_cost, with_latency
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import FixSearch
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
@@ -21,8 +22,8 @@ from cgplan.core.predict.cost import CostCoefficients
 from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
-from cgplan.io.cost_coefficients import coefficients_for, default_coefficients, moe_coefficients, with_cost
-from cgplan.io.latency_coefficients import shipped_latency, with_latency
+from cgplan.io.cost_coefficients import default_coefficients, moe_coefficients
+from cgplan.io.latency_coefficients import shipped_latency
 
 if TYPE_CHECKING:
     from cgplan.core.compare.gate import GatePolicy
@@ -123,7 +124,7 @@ def plan_file(
     """
     loaded = load_config(path, overrides or Overrides())
     try:
-        # the fixes are priced with the set the plan's own figure comes from (MoE/MLA: #16)
+        # the fixes are priced with the set the plan's own figure comes from (MoE/MLA: issue 16)
         search = fix_search(
             coefficients or shipped_coefficients_for(loaded.input), allow_over_budget=allow_over_budget
         )
@@ -231,7 +232,7 @@ def fix_search(
     from cgplan.core.plan.budgets import DEFAULT_BUDGETS
 
     budgets = DEFAULT_BUDGETS
-    if policy is not None:  # the gate's module only for a gate policy: `plan` has none (#18)
+    if policy is not None:  # the gate's module only for a gate policy: `plan` has none (issue 18)
         from cgplan.core.compare.gate import budgets_of
 
         budgets = budgets_of(policy)
@@ -250,5 +251,5 @@ def _shipped_moe() -> CostCoefficients | None:
 
 
 def shipped_coefficients_for(inp: PlanInput) -> CostCoefficients:
-    """The shipped set for this config's model: the MoE/MLA set where one is shipped (#16)."""
+    """The shipped set for this config's model: the MoE/MLA set where one is shipped (issue 16)."""
     return coefficients_for(inp, shipped_coefficients(), _shipped_moe())

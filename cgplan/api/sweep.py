@@ -25,7 +25,7 @@ MAX_SWEEP_REQUESTS = 100_000_000
 """Bound on the request counts a sweep walks, summed over its plans: every plan walks each
 request count 1..max_num_seqs once or more (the dynamic-SD lookup, the per-request decode
 outcomes), about 0.5 µs each: 100 dynamic-SD plans at max_num_seqs 10^6 (10^8) take 45 s, within
-the 60 s every accepted input must plan in (#20). The core's 200,000-plan cap alone does not
+the 60 s every accepted input must plan in (issue 20). The core's 200,000-plan cap alone does not
 bound time."""
 MAX_SWEEP_SIZES = 2_500_000
 """Bound on the capture sizes a sweep plans, summed over its plans, each plan counted as at

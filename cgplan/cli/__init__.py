@@ -87,7 +87,7 @@ def _usage_error(e: typer.TyperException) -> int:
 def _fast_plan(args: list[str]) -> tuple[str, bool] | None:
     """(CONFIG, json) when `args` is `plan CONFIG` or `plan CONFIG --json` (either order) with
     CONFIG a file or `-`: run without building the typer app or importing typer (its import is
-    most of a start-up; #18). What `plan` does with these arguments is the same code
+    most of a start-up; issue 18). What `plan` does with these arguments is the same code
     (`cgplan.cli._plan_run.run_plan`); every other command line goes through typer."""
     if not 2 <= len(args) <= 3 or args[0] != "plan" or (len(args) == 3 and "--json" not in args[1:]):
         return None
@@ -126,7 +126,11 @@ def _run_app(args: list[str], completing: bool) -> int:
     except KeyboardInterrupt:
         sys.exit(130)
     try:
+        # typer builds the click command inside this call, before click's own Ctrl-C handler (which
+        # turns it into Abort) is in place: a Ctrl-C then is a KeyboardInterrupt here
         code = app(args=args, prog_name="cgplan", standalone_mode=False)
+    except KeyboardInterrupt:
+        code = 130
     except typer.Abort:
         sys.stderr.write("cgplan: aborted\n")
         code = 130
@@ -174,7 +178,7 @@ def _exit_now(code: int) -> None:
     """End the process with `code` without the interpreter's teardown: `plan CONFIG [--json]` has
     written and flushed everything, opened no file and started no thread, and no module it loads
     registers an exit handler; tearing down its modules and objects was 10-18 ms of a 120 ms run
-    (#18). Whatever cannot be flushed now is reported as at a normal exit."""
+    (issue 18). Whatever cannot be flushed now is reported as at a normal exit."""
     try:
         sys.stdout.flush()
     except OSError:

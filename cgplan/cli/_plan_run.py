@@ -4,7 +4,6 @@ errors are one and the same."""
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Any
 
@@ -61,44 +60,6 @@ def run_plan(
         typer.BadParameter, typer.Exit: usage errors; exit 1 with --fail-on-gap and gaps.
         CgplanError: bad input.
     """
-    # The cycle collector paused while planning: a plan allocates some hundred thousand small
-    # objects (ranges, descriptors, tuples) and holds no cycles worth collecting, and the
-    # young-generation passes they set off were 10-15% of a first plan's CPU (#18).
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        _run_plan(
-            targets, vllm_args, model_config, vllm_version, platform, model_runner, fmt, json_out,
-            markdown, full, output, html, policy, coefficients, latency_coefficients, traffic,
-            no_color, allow_over_budget, quiet, fail_on_gap,
-        )  # fmt: skip
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _run_plan(
-    targets: list[str] | None,
-    vllm_args: str | None,
-    model_config: Path | None,
-    vllm_version: str | None,
-    platform: str | None,
-    model_runner: str | None,
-    fmt: str | None,
-    json_out: bool,
-    markdown: bool,
-    full: bool,
-    output: Path | None,
-    html: Path | None,
-    policy: str | None,
-    coefficients: Path | None,
-    latency_coefficients: Path | None,
-    traffic: Path | None,
-    no_color: bool,
-    allow_over_budget: bool,
-    quiet: bool,
-    fail_on_gap: bool,
-) -> None:
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.api.plan import plan as plan_config
     from cgplan.cli._console import note, output_format, use_color, width

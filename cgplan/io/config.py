@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "speculative_config",
     "compilation_config",
     "cgplan",
-    # parallelism, LoRA, microbatching (#16)
+    # parallelism, LoRA, microbatching (issue 16)
     "pipeline_parallel_size",
     "data_parallel_size",
     "decode_context_parallel_size",
@@ -160,7 +160,7 @@ MAX_LADDER_TOKENS = 256 + 16 * (MAX_LADDER_SIZES - 64)
 
 def ladder_sizes_at_most(max_size_tokens: int) -> int:
     """An upper bound on the sizes of vLLM's default ladder up to `max_size_tokens`: 1..32 (or
-    1, 2, 4), multiples of 8 below 256, multiples of 16 from 256 (core/ladder.py:token_grid),
+    1, 2, 4), multiples of 8 below 256, multiples of 16 from 256 (core/vllm/ladder.py:token_grid),
     plus the decode sizes (under 64 below 256 tokens, one per 16 above)."""
     return 64 + max(0, max_size_tokens - 256) // 16
 
@@ -175,7 +175,7 @@ class Overrides(NamedTuple):
     """Command-line options that win over the file's `cgplan:` section.
 
     A NamedTuple, not a dataclass: immutable and typed alike, and about 8x cheaper to define at
-    import time (start-up is most of a `cgplan plan`, #18)."""
+    import time (start-up is most of a `cgplan plan`, issue 18)."""
 
     vllm_version: str | None = None
     platform: str | None = None

@@ -1,4 +1,6 @@
-"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set."""
+"""Cost coefficients as JSON or YAML files, capture reports as fit observations, the default H200 set.
+
+Reading and writing only: pricing a plan with a set is core/plan/assess.py."""
 
 from __future__ import annotations
 
@@ -7,15 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.model.spec import PlanInput
-from cgplan.core.model.types import Plan
-from cgplan.core.predict.cost import (
-    CostCoefficients,
-    CostObservation,
-    ObservedGraph,
-    cost_input_for,
-    plan_cost,
-)
+from cgplan.core.predict.cost import CostCoefficients, CostObservation, ObservedGraph, cost_input_for
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -48,7 +42,7 @@ def coefficients_text(c: CostCoefficients, as_json: bool) -> str:
     """What `cgplan calibrate -o` writes: JSON for a `.json` file, else commented YAML."""
     if as_json:
         return json.dumps(coefficients_to_dict(c), indent=2) + "\n"
-    import yaml  # here, not at import: `plan` reads the shipped JSON set and writes no YAML (#18)
+    import yaml  # here, not at import: `plan` reads the shipped JSON set and writes no YAML (issue 18)
 
     text = "# cgplan cost-model coefficients (docs/cost-model.md); written by `cgplan calibrate`\n"
     return text + yaml.safe_dump(coefficients_to_dict(c), sort_keys=False)
@@ -152,23 +146,6 @@ def moe_coefficients(path: Path | None = None) -> CostCoefficients | None:
     return load_coefficients(p) if p.is_file() else None
 
 
-def coefficients_for(
-    inp: PlanInput, dense: CostCoefficients, moe: CostCoefficients | None
-) -> CostCoefficients:
-    """The shipped set a model is predicted with: the MoE/MLA set for a model with MoE or MLA
-    layers when one is shipped, else the dense set (whose domain then withholds the figure)."""
-    if moe is not None and (inp.model.is_moe or inp.model.use_mla):
-        return moe
-    return dense
-
-
-def with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients | None) -> Plan:
-    """`plan` with its predicted cost (unchanged when no coefficients are given)."""
-    if coefficients is None:
-        return plan
-    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
-
-
 def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:
     """The config a report names, only ever inside `root` (the folder the user named, or the
     working directory): a report is data, so its `source` cannot make cgplan open a file
@@ -201,7 +178,7 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
         ReportError: not a complete capture with NVML figures, or its config cannot be found; a
             figure of the wrong type or out of range, at its key path.
     """
-    # the report reader only here: `plan` (which prices every plan) does not pay for it (#18)
+    # the report reader only here: `plan` (which prices every plan) does not pay for it (issue 18)
     from cgplan.io.reports import _bytes, _measurements, _number
 
     if doc.get("kind") != "capture" or doc.get("status") != "complete":

@@ -1,4 +1,7 @@
-"""Latency coefficients as JSON files, raw latency runs as fit observations, and plans in time."""
+"""Latency coefficients as JSON files and raw latency runs as fit observations.
+
+Reading and writing only: a plan in time is core/plan/assess.py, the lowest of a point's rounds
+core/predict/calibrate.py's `least_contended`."""
 
 from __future__ import annotations
 
@@ -10,18 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cgplan.core.model.modes import Mode
-from cgplan.core.model.predictions import LatencyPrediction
-from cgplan.core.model.spec import ModelShape, PlanInput
-from cgplan.core.model.types import Plan
-from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
-from cgplan.core.predict.latency import (
-    LatencyCoefficients,
-    LatencyObservation,
-    StepShape,
-    forward_shape,
-    predict_latency,
-)
+from cgplan.core.model.spec import ModelShape
+from cgplan.core.predict.latency import LatencyCoefficients, LatencyObservation, StepShape, forward_shape
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io import files as io_files
 from cgplan.io.output import write_atomically
@@ -215,79 +208,3 @@ def read_runs(paths: Sequence[Path]) -> list[LatencyObservation]:
             raise ReportError(f"{f}: cannot read the run ({e.problem})") from None
         obs.extend(observations_from_run(doc, str(f)))
     return obs
-
-
-def load_runs(paths: Sequence[Path]) -> list[LatencyObservation]:
-    """One observation per point of the given raw runs (files, or folders holding lat-*.json): a
-    point timed in several rounds is read as its least contended round (`least_contended`)."""
-    return least_contended(read_runs(paths))
-
-
-def least_contended(obs: Sequence[LatencyObservation]) -> list[LatencyObservation]:
-    """One observation per (run, batch, outcome): the lowest of its per-round medians.
-
-    The same point measured in several rounds (a run repeated in a later device call, the widest
-    batch timed again at the end of a run or six times through it) can differ by 20-90% where the
-    host was contended for a few seconds: the widest batch's eager step of Llama 3.2 3B read 10.45
-    to 20.53 ms over six rounds 2.6 s apart (call4), its FULL graph 6.00 to 6.80 ms. Contention
-    only ever adds time, so the lowest round is the measurement of the uncontended step; on
-    split halves of those rounds it is also the reading that reproduces best (median |log| of
-    0.037 between halves for eager, against 0.27 for the median over rounds:
-    docs/latency-model.md, "Repetitions", and scripts/latency/repetitions.py)."""
-    best: dict[tuple[str, str, str, int], LatencyObservation] = {}
-    for o in obs:
-        key = (o.run, o.batch, o.step.target_mode, o.step.target_tokens)
-        if key not in best or o.measured_ms < best[key].measured_ms:
-            best[key] = o
-    return list(best.values())
-
-
-def with_latency(
-    plan: Plan,
-    inp: PlanInput,
-    coefficients: LatencyCoefficients | None,
-    uniform: Sequence[tuple[int, float]] | None = None,
-    mixed: Sequence[tuple[int, float]] = (),
-    traffic: str = "uniform",
-    policy: CapturePolicy = UPSTREAM,
-) -> Plan:
-    """`plan` with its predicted step times (unchanged without coefficients); each fix is re-planned
-    to price its gain, under the capture policy the plan was made with (a fix found under a
-    what-if policy priced under vLLM's own would price another ladder)."""
-    if coefficients is None:
-        return plan
-    from cgplan.core.plan.build import plan_again
-
-    def replan(j: int) -> tuple[Plan, PlanInput] | None:
-        changed = apply_change(inp, plan.fixes[j].config_change)
-        if changed is None:
-            return None
-        try:
-            return plan_again(changed, policy), changed  # the fix search planned it already
-        except ConfigError:
-            return None
-
-    pred: LatencyPrediction = predict_latency(coefficients, plan, inp, uniform, mixed, traffic, replan)
-    return dataclasses.replace(plan, latency=pred)
-
-
-def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanInput | None:
-    """`inp` with a fix's (dotted key, value) pairs applied (None if a key is not a PlanInput field)."""
-    names = {f.name for f in dataclasses.fields(PlanInput)}
-    kw: dict[str, Any] = {}
-    for key, value in change:
-        leaf = key.rsplit(".", 1)[-1]
-        if leaf == "num_speculative_tokens_per_batch_size" and inp.speculative is not None:
-            # the fix search narrows a dynamic-SD tier: a change inside speculative_config
-            sched = None if value is None else tuple(tuple(e) for e in value)  # type: ignore[attr-defined]
-            kw["speculative"] = dataclasses.replace(
-                kw.get("speculative", inp.speculative), num_speculative_tokens_per_batch_size=sched
-            )
-            continue
-        if leaf not in names:
-            return None
-        if leaf == "cudagraph_mode":
-            kw[leaf] = None if value is None else Mode(str(value))
-            continue
-        kw[leaf] = tuple(value) if isinstance(value, list) else value
-    return dataclasses.replace(inp, **kw)

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from cgplan.core.logs.parse import LogError, ParsedLog, parse_blocks
-from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, open_binary
+from cgplan.io.files import LOG_LIMIT_BYTES, ReadError, gunzip_blocks, gzip_errors, open_binary
 
 _SNIFF_BYTES = 65536
 """How far into the (decompressed) file a NUL byte means binary data."""
@@ -21,39 +19,9 @@ parser holds one line, so one line of gigabytes must not be."""
 
 
 _BLOCK_BYTES = 1 << 14
-"""How much of the file is read at a time (16 KiB: the parse's cost per block is a few string
-searches, and a block is held about three times over, as read, decoded and parsed)."""
-
-
-def _gunzip(raw: Any) -> Iterator[bytes]:
-    """The gzip members of `raw` decompressed, at most _BLOCK_BYTES in and out at a time: memory
-    that is the same on every Python (3.12's GzipFile reads 128 KiB at a time and buffers as much
-    again decompressed). zlib checks each member's CRC and length (zlib.error, EOFError for a
-    file cut short); zero bytes after a member are padding, as for GzipFile."""
-    wbits = 16 + zlib.MAX_WBITS
-    d = zlib.decompressobj(wbits)
-    pending = b""
-    while True:
-        if not pending:
-            if not d.eof:  # output zlib still holds (a block filled in the middle of a match)
-                out = d.decompress(b"", _BLOCK_BYTES)
-                if out:
-                    yield out
-                    continue
-            pending = raw.read(_BLOCK_BYTES)
-            if not pending:
-                if not d.eof:
-                    raise EOFError("Compressed file ended before the end-of-stream marker was reached")
-                return
-        if d.eof:  # the next member, or the zero padding after the last
-            if not pending.strip(b"\x00"):
-                pending = b""
-                continue
-            d = zlib.decompressobj(wbits)
-        out = d.decompress(pending, _BLOCK_BYTES)
-        pending = d.unused_data if d.eof else d.unconsumed_tail
-        if out:
-            yield out
+"""How much of the file is read (and, gzip-compressed, decompressed: io.files.gunzip_blocks) at a
+time (16 KiB: the parse's cost per block is a few string searches, and a block is held about three
+times over, as read, decoded and parsed)."""
 
 
 def log_blocks(path: str | Path) -> Iterator[str]:
@@ -78,7 +46,8 @@ def log_blocks(path: str | Path) -> Iterator[str]:
                 raw.seek(0)
         except OSError as e:
             raise LogError(f"{path}: cannot read: {e.strerror or e}") from None
-        blocks = _gunzip(raw) if gzipped else None
+        blocks = gunzip_blocks(raw, _BLOCK_BYTES) if gzipped else None
+        errors = gzip_errors()  # a read's OSError, and a corrupt or cut gzip file's
 
         def read() -> bytes:
             try:
@@ -86,7 +55,7 @@ def log_blocks(path: str | Path) -> Iterator[str]:
                     return next(blocks, b"")
                 data: bytes = raw.read(_BLOCK_BYTES)
                 return data
-            except (OSError, EOFError, zlib.error) as e:
+            except errors as e:
                 if gzipped:
                     raise LogError(f"{path}: corrupt gzip file ({e})") from None
                 raise LogError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None

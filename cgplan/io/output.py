@@ -209,7 +209,7 @@ def _signals_raise() -> Iterator[None]:
 
 
 def _stage(path: Path, text: str, what: str) -> _Staged:
-    import tempfile  # here, not at import: only a write to a file needs it (start-up, #18)
+    import tempfile  # here, not at import: only a write to a file needs it (start-up, issue 18)
 
     target = Path(os.path.realpath(path.expanduser()))  # a link to a file keeps being a link
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

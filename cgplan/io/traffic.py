@@ -1,5 +1,6 @@
-"""Traffic histograms for `cgplan optimize`: a YAML histogram, a vLLM `--cudagraph-metrics`
-log, or a Prometheus text dump of vLLM's metrics → batch shapes with counts (core.traffic.Traffic)."""
+"""Traffic histograms for `cgplan optimize`: a histogram (JSON as scripts write it, or YAML as
+people write it), a vLLM `--cudagraph-metrics` log, or a Prometheus text dump of vLLM's metrics →
+batch shapes with counts (core.optimize.traffic.Traffic)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from cgplan.core.optimize.traffic import Traffic
 from cgplan.errors import ConfigError, preview
-from cgplan.io.files import MIB, ReadError, parse_yaml, read_text
+from cgplan.io.files import MIB, ReadError, parse_json, parse_yaml, read_text
 
 TRAFFIC_LIMIT_BYTES = 64 * MIB
 """A histogram, a `--cudagraph-metrics` log or a metrics dump, after gzip expansion (its lines
@@ -57,12 +58,15 @@ def _text_number(text: str, where: str, highest: float) -> float:
 
 
 def parse_histogram(doc: object) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """The YAML form: {uniform_decode: [{num_reqs, count}], mixed: [{num_tokens, count}]}."""
+    """The histogram form (JSON or YAML): {uniform_decode: [{num_reqs, count}], mixed: [{num_tokens,
+    count}]}, and an optional `description` (text: how the histogram was made; JSON has no comments)."""
     if not isinstance(doc, dict):
         raise ConfigError("<root>", "a traffic histogram is a mapping with uniform_decode: and/or mixed:")
     for key in doc:
-        if key not in ("uniform_decode", "mixed"):
-            raise ConfigError(str(key), "unknown key (expected uniform_decode or mixed)")
+        if key not in ("uniform_decode", "mixed", "description"):
+            raise ConfigError(str(key), "unknown key (expected uniform_decode, mixed or description)")
+    if not isinstance(doc.get("description", ""), str):
+        raise ConfigError("description", f"must be text (got {preview(doc['description'])})")
     out: dict[str, list[tuple[int, float]]] = {"uniform_decode": [], "mixed": []}
     for key, unit in (("uniform_decode", "num_reqs"), ("mixed", "num_tokens")):
         rows = doc.get(key) or []
@@ -126,7 +130,7 @@ def _parse_text(text: str, path: Path) -> Traffic:
                 counts[tokens] = counts.get(tokens, 0.0) + _text_number(m.group(5), f"line {i}", MAX_COUNT)
         return Traffic((), tuple(sorted(counts.items())), f"{path} (vLLM --cudagraph-metrics tables)")
     try:
-        doc = parse_yaml(text, str(path))
+        doc = _histogram_document(text, path)
     except ReadError as e:
         raise ConfigError(e.key_path, f"not a traffic file: {e.problem}", source=str(path)) from None
     try:
@@ -134,3 +138,17 @@ def _parse_text(text: str, path: Path) -> Traffic:
     except ConfigError as e:
         raise e.located(str(path)) from None
     return Traffic(tuple(uniform), tuple(mixed), str(path))
+
+
+def _histogram_document(text: str, path: Path) -> object:
+    """A histogram's document: JSON (what scripts write: scripts/make_traffic.py) for a .json file
+    or a text that is one JSON object, else YAML (what people write by hand; a flow mapping that is
+    not JSON, `{uniform_decode: [...]}`, is YAML too)."""
+    named_json = path.name.lower().endswith((".json", ".json.gz"))
+    if named_json or text.lstrip().startswith("{"):
+        try:
+            return parse_json(text, str(path))
+        except ReadError:
+            if named_json:
+                raise
+    return parse_yaml(text, str(path))

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Build the MoE/MLA kernels that vLLM 0.26.0 needs on the lent H200 (#16 item 2), as a small
+# Build the MoE/MLA kernels that vLLM 0.26.0 needs on the lent H200 (issue 16 item 2), as a small
 # second archive next to the dense payload of ../shared/device/ (.devx/payload.tar.xz, 41 MiB),
 # which leaves out exactly three libraries: _moe_C_stable_libtorch (fused-MoE align/topk/sum
 # kernels), _flashmla_C and _flashmla_extension_C. This script downloads the same vLLM wheel,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build a stripped Ray for the lent H200 (issue #19: the six configs through a one-GPU local Ray
+# Build a stripped Ray for the lent H200 (issue 19: the six configs through a one-GPU local Ray
 # cluster), small enough for a call of its own onto the still-warm machine that already holds the
 # vLLM payload in /tmp/site (41 MiB payload + Ray do not fit one call's 64 MiB together).
 #

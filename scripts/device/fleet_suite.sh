@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent H200 (issue #19, #18 item 3), in one call:
+# On the lent H200 (issue 19; issue 18 item 3), in one call:
 #  1. one `cgplan capture --gpu CONFIG...` over six configs, in turn on the one GPU, with its
 #     per-config reports, logs and aggregate (fleet.json/.md/.html) under $OUT/r/fleet;
 #  2. the hook-overhead pairs on the same config, alternately with `--instrument timing`

@@ -1,4 +1,4 @@
-"""Cost of cgplan's capture hooks on the GPU (#18 item 3): alternating pairs in one engine.
+"""Cost of cgplan's capture hooks on the GPU (issue 18 item 3): alternating pairs in one engine.
 
 One vLLM engine is started with cgplan's full hooks (its first capture is a normal instrumented
 one). Then vLLM's own `capture_model()` is run again and again on that engine, alternately with

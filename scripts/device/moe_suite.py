@@ -1,4 +1,4 @@
-"""On the lent H200 (#16): capture MoE/MLA configs with `cgplan capture --gpu`, their GPU work in
+"""On the lent H200 (issue 16): capture MoE/MLA configs with `cgplan capture --gpu`, their GPU work in
 turn, everything else at once, within one device call; results packed into $OUT/moe16.tgz.
 
 usage: python3 scripts/device/moe_suite.py CONFIG...      (from the repository root; configs in

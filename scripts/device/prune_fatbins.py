@@ -2,7 +2,7 @@
 
 usage: python3 prune_fatbins.py SRC DST WORD [WORD...]
 
-For #16's MoE payload: vLLM 0.26.0's `_moe_C_stable_libtorch.abi3.so`, already cut to sm_90 by
+For issue 16's MoE payload: vLLM 0.26.0's `_moe_C_stable_libtorch.abi3.so`, already cut to sm_90 by
 ../shared/device/scripts/fatbin_compact.py, still holds 18.4 MB of Marlin MoE kernels (PTX for
 sm_80, cubins for sm_75/sm_120), which only quantised (GPTQ/AWQ/FP4) checkpoints reach; bf16 dummy
 weights take the Triton fused-MoE path, which calls the align/topk/sum kernels kept here.

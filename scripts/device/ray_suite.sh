@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the lent H200, in a call after fleet_suite.sh while the machine is still warm (vLLM already
-# unpacked in /tmp/site): the same six configs through a one-GPU local Ray cluster (issue #19),
+# unpacked in /tmp/site): the same six configs through a one-GPU local Ray cluster (issue 19),
 # `cgplan capture --gpu CONFIG... --ray auto`, each config a Ray task with one GPU, in turn.
 # Ray comes from the stripped archive scripts/device/build_ray_payload.sh makes (carry it).
 # Results: $OUT/ray19.tgz (the reports, the aggregate, the command's output, Ray's start log).

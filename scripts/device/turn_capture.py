@@ -1,4 +1,4 @@
-"""`python3 -m cgplan ...` whose engine starts its GPU work only on this process's turn (#16).
+"""`python3 -m cgplan ...` whose engine starts its GPU work only on this process's turn (issue 16).
 
 usage (from moe_suite.py): CGPLAN_TURN_DIR=DIR CGPLAN_TURN=I python3 scripts/device/turn_capture.py \
     capture --gpu CONFIG --backend vllm -o REPORT

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/latency/fit.py benchmarks/results/h200/latency \
         -o cgplan/data/latency-h200.json --report benchmarks/results/h200/latency/fit-report.json
 
-Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the PR #50488
+Held out (never seen by the fit): whole runs (shapes of a measured architecture, and the vllm#50488
 case on an 8B), and a set of batch sizes in every other run.
 
 The runs are read from every lat-*.json under the folders given (benchmarks/results/h200/latency:
@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cgplan.core.predict.calibrate import least_contended
 from cgplan.core.predict.latency import (
     REFERENCE_ARCH,
     LatencyCoefficients,
@@ -41,7 +42,6 @@ from cgplan.core.predict.latency import (
     step_ms,
 )
 from cgplan.io.latency_coefficients import (
-    least_contended,
     observations_from_run,
     read_runs,
     run_files,

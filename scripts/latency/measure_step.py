@@ -247,7 +247,7 @@ def run_points(
     res["grid"] = {"uniform_reqs": ns, "mixed_tokens": ts}
     plan: list[tuple[str, int, str | None]] = []
 
-    # The widest batch and the PR #50488-like points first, so a deadline keeps what matters.
+    # The widest batch and the vllm#50488-like points first, so a deadline keeps what matters.
     def uniform(n: int) -> None:
         for want in (None, "NONE", "PIECEWISE"):
             plan.append(("uniform", n, want))  # noqa: PERF401 - order matters, kept explicit

@@ -1,4 +1,4 @@
-"""What the repetitions of the raw latency runs say about warm-up and contention (#17).
+"""What the repetitions of the raw latency runs say about warm-up and contention (issue 17).
 
     python3 scripts/latency/repetitions.py benchmarks/results/h200/latency
 

@@ -1,10 +1,11 @@
-"""How step time grows with requests, measured and modelled, per run and outcome (#17).
+"""How step time grows with requests, measured and modelled, per run and outcome (issue 17).
 
     .venv/bin/python scripts/latency/slopes.py benchmarks/results/h200/latency [COEFFICIENTS.json]
 
 For every run without speculation, the Theil-Sen slope (the median of the pairwise slopes: robust
 to the odd contended point) of the step time over the uniform-decode batches of 1..128 requests,
-per forced outcome, measured (each point read as the fit reads it: `load_runs`) and predicted by
+per forced outcome, measured (each point read as the fit reads it:
+`least_contended`) and predicted by
 the coefficients (default: the shipped cgplan/data/latency-h200.json). Below the compute knee the
 per-token matmul cost is small, so the slope is the per-request and per-token work; whether an
 outcome's step grows with requests says where that work runs: on the GPU, where a host-bound
@@ -21,8 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit import HELD_OUT_RUNS  # the fit's own held-out runs
 
+from cgplan.core.predict.calibrate import least_contended
 from cgplan.core.predict.latency import LatencyObservation, step_ms
-from cgplan.io.latency_coefficients import DEFAULT_LATENCY, load_latency, load_runs
+from cgplan.io.latency_coefficients import DEFAULT_LATENCY, load_latency, read_runs
 
 MAX_REQS = 128
 OUTCOMES = (("NONE", "eager"), ("PIECEWISE", "PIECEWISE"), ("FULL", "FULL"))
@@ -39,7 +41,9 @@ def main() -> int:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/h200/latency")
     c = load_latency(sys.argv[2] if len(sys.argv) > 2 else DEFAULT_LATENCY)
     obs = [
-        o for o in load_runs([root]) if o.batch.startswith("uniform:") and o.step.drafter_prefill_mode is None
+        o
+        for o in least_contended(read_runs([root]))
+        if o.batch.startswith("uniform:") and o.step.drafter_prefill_mode is None
     ]
     runs = sorted({o.run for o in obs})
     print(f"slope of the step over 1..{MAX_REQS} requests, us per request: measured / predicted")

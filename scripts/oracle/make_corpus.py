@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the corpus of configs around the parallel, LoRA, DBO and validation rules (#16).
+"""Write the corpus of configs around the parallel, LoRA, DBO and validation rules (issue 16).
 
     python3 scripts/oracle/make_corpus.py            # writes tests/data/corpus-deploy/<name>.yaml
 
@@ -205,9 +205,9 @@ CORPUS: dict[str, tuple[str, dict]] = {
         ),
     ),
     "ep-dense": ("EP on a dense model", cfg(enable_expert_parallel=True, tensor_parallel_size=2)),
-    # The MoE+MLA deployment shape of #16 (MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120)
+    # The MoE+MLA deployment shape of issue 16 (MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120)
     "deploy-mla-mtp5-tp4-dcp4-sm120": (
-        "#16's deployment: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP 4, DCP 4, SM120",
+        "issue 16's deployment: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP 4, DCP 4, SM120",
         cfg(
             model=DSV3,
             mns=32,

@@ -194,7 +194,7 @@ PARALLEL_KEYS = (
     "dbo_decode_token_threshold",
     "dbo_prefill_token_threshold",
 )
-"""EngineArgs fields for the parallel, LoRA and DBO configs (cgplan #16)."""
+"""EngineArgs fields for the parallel, LoRA and DBO configs (cgplan issue 16)."""
 
 
 # What the fake platform reports; set_platform() changes it per config (the

@@ -43,7 +43,7 @@ EVIDENCE = sorted(
     if p.stem not in CRASHED
 )
 CONFIGS = ROOT / "configs/gpu"
-# fleet/: multi-config captures (#19); their aggregates list the complete reports.
+# fleet/: multi-config captures (issue 19); their aggregates list the complete reports.
 FLEET_AGGREGATES = sorted(H200.glob("fleet/*/fleet.json"))
 EVIDENCE += sorted(
     r for agg in FLEET_AGGREGATES for r in iter_reports(json.loads(agg.read_text()), agg.parent)
@@ -51,13 +51,13 @@ EVIDENCE += sorted(
 
 
 def _config_of(report: Path) -> Path:
-    # cost/, moe/ (#16) and lora/ reports come from configs/gpu/cost, configs/gpu/moe, configs/gpu/lora
+    # cost/, moe/ (issue 16) and lora/ reports come from configs/gpu/cost, configs/gpu/moe, configs/gpu/lora
     # moe/call2: two of them captured again after the recorder's baseline fix (6544303);
     # lora/call2, lora/call3: later calls of the LoRA suite
     parent = report.parent.parent if report.parent.name.startswith("call") else report.parent
     folder = CONFIGS / parent.name if parent.name in ("cost", "moe", "lora") else CONFIGS
     name = report.stem.removesuffix("-vllm")
-    # regenerated since its capture (#13.6): the ladder captured then is kept under this name
+    # regenerated since its capture (issue 13 item 6): the ladder captured then is kept under this name
     name = {"med-llama-mns256-optimized": "med-llama-mns256-optimized-captured"}.get(name, name)
     return folder / (name + ".yaml")
 
@@ -212,7 +212,7 @@ def test_recorder_groups_pieces_and_families() -> None:
 
 
 def test_recorder_reads_memory_per_descriptor_not_per_piece() -> None:
-    """#18: an NVML query per compiled piece made the hooks cost 17% of vLLM's capture time; a
+    """issue 18: an NVML query per compiled piece made the hooks cost 17% of vLLM's capture time; a
     descriptor of 33 pieces now costs two queries (and two reserved-bytes readings), not 66."""
     nvml = FakeNvml()
     reserved_reads: list[int] = []

@@ -19,7 +19,7 @@ from tests.api.test_fleet import write_config
 from tests.paths import ROOT_DIR
 
 if os.environ.get("CI") == "true":
-    import ray  # CI installs the dev extra, Ray included: this path must run there, not be skipped
+    import ray  # .ci/run installs the ray extra next to dev: this path must run there, not be skipped
 else:
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'cgplan[ray]')")
 

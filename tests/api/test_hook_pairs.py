@@ -1,4 +1,4 @@
-"""The hook-overhead pairs (#18 item 3, scripts/device/hook_pairs.py): run order, the summary, and
+"""The hook-overhead pairs (issue 18 item 3, scripts/device/hook_pairs.py): run order, the summary, and
 the whole script against stand-ins for torch and vLLM's V2 runner (no GPU, no vLLM): every cycle
 must capture every descriptor again (graphs dropped between cycles), the full cycles measured per
 descriptor, the timing cycles not."""
@@ -267,7 +267,7 @@ def test_committed_h200_hooks_own_time_is_under_two_percent_of_capture() -> None
     """The hooks' own host time in the committed H200 captures with today's per-descriptor hooks
     (fleet call 3's med-llama, the engine of the pairs run): under 2% of vLLM's capture_model.
     This is the recorder's time measured inside the process, not the paired wall-time figure
-    #18 asks for (the pairs run stopped at its second capture: see "Cost of the instrumentation"
+    issue 18 asks for (the pairs run stopped at its second capture: see "Cost of the instrumentation"
     in benchmarks/results/h200/README.md)."""
     h200 = ROOT / "benchmarks/results/h200"
     fleet = json.loads((h200 / "fleet/call3/med-llama-mns256.json").read_text())["measured"]

@@ -96,39 +96,3 @@ def test_yaml_key_that_looks_like_an_option_is_located(
     )
     code, _, err = run(monkeypatch, capsys, "plan", str(cfg))
     assert code == 2 and err.startswith(f"cgplan: error: {cfg}:")
-
-
-def test_plan_pauses_the_cycle_collector_and_restores_it(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    """`cgplan plan` runs with the cycle collector paused (its young-generation passes were 10-15%
-    of a first plan's CPU, #18) and leaves it as it found it, also after a failing plan and
-    with --fail-on-gap's exit 1."""
-    import gc
-
-    from cgplan.cli._plan_run import run_plan
-
-    seen: list[bool] = []
-    real = run_plan.__globals__["_run_plan"]
-
-    def spy(*args: object) -> None:
-        seen.append(gc.isenabled())
-        real(*args)
-
-    monkeypatch.setitem(run_plan.__globals__, "_run_plan", spy)
-    assert gc.isenabled()
-    code, out, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json")
-    assert code == 0 and json.loads(out)["gaps"] and gc.isenabled()
-    code, _, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json", "--fail-on-gap")
-    assert code == 1 and gc.isenabled()
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("max_num_seqs: -3\n")
-    code, _, _ = run(monkeypatch, capsys, "plan", str(bad), "--json")
-    assert code == 2 and gc.isenabled()
-    gc.disable()
-    try:
-        code, _, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json")
-        assert code == 0 and not gc.isenabled()  # a caller's own choice stays
-    finally:
-        gc.enable()
-    assert seen and not any(seen)

@@ -1,5 +1,5 @@
 """`cgplan plan CONFIG [--json]` as its own process: it ends without the interpreter's teardown
-(#18), with the same output and exit codes as the same command run in-process."""
+(issue 18), with the same output and exit codes as the same command run in-process."""
 
 from __future__ import annotations
 

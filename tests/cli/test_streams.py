@@ -27,7 +27,7 @@ from tests.fuzz.harness import EXAMPLES, H200, MODELS, ROOT, Run, problems, run_
 PR = EXAMPLES / "pr50488-eagle-k16.yaml"
 CAPTURE = H200 / "tiny-nospec-vllm.json"
 LOG = ROOT / "tests" / "data" / "logs" / "synthetic-disagree-sizes.log"
-TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.yaml"
+TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.json"
 POLICY = ROOT / "configs" / "gates" / "default.yaml"
 COEFFICIENTS = ROOT / "cgplan" / "data" / "cost-h200.json"
 LATENCY = ROOT / "cgplan" / "data" / "latency-h200.json"

@@ -1,6 +1,6 @@
 """No traceback for any input: drawn configs, reports, policies and --set strings through the CLI.
 
-The "trust" kind (#21) holds more than that: capture reports with drawn statuses, failures,
+The "trust" kind (issue 21) holds more than that: capture reports with drawn statuses, failures,
 partial tables and hostile `source` fields never pass the gate while partial or failed, are
 never taken as a baseline unless allowed, and never get a file outside the folder printed.
 
@@ -85,7 +85,7 @@ PROCESS_EVERY = int(os.environ.get("FUZZ_PROCESS_EVERY", "100"))
 (docs/fuzzing.md: what only a process shows: its own peak RSS, death by a signal, a traceback the
 interpreter prints after main() returned, the exit status the shell sees)."""
 PROCESS_MEMORY_LIMIT_MB = 2048.0
-"""Issue #20's bound: every accepted input plans within 2 GiB (the child's own peak RSS)."""
+"""Issue issue 20's bound: every accepted input plans within 2 GiB (the child's own peak RSS)."""
 COMMON = settings(
     deadline=None,
     database=None,
@@ -136,7 +136,7 @@ def core_slow(args: list[str], run: Run, found: list[str]) -> str | None:
 
 
 def trust_problems(inp: Input, args: list[str], run: Run) -> list[str]:
-    """What a report's status or `source` must never achieve (the "trust" kind, #21)."""
+    """What a report's status or `source` must never achieve (the "trust" kind, issue 21)."""
     found = []
     if SECRET in run.out or SECRET in run.err:
         found.append("printed the content of a file outside the folder named (the planted secret)")

@@ -9,10 +9,12 @@ import pytest
 
 from cgplan.api.plan import plan_file
 from cgplan.cli import main
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.errors import ConfigError, ConfigRejected
 from tests.paths import TESTS_DIR
 
 BAD = TESTS_DIR / "data" / "bad"
+OLDEST = SUPPORTED_VERSIONS[0]
 
 # fixture → (exception class, regex the whole message must match)
 CASES: dict[str, tuple[type[ConfigError], str]] = {
@@ -38,10 +40,11 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigError,
         r":cgplan\.platform: unknown platform \(got 'tpu-v5'; expected one of hopper, blackwell, ampere",
     ),
-    "unknown-version": (
+    "unknown-version": (  # 0.25.0: older than every release (the choices are the release table's)
         ConfigError,
-        r":cgplan\.vllm_version: no rules for vLLM 0\.25\.0; did you mean '0\.26\.0'\? "
-        r"\(got '0\.25\.0'; expected one of 0\.26\.0, .*0\.33\.0 \(or a patch release of one\)\)",
+        rf":cgplan\.vllm_version: no rules for vLLM 0\.25\.0; did you mean '{re.escape(OLDEST)}'\? "
+        rf"\(got '0\.25\.0'; expected one of {re.escape(', '.join(SUPPORTED_VERSIONS))} "
+        r"\(or a patch release of one\)\)",
     ),
     "unknown-runner": (ConfigError, r":cgplan\.model_runner: unknown value.*expected one of auto, v1, v2\)"),
     "unknown-method": (

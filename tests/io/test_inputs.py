@@ -1,4 +1,4 @@
-"""Inputs as operators write them (#14): dash-case keys, a hub model id with a model config,
+"""Inputs as operators write them (issue 14): dash-case keys, a hub model id with a model config,
 patch releases, GPU names, the api_server entry point, one rule for relative paths.
 
 Each test failed before the change it names. The vLLM behaviour each one follows is cited from
@@ -109,7 +109,7 @@ def test_gate_diff_sweep_logs_take_model_config(
     hub = _write(tmp_path, "hub.yaml", SNAKE.replace(f"model: {MODEL}", "model: org/model"))
     mc = ("--model-config", str(MODEL))
     code, out, err = run(monkeypatch, capsys, "gate", str(hub), *mc)
-    assert code == 1 and "FAIL" in out, err  # the PR #50488 gap, judged, not a usage error
+    assert code == 1 and "FAIL" in out, err  # the vllm#50488 gap, judged, not a usage error
     code, _, err = run(monkeypatch, capsys, "diff", str(hub), str(hub), *mc)
     assert code == 0, err
     code, _, err = run(monkeypatch, capsys, "sweep", str(hub), "--set", "max_num_seqs=8,16", *mc)

@@ -136,6 +136,15 @@ def test_corrupt_gzip_is_one_line(tmp_path: Path) -> None:
     for i, data in enumerate([good[:20], good + b"garbage!", b"\x1f\x8b" + os.urandom(64)]):
         path = _write(tmp_path / f"c{i}.log.gz", data)
         refused(["logs", str(path)], path, r"corrupt gzip file")
+    traffic = gzip.compress(b"uniform_decode: [{num_reqs: 1, count: 1}]\n")
+    for i, (data, why) in enumerate(
+        [
+            (traffic[:20], r"it ends in the middle of the data"),
+            (traffic + b"garbage!", r"Error -3 while decompressing data: incorrect header check"),
+        ]
+    ):
+        path = _write(tmp_path / f"t{i}.yaml.gz", data)
+        refused(["optimize", str(PR), "--traffic", str(path)], path, rf"corrupt gzip file \({why}")
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -328,5 +337,12 @@ def test_every_file_is_read_through_the_one_reader() -> None:
             r"^import (gzip|zlib)|gzip\.decompress|yaml\.safe_load|json\.loads?\(", p.read_text(), re.M
         )
     )
-    # io/vllm_args: JSON flag values, not files; io/logs: decompresses the stream io.files opened, bounded
-    assert users == ["io/files.py", "io/logs.py", "io/vllm_args.py"], users
+    # io/vllm_args: JSON flag values, not files (io/logs streams a log through io.files.gunzip_blocks)
+    assert users == ["io/files.py", "io/vllm_args.py"], users
+    # one gzip reader (io.files.gunzip_blocks): logs and traffic files both expand through it
+    gzip_readers = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"GzipFile|gzip\.open|decompressobj", p.read_text())
+    )
+    assert gzip_readers == ["io/files.py"], gzip_readers

@@ -1,4 +1,4 @@
-"""Issue #21: reports are data to judge, never something that fools the gate, reads other
+"""Issue issue 21: reports are data to judge, never something that fools the gate, reads other
 files or stalls a comparison."""
 
 from __future__ import annotations
@@ -464,8 +464,8 @@ def _with_absolute_model(text: str) -> str:
 
 
 def cgplan_sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`cgplan` in a shell (for redirections the test harness cannot make), in `cwd`: the PR
-    #50488 config is copied there with its model folder made absolute, since a relative `model:`
+    """`cgplan` in a shell (for redirections the test harness cannot make), in `cwd`: the
+    vllm#50488 config is copied there with its model folder made absolute, since a relative `model:`
     is read from the working directory, as vLLM reads it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if str(PR) in command:

@@ -59,7 +59,7 @@ def comparable(text: str) -> dict[str, Any]:
 def test_pr50488_command_line_plans_like_its_yaml(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """vLLM PR #50488 (EAGLE K=16, 32 requests): the bundled YAML and its command line, same JSON."""
+    """vllm#50488 (EAGLE K=16, 32 requests): the bundled YAML and its command line, same JSON."""
     monkeypatch.chdir(ROOT)
     code, from_yaml, _ = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--json")
     assert code == 0
@@ -321,7 +321,7 @@ def test_unmodelled_flags_are_refused_by_name() -> None:
 
 
 def test_parallel_lora_and_dbo_flags_are_read() -> None:
-    # #16: these were refused by name; they are vLLM's own EngineArgs fields
+    # issue 16: these were refused by name; they are vLLM's own EngineArgs fields
     doc, ignored = parse(
         f"serve {MODEL} -pp 2 -dp 4 -dcp 2 -ep --enable-lora --max-loras 3 --enable-dbo "
         "--all2all-backend deepep_low_latency --no-async-scheduling --lora-modules a=b"

@@ -1,4 +1,4 @@
-"""The #16 device tooling, on the CPU: the turn-taking suite and the fatbin pruner.
+"""The issue 16 device tooling, on the CPU: the turn-taking suite and the fatbin pruner.
 
 scripts/device/moe_suite.py runs several `cgplan capture` processes at once on the one GPU, but
 lets only one of them hold GPU memory at a time (NVML's figures are device-wide, and the cost

@@ -40,7 +40,7 @@ def module_name(path: Path) -> str:
 CORE_FILES = sorted((CGPLAN / "core").rglob("*.py"))
 """Every module of the core, found on disk: a new one is checked without being listed."""
 CORE_MAY_IMPORT = ("cgplan.errors",)
-"""Outside the core, only errors.py (stdlib only), for `core.types.Rejected(ConfigRejected)`: #15's
+"""Outside the core, only errors.py (stdlib only), for `core.types.Rejected(ConfigRejected)`: issue 15's
 design moves that mapping into errors.py, and this entry goes."""
 NOT_PURE = frozenset(
     {
@@ -180,7 +180,7 @@ def _modules_after(*argv: str) -> set[str]:
 
 def test_plan_json_fast_path() -> None:
     """`cgplan plan FILE --json` imports neither rich nor pydantic, nor another command's code,
-    nor the vllm serve flag table (start-up is most of its time: #18)."""
+    nor the vllm serve flag table (start-up is most of its time: issue 18)."""
     mods = _modules_after("plan", "configs/examples/pr50488-eagle-k16.yaml", "--json")
     heavy = {m for m in mods if m.split(".")[0] in ("rich", "pydantic", "pydantic_core", "typer", "click")}
     assert not heavy, sorted(heavy)
@@ -198,7 +198,7 @@ def test_plan_json_fast_path() -> None:
 
 
 def test_plan_table_fast_path() -> None:
-    """`cgplan plan FILE` (the table) does not import typer either (#18)."""
+    """`cgplan plan FILE` (the table) does not import typer either (issue 18)."""
     mods = _modules_after("plan", "configs/examples/pr50488-eagle-k16.yaml")
     assert not {m for m in mods if m.split(".")[0] in ("typer", "click", "pydantic")}
 

@@ -1,4 +1,4 @@
-"""Which layer may import which library, and which layer (#15): a lint that `make lint` runs.
+"""Which layer may import which library, and which layer (issue 15): a lint that `make lint` runs.
 
 Every import in cgplan/ counts, lazy ones inside functions too (`import torch` in a probe) and
 `importlib.import_module("...")` with a literal name. ruff's `banned-api` holds one list for the

@@ -99,7 +99,7 @@ def test_renders_in_headless_chromium(tmp_path: Path) -> None:
 
 
 def test_plan_page_has_the_whole_picture(tmp_path: Path) -> None:
-    """#13.4: the ladder, mixed/prefill dispatch (eager first), per-step padding, KV tokens,
+    """issue 13 item 4: the ladder, mixed/prefill dispatch (eager first), per-step padding, KV tokens,
     the defaults assumed, and fix flags on one unbroken line."""
     p = pages(tmp_path)
     dyn = p["dyn"].read_text()
@@ -119,14 +119,14 @@ def test_plan_page_has_the_whole_picture(tmp_path: Path) -> None:
 
 
 def test_diff_page_has_coverage_charts_and_memory(tmp_path: Path) -> None:
-    """#14.4: the HTML diff's coverage chart (one per side and tier) and its memory figures."""
+    """issue 14 item 4: the HTML diff's coverage chart (one per side and tier) and its memory figures."""
     text = pages(tmp_path)["diff"].read_text()
     assert text.count('class="tier-chart"') == 2
     assert "<h2>Graph memory</h2>" in text and "capture phase, per rank" in text
 
 
 def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
-    """A plan with no memory figure (outside the fitted domain: #16's deployment, MLA on SM120's
+    """A plan with no memory figure (outside the fitted domain: issue 16's deployment, MLA on SM120's
     TRITON_MLA, never measured): the page says so, as the table does, instead of failing on the
     missing number (it raised TypeError before)."""
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"

@@ -55,61 +55,6 @@ def test_every_format_renders() -> None:
         assert render(plan, fmt).strip()
 
 
-# ---------------------------------------------------------------- JSON text (#18)
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-_JSON_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=8)
-)
-_JSON_KEYS = st.text(max_size=6) | st.integers(-5, 5) | st.floats(allow_nan=False) | st.booleans() | st.none()
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.recursive(
-        _JSON_SCALARS,
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-        max_leaves=40,
-    )
-)
-def test_json_text_is_json_dumps(doc: object) -> None:
-    """The plan's JSON writer and the ASCII one give json.dumps' bytes (indent 2, sorted keys)."""
-    import json
-
-    from cgplan.io.schema import dumps, dumps_ascii
-
-    assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"  # type: ignore[arg-type]
-    assert dumps_ascii(doc) == json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"  # type: ignore[arg-type]
-
-
-@given(st.dictionaries(st.one_of(st.integers(-5, 5)), st.integers(), max_size=4))
-def test_json_text_non_string_keys(doc: dict[object, int]) -> None:
-    import json
-
-    from cgplan.io.schema import dumps
-
-    assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"  # type: ignore[arg-type]
-
-
-def test_json_text_of_golden_documents_and_odd_values() -> None:
-    import json
-    from pathlib import Path
-
-    from cgplan.io.schema import dumps, dumps_ascii
-
-    for path in sorted((TESTS_DIR / "golden").glob("*.json")):
-        doc = json.loads(path.read_text())
-        assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    odd = {"p": Path("/x"), "t": (1, (2,)), "k": {1.5: 1, True: 2, 3: 3}, "n": {None: 1}, "e": [], "d": {}}
-    assert dumps_ascii(odd) == json.dumps(odd, indent=2, sort_keys=True, default=str) + "\n"
-
-
 def test_a_file_name_with_an_emoji_code_is_printed_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -141,7 +141,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
     A check never holds for want of data: where the side lacks what the check needs (a
     partial or failed capture, an empty or short dispatch or graph table) it fails and says
     what is missing."""
-    # here, not at import: diff and sweep read this module without gating (#18)
+    # here, not at import: diff and sweep read this module without gating (issue 18)
     from cgplan.core.compare.sides import decode_gaps, padding
 
     checks: list[Check] = []

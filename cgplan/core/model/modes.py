@@ -94,7 +94,7 @@ _CAPABILITY: dict[Platform, tuple[int, int]] = {
 
 
 # The families by the names of the GPUs their shipped data was measured on (the cost model's
-# coefficients say "H200"); the full GPU table, with SM versions and refusals, is core/gpus.py.
+# coefficients say "H200"); the full GPU table, with SM versions and refusals, is core/vllm/gpus.py.
 GPU_NAME_TO_PLATFORM: dict[str, Platform] = {
     "h100": Platform.HOPPER,
     "h200": Platform.HOPPER,

@@ -132,7 +132,7 @@ class PlanInput:
     """Force an attention backend by vLLM's `AttentionBackendEnum` name."""
     attention_cudagraph_support: CGSupport | None = None
     """Force the attention CUDA-graph support level."""
-    # Parallelism, LoRA and microbatching (#16). Left out of the fingerprint at their defaults, so
+    # Parallelism, LoRA and microbatching (issue 16). Left out of the fingerprint at their defaults, so
     # that reports of configs without them keep the fingerprint they were made with.
     pipeline_parallel_size: int = field(default=1, metadata=_IF_SET)
     """PP degree: every stage captures the same descriptors (its own layers)."""

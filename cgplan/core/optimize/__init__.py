@@ -1,4 +1,4 @@
 """The top floor: the capture-ladder optimiser (`search`: the re-plan search), its dynamic programme
-(`dp`, shared by the padding and time objectives), the time objective (`timed`) and traffic
+(`partition`, shared by the padding and time objectives), the time objective (`timed`) and traffic
 (`traffic`, `traffic_cost`).
 """

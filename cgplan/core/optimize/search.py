@@ -15,10 +15,11 @@ partitioning the sorted shapes into r runs, each padded to its last element:
     dp[r][j] = min_{i<j} dp[r-1][i] + t_j·(W_j − W_i) − (T_j − T_i)
 The run cost is Monge (it satisfies the quadrangle inequality), so the optimal split points
 are monotone (opt[r-1][j] ≤ opt[r][j] ≤ opt[r][j+1]) and Knuth's bounds give O(k·m) total,
-not O(k·m²). `brute_force_sizes` is the O(k·m²) definition it is tested against.
+not O(k·m²): the programme is core/optimize/partition.py, shared with the time objective.
+`brute_force_sizes` is the O(k·m²) definition it is tested against.
 
 Over plans. `optimize` runs the search behind `cgplan optimize`: every candidate ladder (this
-DP's, or core/optimize_time.py's for the step-time objective) is planned again through the real
+DP's, or core/optimize/timed.py's for the step-time objective) is planned again through the real
 dispatcher model and held to the graph, memory and capture-time budgets and the default gate;
 the result is `Optimized`, the default ladder and the chosen one, both costed on the traffic.
 """
@@ -26,7 +27,6 @@ the result is `Optimized`, the default ladder and the chosen one, both costed on
 from __future__ import annotations
 
 import dataclasses
-import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,12 +38,14 @@ from cgplan.core.errors import ConfigError, ConfigRejected
 from cgplan.core.model.modes import Mode
 from cgplan.core.model.spec import PlanInput
 from cgplan.core.model.types import Plan
+from cgplan.core.optimize.partition import best_partitions, brute_force, sizes_of
 from cgplan.core.optimize.timed import TimedShape, optimal_timed_ladders
 from cgplan.core.optimize.traffic import Traffic
 from cgplan.core.optimize.traffic_cost import TrafficCost, query_len_for, traffic_cost
+from cgplan.core.plan.assess import with_cost
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import graph_count
-from cgplan.core.predict.cost import CostCoefficients, plan_cost
+from cgplan.core.predict.cost import CostCoefficients
 from cgplan.core.predict.latency import (
     LatencyCoefficients,
     StepShape,
@@ -97,8 +99,6 @@ def optimal_ladders(
     for i in range(m):
         big_w[i + 1] = big_w[i] + ws[i]
         big_t[i + 1] = big_t[i] + ws[i] * ts[i]
-    k = min(max_sizes, m)
-    inf = math.inf
 
     def run(i: int, j: int) -> float:  # shapes i+1..j (1-based) padded to t_j
         tj = ts[j - 1]
@@ -107,42 +107,13 @@ def optimal_ladders(
     def eager(j: int) -> float:
         return c * (big_w[m] - big_w[j])
 
-    best: list[tuple[float, int, int]] = [(eager(0), 0, 0)]  # per r: (cost, r used, last index)
-    prev = [0.0] + [inf] * m  # dp[r-1][·]
-    splits: list[list[int]] = []
-    prev_opt = [0] * (m + 2)
-    for r in range(1, k + 1):
-        cur = [inf] * (m + 1)
-        opt = [0] * (m + 2)
-        opt[m + 1] = m
-        for j in range(m, r - 1, -1):
-            lo = max(prev_opt[j] if r > 1 else 0, r - 1)
-            hi = min(opt[j + 1], j - 1)
-            b, arg = inf, lo
-            for i in range(lo, hi + 1):
-                v = prev[i] + run(i, j)
-                if v < b:
-                    b, arg = v, i
-            cur[j] = b
-            opt[j] = arg
-        splits.append(opt)
-        here = best[-1]
-        for j in range(r, m + 1):
-            total = cur[j] + eager(j)
-            if total < here[0] - 1e-9:
-                here = (total, r, j)
-        best.append(here)
-        prev, prev_opt = cur, opt
     out = []
-    for total, r_used, j_last in best:
-        sizes: list[int] = []
-        j = j_last
-        for r in range(r_used, 0, -1):
-            sizes.append(ts[j - 1])
-            j = splits[r - 1][j]
-        sizes.reverse()
+    for total, ends in best_partitions(m, max_sizes, run, eager, 1e-9):
+        j_last = ends[-1] if ends else 0
         steps = (big_w[m] - big_w[j_last]) + over
-        out.append(Solution(tuple(sizes), total - c * (big_w[m] - big_w[j_last]), steps, total + c * over))
+        out.append(
+            Solution(sizes_of(ends, ts), total - c * (big_w[m] - big_w[j_last]), steps, total + c * over)
+        )
     return out
 
 
@@ -164,7 +135,6 @@ def brute_force_sizes(
     ts, ws, over = _prepare(shapes, max_tokens)
     m = len(ts)
     c = eager_step_cost
-    total_w = sum(ws)
 
     def run(i: int, j: int) -> float:
         return sum(ws[x] * (ts[j - 1] - ts[x]) for x in range(i, j))
@@ -172,15 +142,7 @@ def brute_force_sizes(
     def tail(j: int) -> float:
         return c * sum(ws[x] for x in range(j, m))
 
-    best = c * total_w
-    prev = [0.0] + [math.inf] * m
-    for _ in range(min(max_sizes, m)):
-        cur = [math.inf] * (m + 1)
-        for j in range(1, m + 1):
-            cur[j] = min(prev[i] + run(i, j) for i in range(j))
-        best = min(best, *(cur[j] + tail(j) for j in range(1, m + 1)))
-        prev = cur
-    return best + c * over
+    return brute_force(m, max_sizes, run, tail) + c * over
 
 
 OBJECTIVES = ("time", "padding")
@@ -271,7 +233,7 @@ def optimize(
     notes: tuple[str, ...] = (),
 ) -> Optimized:
     """Choose the capture sizes (see `_optimize`), then hold the result to the default gate
-    (#13.6): it says which check it gave up and why, or that the gate was relaxed as asked.
+    (issue 13 item 6): it says which check it gave up and why, or that the gate was relaxed as asked.
 
     Raises:
         ConfigError: an option out of range, a config without CUDA graphs, no ladder within the
@@ -304,10 +266,6 @@ def optimize(
         if not (c.passed or c.skipped)
     )
     return dataclasses.replace(o, relaxed=relax, gave_up=gave_up)
-
-
-def _with_cost(plan: Plan, inp: PlanInput, coefficients: CostCoefficients) -> Plan:
-    return dataclasses.replace(plan, cost=plan_cost(plan, inp, coefficients))
 
 
 def _optimize(
@@ -351,7 +309,7 @@ def _optimize(
         else min(max_capture_size, inp.max_num_batched_tokens)
     )
     graph_budget = max_graphs if max_graphs is not None else graph_count(default_plan)
-    default_costed = _with_cost(default_plan, inp, coeffs)
+    default_costed = with_cost(default_plan, inp, coeffs)
     default_mem = _memory_mib(default_costed)
     default_cap = (
         default_costed.cost.capture_s if default_costed.cost and default_costed.cost.graphs else None
@@ -427,7 +385,7 @@ def _optimize(
     if best is None:
         raise ConfigError("--max-graphs", f"no ladder fits {graph_budget} graphs for this traffic")
     plan = best[1]
-    costed = _with_cost(plan, inp, coeffs)
+    costed = with_cost(plan, inp, coeffs)
     return Optimized(
         traffic=traffic,
         default_plan=default_plan,
@@ -470,7 +428,7 @@ def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[st
 def _timed_shapes(
     inp: PlanInput, plan: Plan, traffic: Traffic, lat: LatencyCoefficients
 ) -> tuple[list[TimedShape], dict[str, int]]:
-    """The histogram as timed shapes (see core/optimize_time.py), priced on `plan`'s drafter ladder."""
+    """The histogram as timed shapes (see core/optimize/timed.py), priced on `plan`'s drafter ladder."""
     target = forward_shape(inp.model)
     shapes: list[TimedShape] = []
     tiers: dict[str, int] = {}
@@ -609,7 +567,7 @@ def _consider(
             continue
         if graph_count(candidate) > graph_budget:
             continue
-        costed = _with_cost(candidate, changed, coeffs)
+        costed = with_cost(candidate, changed, coeffs)
         mem = _memory_mib(costed)
         cap_s = costed.cost.capture_s if costed.cost and costed.cost.graphs else None
         if mem_budget is not None and mem is not None and mem > mem_budget:

@@ -1,5 +1,5 @@
 """Ladder optimiser in time: the capture sizes that minimise the expected step time of a traffic
-histogram under the step-latency model (core/latency.py). Exact dynamic programming (pure).
+histogram under the step-latency model (core/predict/latency.py). Exact dynamic programming (pure).
 
 A shape x (a uniform-decode batch of one tier, or a mixed batch) of t_x tokens and weight w_x
 replays the smallest capture size s ≥ t_x; its step then costs f_k(s) + d_x, where f_k is the
@@ -8,14 +8,16 @@ PIECEWISE for mixed batches) and d_x is what does not depend on s (the drafter's
 Above the largest size it runs eager and costs e_x. With sorted shapes, a run i+1..j padded to
 t_j costs Σ_k f_k(t_j)·(W_k,j − W_k,i): each term is Monge when f_k does not decrease with s
 (a larger graph is never faster), so a sum of them is too, and Knuth's monotone split points
-apply as in core/optimize.py. `brute_force_time` is the O(k·m²) definition it is tested against.
+apply: the programme is core/optimize/partition.py, shared with the padding objective
+(search.py). `brute_force_time` is the O(k·m²) definition it is tested against.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from cgplan.core.optimize.partition import best_partitions, brute_force, sizes_of
 
 
 @dataclass(frozen=True)
@@ -84,43 +86,10 @@ def optimal_timed_ladders(
     def run(i: int, j: int) -> float:  # shapes i+1..j (1-based) padded to t_j
         return sum(f[k][j - 1] * (cum[k][j] - cum[k][i]) for k in kinds)
 
-    inf = math.inf
-    best: list[tuple[float, int, int]] = [(tail[0], 0, 0)]
-    prev = [0.0] + [inf] * m
-    splits: list[list[int]] = []
-    prev_opt = [0] * (m + 2)
-    for r in range(1, min(max_sizes, m) + 1):
-        cur = [inf] * (m + 1)
-        opt = [0] * (m + 2)
-        opt[m + 1] = m
-        for j in range(m, r - 1, -1):
-            lo = max(prev_opt[j] if r > 1 else 0, r - 1)
-            hi = min(opt[j + 1], j - 1)
-            b, arg = inf, lo
-            for i in range(lo, hi + 1):
-                v = prev[i] + run(i, j)
-                if v < b:
-                    b, arg = v, i
-            cur[j] = b
-            opt[j] = arg
-        splits.append(opt)
-        here = best[-1]
-        for j in range(r, m + 1):
-            total = cur[j] + tail[j]
-            if total < here[0] - 1e-12:
-                here = (total, r, j)
-        best.append(here)
-        prev, prev_opt = cur, opt
-    out = []
-    for total, r_used, j_last in best:
-        sizes: list[int] = []
-        j = j_last
-        for r in range(r_used, 0, -1):
-            sizes.append(ts[j - 1])
-            j = splits[r - 1][j]
-        sizes.reverse()
-        out.append(TimedSolution(tuple(sizes), total + const))
-    return out
+    return [
+        TimedSolution(sizes_of(ends, ts), total + const)
+        for total, ends in best_partitions(m, max_sizes, run, tail.__getitem__, 1e-12)
+    ]
 
 
 def brute_force_time(
@@ -136,12 +105,4 @@ def brute_force_time(
     def tail(j: int) -> float:
         return sum(eager[x] for x in range(j, m))
 
-    best = tail(0)
-    prev = [0.0] + [math.inf] * m
-    for _ in range(min(max_sizes, m)):
-        cur = [math.inf] * (m + 1)
-        for j in range(1, m + 1):
-            cur[j] = min(prev[i] + run(i, j) for i in range(j))
-        best = min(best, *(cur[j] + tail(j) for j in range(1, m + 1)))
-        prev = cur
-    return best + const
+    return brute_force(m, max_sizes, run, tail) + const

@@ -1,5 +1,5 @@
 """Traffic: the batch shapes a server sees, with how often (pure data; io/traffic.py reads the
-three file forms into it, core/traffic_cost.py prices a plan on it)."""
+three file forms into it, core/optimize/traffic_cost.py prices a plan on it)."""
 
 from __future__ import annotations
 

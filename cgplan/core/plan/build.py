@@ -312,7 +312,7 @@ def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[
 class _Captured:
     """What a config captures, before any dispatch table: `build_plan`'s first stage (the fix
     search reads a candidate's graph counts here and plans no dispatch for one over budget). A
-    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (#18).
+    plain class: a NamedTuple's fields are compiled at import, a dataclass's methods too (issue 18).
 
     Made in two steps: `_setup` (the release's checks, the ladder, the mode), then `_families`
     (the dispatchers and every family's graphs, `target` None until then): a candidate whose
@@ -466,7 +466,7 @@ def _families(cap: _Captured) -> _Captured:
             # drafter graphs only inside the runner's dummy runs, through `drafter.dummy_run`,
             # whose dispatch never says has_lora (llm_base_proposer), and the runner turns the
             # drafter's graphs off for the adapter cases when cudagraph_specialize_lora is on
-            # (its mitigation of vLLM issue #28334): only the no-adapter keys are ever captured
+            # (its mitigation of vllm#28334): only the no-adapter keys are ever captured
             # or dispatched. Without a no-adapter case (specialize_lora off) the drafter is eager.
             drafter_loras = tuple(n for n in loras if n == 0)
             graphs["drafter"] = (

@@ -10,7 +10,7 @@ from typing import Any
 from cgplan.core.model.spec import PlanInput
 
 # The interpreter's own sha256 (`_sha2` from 3.12, `_sha256` before; the one hashlib falls back
-# to): importing hashlib starts OpenSSL, 5 ms of a 100 ms `cgplan plan` (#18).
+# to): importing hashlib starts OpenSSL, 5 ms of a 100 ms `cgplan plan` (issue 18).
 try:
     from _sha2 import sha256 as _sha256  # type: ignore[import-not-found, unused-ignore]
 except ImportError:

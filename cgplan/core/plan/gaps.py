@@ -210,7 +210,7 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
         else:
             why += (
                 f"; vLLM {v} appends no uniform-decode sizes to an explicit maximum "
-                "(only an inferred one gets them, vLLM #54933)"
+                "(only an inferred one gets them, vllm#54933)"
             )
         if final < inp.max_cudagraph_capture_size:
             why += f", and it is capped by max_num_batched_tokens {inp.max_num_batched_tokens}"
@@ -221,9 +221,9 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     if inferred is None:  # no graphs
         return f"vLLM {v} captures no graphs for this config"
     ceiling_src = f"the {inp.platform.value} platform's default ceiling {ladder.ceiling_tokens}" + (
-        f" (1024 on SM10x from vLLM {_CEILING_1024_FROM}, #49390)"
+        f" (1024 on SM10x from vLLM {_CEILING_1024_FROM}, vllm#49390)"
         if ladder.ceiling_tokens == 512
-        else " (SM10x, #49390)"
+        else " (SM10x, vllm#49390)"
     )
     if s * q * 2 < ladder.ceiling_tokens:
         why = (
@@ -238,7 +238,7 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     if rules.decode_sizes is DecodeSizes.NONE:
         why += f" and appends no uniform-decode sizes (they arrive in {_DECODE_SIZES_FROM})"
     elif q > 1:
-        why += " and appends uniform-decode sizes only up to it (#50488 capped by #54418)"
+        why += " and appends uniform-decode sizes only up to it (vllm#50488 capped by vllm#54418)"
     if final < inferred:
         why += f"; vLLM then caps it at max_num_batched_tokens {inp.max_num_batched_tokens} = {final}"
     return why
@@ -343,7 +343,7 @@ def _opens_gaps(
 
 class _Candidate:
     """One change the search plans, in words (e.g. "raise the maximum to 544") and as the input
-    (internal; a plain class: no dataclass or NamedTuple made at import, #18)."""
+    (internal; a plain class: no dataclass or NamedTuple made at import, issue 18)."""
 
     __slots__ = ("inp", "what")
 
@@ -421,7 +421,7 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
             (f"append {len(exact - have)} exact token count(s) to the capture sizes",),
             _sizes_change(inp, have | exact),
         )
-    # 3. per-tier request grids (vLLM #50488's shape: 1, 2, 4, 8, 16, ... requests × query length)
+    # 3. per-tier request grids (vllm#50488's shape: 1, 2, 4, 8, 16, ... requests × query length)
     grid_sizes: set[int] = set()
     # distinct request counts × one query length are distinct sizes, V1's rounding included
     if too_many(max((grid_count(g.first, g.last) for g in gaps), default=0)):

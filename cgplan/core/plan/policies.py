@@ -46,13 +46,13 @@ BUILTIN_POLICIES: dict[str, CapturePolicy] = {
         ),
         CapturePolicy(
             "uncapped-uniform-decode",
-            "vLLM #50488 before #54418: uniform-decode sizes appended beyond the inferred maximum "
+            "vllm#50488 before vllm#54418: uniform-decode sizes appended beyond the inferred maximum "
             "(the widest decode step always gets a graph; reverted for memory)",
             {"decode_sizes_capped": False},
         ),
         CapturePolicy(
             "explicit-max-keeps-decode",
-            "vLLM #54933's expected behaviour (#55004): an explicit max_cudagraph_capture_size still "
+            "vllm#54933's expected behaviour (vllm#55004): an explicit max_cudagraph_capture_size still "
             "gets the uniform-decode sizes below it",
             {"decode_sizes_with_explicit_max": True},
         ),

@@ -112,7 +112,7 @@ GPU, dtype, TP above the validated maximum, a width outside the fitted range, PP
 DBO (per-rank shards are modelled, their allocator behaviour was not measured)."""
 NO_FIGURE_KINDS = ("moe", "mla")
 """Model kinds the model has no term for: the figure is withheld. An MoE+MLA deployment reported a
-9.64 GiB pool where the dense terms give 478 MiB (#16): no band would be honest."""
+9.64 GiB pool where the dense terms give 478 MiB (issue 16): no band would be honest."""
 
 
 def model_kinds(shape: ModelShape) -> tuple[str, ...]:
@@ -357,7 +357,7 @@ def predict_totals(
     graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
 ) -> CostTotals:
     """`predict_cost(graphs, inp, c)`'s total_mib and capture_s: the same sums in the same order,
-    without building a GraphCost per graph (a fix search prices every candidate, #18)."""
+    without building a GraphCost per graph (a fix search prices every candidate, issue 18)."""
     parts = list(_graph_costs(graphs, inp, c))
     if not parts:
         return CostTotals(0.0, 0.0)
@@ -540,7 +540,7 @@ def _shared_layers(obs: CostObservation, family: str) -> int:
 
 
 def _med(values: Iterable[float], what: str) -> float:
-    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, issue 18)
 
     vs = list(values)
     if not vs:

@@ -383,7 +383,7 @@ SHORT_RUN = 6
 
 class _Walk:
     """`step_ms` of one (coefficients, target model) pair with its constants bound once, and the
-    run sums already made (a plain class: nothing made at import, #18).
+    run sums already made (a plain class: nothing made at import, issue 18).
 
     The latency walk of a plan and of each fix re-planned evaluates thousands of steps: building
     a StepShape per step and recomputing every constant per forward were most of a plan's
@@ -730,7 +730,7 @@ def widest_batch(plan: Plan) -> tuple[int, int]:
 
 
 class _Expected:
-    """An internal sum (a plain class: no dataclass or NamedTuple made at import, #18)."""
+    """An internal sum (a plain class: no dataclass or NamedTuple made at import, issue 18)."""
 
     __slots__ = ("eager_share", "step_ms", "tokens_per_s")
 
@@ -1041,7 +1041,7 @@ def fit_latency(
 
 def errors(c: LatencyCoefficients, obs: Sequence[LatencyObservation]) -> tuple[float, float]:
     """(median |predicted/measured - 1|, share within 10%) over `obs`."""
-    from statistics import median  # here: fitting only (the module costs a plan's start-up, #18)
+    from statistics import median  # here: fitting only (the module costs a plan's start-up, issue 18)
 
     if not obs:
         return 0.0, 0.0

@@ -112,7 +112,7 @@ _V0_26 = LogFormat(
     # The dict runs to the end of the line; it may not contain the prefix again, so a line of
     # repeated prefixes is scanned once, not once per prefix (quadratic). The lazy lookahead
     # stops at the next prefix; its single-character repeats keep no per-character state, where
-    # a repeated group `(?:(?!prefix).)*` kept ~70 bytes per character of the line (#18).
+    # a repeated group `(?:(?!prefix).)*` kept ~70 bytes per character of the line (issue 18).
     non_default_args=_re(r"non-default args: (?!.*?non-default args: )(?P<args>\{.*\})\s*$"),
     chunked_prefill=_re(r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)"),
     v2_runner=_re(r"Using V2 Model Runner"),

@@ -25,9 +25,9 @@ class DecodeSizes(Enum):
     NONE = "none"
     """Nothing appended (≤ 0.28)."""
     SPEC = "spec"
-    """Request-count grid × query length per tier, with speculation only (#50488 + #54418)."""
+    """Request-count grid × query length per tier, with speculation only (vllm#50488 + vllm#54418)."""
     SPEC_AND_MAX_NUM_SEQS = "spec_and_max_num_seqs"
-    """Also max_num_seqs itself without speculation (#57355)."""
+    """Also max_num_seqs itself without speculation (vllm#57355)."""
 
 
 class V2Tiers(Enum):
@@ -57,7 +57,7 @@ class VllmRules:
     version: str
     """Release, e.g. "0.33.0"."""
     sm100_ceiling_1024: bool
-    """Default max capture size ceiling is 1024 on SM10x (#49390) instead of 512."""
+    """Default max capture size ceiling is 1024 on SM10x (vllm#49390) instead of 512."""
     decode_sizes: DecodeSizes
     """Uniform-decode sizes appended to an inferred ladder."""
     sequence_parallel: bool
@@ -90,7 +90,7 @@ class VllmRules:
     (`_normalize_piecewise_cudagraph_mode`, 0.30+)."""
     serve_b200_batched_tokens: int = 8192
     """`vllm serve`'s default max_num_batched_tokens on a B200-class (≥160 GiB) GPU."""
-    # Parallelism, LoRA, microbatching (#16): vllm/config/vllm.py, parallel.py, model.py.
+    # Parallelism, LoRA, microbatching (issue 16): vllm/config/vllm.py, parallel.py, model.py.
     v2_dbo_check: str = "enable_dbo"
     """How V2 refuses microbatching: "enable_dbo" (`enable_dbo` alone, "dual batch overlap",
     0.26–0.29) or "ubatching" (`_get_dbo_unsupported_features` on `use_ubatching`, 0.30+)."""
@@ -110,9 +110,9 @@ class VllmRules:
     """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
     # What-if knobs (cgplan.core.plan.policies): upstream values in every release.
     decode_sizes_capped: bool = True
-    """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
+    """Uniform-decode sizes are kept only up to the inferred maximum (vllm#54418's cap)."""
     decode_sizes_with_explicit_max: bool = False
-    """An explicit scalar max_cudagraph_capture_size still gets uniform-decode sizes (#54933)."""
+    """An explicit scalar max_cudagraph_capture_size still gets uniform-decode sizes (vllm#54933)."""
     drafter_prefill_full: str = "target"
     """V2 drafter-prefill FULL graphs: "target" (the target's set), "pow2" or "none"."""
 
@@ -162,7 +162,7 @@ _r = _release(
         dcp_gqa_check="error",
     )
 )
-# vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
+# vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (vllm#49390); a ≥160 GiB serve tier;
 # FlashInfer's SM12x XQA decode.
 _r = _release(
     replace(
@@ -174,7 +174,7 @@ _r = _release(
         v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
     )
 )
-# #50488 + #54418: request-count decode sizes capped at the ceiling; V2 manager reads
+# vllm#50488 + vllm#54418: request-count decode sizes capped at the ceiling; V2 manager reads
 # the dense lookup and keeps per-mode candidate ranges; V2 is the default runner.
 _r = _release(
     replace(
@@ -200,7 +200,7 @@ _r = _release(
         v2_ubatch_twins=True,
     )
 )
-# #57355: a non-speculative max_num_seqs gets its own exact size. draft_model runs on V2
+# vllm#57355: a non-speculative max_num_seqs gets its own exact size. draft_model runs on V2
 # (its speculator captures nothing); MLA builders report higher support.
 _r = _release(
     replace(

@@ -106,7 +106,7 @@ _V0_26 = serve_flags(
         serve_flag("max_cudagraph_capture_size", role=READ),
         serve_flag("attention_backend", role=READ),
         serve_flag("attention_config", "-ac", role=READ),
-        # parallelism, LoRA, microbatching (#16)
+        # parallelism, LoRA, microbatching (issue 16)
         serve_flag("pipeline_parallel_size", "-pp", role=READ),
         serve_flag("data_parallel_size", "-dp", role=READ),
         serve_flag("decode_context_parallel_size", "-dcp", role=READ),

@@ -1,4 +1,4 @@
-"""diff, sweep and gate end to end on the bundled examples (CPU), including vLLM PR #50488."""
+"""diff, sweep and gate end to end on the bundled examples (CPU), including vllm#50488."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ H200 = ROOT / "benchmarks/results/h200"
 
 
 def fixed_config(tmp_path: Path) -> Path:
-    """The PR #50488 example with the fix `cgplan plan` proposes applied (read from the plan)."""
+    """The vllm#50488 example with the fix `cgplan plan` proposes applied (read from the plan)."""
     _, plan = plan_file(PR)
     key, value = plan.fixes[0].config_change[0]
     assert key == "compilation_config.max_cudagraph_capture_size"
@@ -259,7 +259,8 @@ def test_gate_script_exit_codes(tmp_path: Path) -> None:
 
 
 def test_sweep_range_shows_its_worst_point_not_its_first() -> None:
-    """Before: "31..2048 gaps: 31×17 eager" — the first point's detail for the whole range (#13.5)."""
+    """Before: "31..2048 gaps: 31×17 eager" — the first point's detail for the whole range
+    (issue 13 item 5)."""
     from cgplan.api.sweep import sweep_config
     from cgplan.render.sweep import render_sweep
 

@@ -1,4 +1,4 @@
-"""Graph memory like for like (#13.3): the capture phase per rank, in plan, diff, gate and logs."""
+"""Graph memory like for like (issue 13 item 3): the capture phase per rank, in plan, diff, gate and logs."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_diff_compares_capture_phase_with_the_documented_error(report: Path) -> 
 
 
 def test_a_plan_without_a_figure_says_why_in_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every committed report has a figure now that MoE/MLA models have their own set (#16);
+    """Every committed report has a figure now that MoE/MLA models have their own set (issue 16);
     without it (the dense set alone) the diff's memory line says why in its place."""
     import cgplan.api.plan as planning
 

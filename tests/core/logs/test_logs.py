@@ -37,7 +37,7 @@ CORPUS = ROOT / "tests" / "data" / "corpus"
 REAL = sorted(p.name.removesuffix("-vllm.log.gz") for p in LOGS.glob("*-vllm.log.gz"))
 """Every recorded vLLM run (the -vllm-timing* and -torch logs are of other runs)."""
 CAPTURED_AS = {"med-llama-mns256-optimized": "med-llama-mns256-optimized-captured"}
-"""Configs regenerated since their capture (#13.6): the log holds the ladder captured then."""
+"""Configs regenerated since their capture (issue 13 item 6): the log holds the ladder captured then."""
 REFUSED = "tiny-eagle-dyn-v2"
 """Its engine crashed during capture; the planner refuses the config for 0.26.0."""
 

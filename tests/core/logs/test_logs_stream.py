@@ -108,7 +108,7 @@ def test_memory_follows_one_engine_start_not_the_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert file_bytes > 3 * 2**20
     # The constant: a read block (cgplan.io.logs._BLOCK_BYTES) as bytes and text, gzip's window
-    # and buffers, deferred keyword lines (157 KiB here; 1 MiB allowed before #18's changes).
+    # and buffers, deferred keyword lines (157 KiB here; 1 MiB allowed before issue 18's changes).
     assert peak_bytes <= 2 * largest_start_bytes + (224 << 10), (peak_bytes, largest_start_bytes)
     # The last engine is read, as from its own lines alone (the previous start-up ended with
     # its "init engine ... took" line).
@@ -121,7 +121,7 @@ def test_memory_follows_one_engine_start_not_the_file(tmp_path: Path) -> None:
 def test_deferred_reading_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deferred_chars: int
 ) -> None:
-    """A region reads its segments when the next engine line has not dropped it first (#18):
+    """A region reads its segments when the next engine line has not dropped it first (issue 18):
     read at once (-1), flushed mid-region (100, 5000 characters) or at the end, the same log."""
     path, _, _ = _restarts(tmp_path, 12)
     files = [path, *REAL, *sorted(LOGS.glob("synthetic-*.log"))]
@@ -130,7 +130,7 @@ def test_deferred_reading_changes_nothing(
     assert [parse_file(p) for p in files] == default
 
 
-# ---------------------------------------------------------------- reading in blocks (#18)
+# ---------------------------------------------------------------- reading in blocks (issue 18)
 
 ALL = sorted(LOGS.glob("*.log.gz")) + sorted(LOGS.glob("synthetic-*.log"))
 
@@ -209,7 +209,7 @@ def test_stepping_over_lines_and_deferring_them_changes_nothing(
     monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     """Blocks cut anywhere, read by keyword lines (`_Parser.block`) with segments deferred, equal
-    the same log read line by line with every segment read at once (#18): the regions' and the
+    the same log read line by line with every segment read at once (issue 18): the regions' and the
     pending segments' deferral, the metrics-table state followed ahead of the reading, the
     stepping over lines without keywords."""
     text = _soup(seed)
@@ -284,7 +284,7 @@ def _peak_bytes(path: Path) -> int:
 def test_peak_memory_does_not_grow_with_the_file(tmp_path: Path, suffix: str) -> None:
     """4x the start-ups, the same peak (the last start-up is the same one in both files); and the
     peak is twice the largest start-up and a constant: a read block as bytes and as text, a
-    few keyword lines deferred, gzip's window (#18: 425-490 KiB before, of which 115 KiB were the
+    few keyword lines deferred, gzip's window (issue 18: 425-490 KiB before, of which 115 KiB were the
     regular-expression engine's state on the "non-default args" line)."""
     largest = max(len(_text(p).encode()) for p in ALL)
     peaks = []
@@ -362,7 +362,7 @@ def test_gunzip_reads_members_padding_and_refuses_a_cut_or_corrupt_file() -> Non
     import random
     import zlib
 
-    from cgplan.io.logs import _gunzip
+    from cgplan.io.files import gunzip_blocks
 
     rng = random.Random(18)
     for n in (1, 100, 70_000, 300_000):
@@ -371,11 +371,11 @@ def test_gunzip_reads_members_padding_and_refuses_a_cut_or_corrupt_file() -> Non
         two += gzip.compress(data[n // 2 :], 6)
         assert gzip.decompress(one) == gzip.decompress(two) == data
         for blob in (one, two, one + b"\x00" * 7):
-            assert b"".join(_gunzip(io.BytesIO(blob))) == data
-            assert all(len(b) <= (1 << 14) for b in _gunzip(io.BytesIO(blob)))  # _BLOCK_BYTES
+            assert b"".join(gunzip_blocks(io.BytesIO(blob))) == data
+            assert all(len(b) <= (1 << 14) for b in gunzip_blocks(io.BytesIO(blob)))  # GZIP_BLOCK_BYTES
     blob = gzip.compress(b"INFO something\n" * 1000)
     flipped = bytearray(blob)
     flipped[-6] ^= 0xFF
     for bad in (blob[:10], blob[:40], blob[:-1], bytes(flipped), blob + b"garbage"):
         with pytest.raises((EOFError, zlib.error)):
-            b"".join(_gunzip(io.BytesIO(bad)))
+            b"".join(gunzip_blocks(io.BytesIO(bad)))

@@ -68,7 +68,7 @@ def _mtp(max_num_seqs: int, k: int) -> object:
 
 
 def test_pow2_drafter_prefill_is_bounded_by_the_capture_maximum() -> None:
-    # #16: 128 requests × 6 tokens = 768 is above the 512 maximum; vLLM never pads a batch past
+    # issue 16: 128 requests × 6 tokens = 768 is above the 512 maximum; vLLM never pads a batch past
     # max_cudagraph_capture_size, so such a graph would be captured and never replayed.
     plan = build_plan(_mtp(128, 5), policy=BUILTIN_POLICIES["sparse-pow2-drafter-prefill"])  # type: ignore[arg-type]
     assert plan.max_capture_size == 512
@@ -109,7 +109,7 @@ def test_uncapped_policy_closes_the_hopper_gap_and_costs_graphs() -> None:
 
 
 def test_explicit_max_keeps_decode_sizes() -> None:
-    """#54933: with an explicit maximum, max_num_seqs 100 (off the 8-stride) loses its exact
+    """vllm#54933: with an explicit maximum, max_num_seqs 100 (off the 8-stride) loses its exact
     size upstream (batches 97-100 pad to 104); the policy keeps it."""
     inp = dataclasses.replace(
         load_config(PR).input, speculative=None, max_num_seqs=100, max_cudagraph_capture_size=128
@@ -146,8 +146,8 @@ def itertools_pairwise(xs: list[float]) -> list[tuple[float, float]]:
 @pytest.mark.parametrize(
     ("config", "traffic"),
     [
-        (PR, "decode-heavy-mns32.yaml"),
-        (ROOT / "configs/gpu/med-llama-mns256.yaml", "bursty-mns256.yaml"),
+        (PR, "decode-heavy-mns32.json"),
+        (ROOT / "configs/gpu/med-llama-mns256.yaml", "bursty-mns256.json"),
     ],
 )
 def test_optimizer_beats_default_ladder_at_equal_graph_budget(config: Path, traffic: str) -> None:
@@ -161,8 +161,8 @@ def test_optimizer_beats_default_ladder_at_equal_graph_budget(config: Path, traf
     assert o.cost.eager_steps <= o.default_cost.eager_steps
     # verified by planning the emitted flag again
     sizes = json.loads(shlex.split(o.flags[0])[0].split("=", 1)[1])
-    # #13.6: the result passes the default gate, or says which check it gave up (here only where
-    # --max-capture-size 512 leaves the PR #50488 batches 31-32 × 17 = 527..544 tokens no graph)
+    # issue 13 item 6: the result passes the default gate, or says which check it gave up (here only where
+    # --max-capture-size 512 leaves the vllm#50488 batches 31-32 × 17 = 527..544 tokens no graph)
     passes = evaluate_gate(DEFAULT_POLICY, side_from_plan(o.plan, "o")).passed
     assert passes == (not o.gave_up)
     if config != PR:
@@ -191,7 +191,7 @@ def test_traffic_formats(tmp_path: Path) -> None:
         'vllm:iteration_tokens_total_bucket{le="8.0",model_name="m"} 12\n'
         'vllm:iteration_tokens_total_bucket{le="+Inf",model_name="m"} 12\n'
     )
-    # #13.6: a bucket is spread over its token counts, not piled at its upper bound
+    # issue 13 item 6: a bucket is spread over its token counts, not piled at its upper bound
     assert load_traffic(prom).mixed == ((1, 5.0), *((t, 1.0) for t in range(2, 9)))
     bad = tmp_path / "bad.yaml"
     bad.write_text("uniform_decode:\n  - {num_reqs: -3, count: 1}\n")
@@ -203,7 +203,7 @@ def test_optimize_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
     monkeypatch.setattr(
         sys,
         "argv",
-        ["cgplan", "optimize", str(PR), "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml"), "--json"],
+        ["cgplan", "optimize", str(PR), "--traffic", str(TRAFFIC / "decode-heavy-mns32.json"), "--json"],
     )
     with pytest.raises(SystemExit) as info:
         main()
@@ -271,13 +271,13 @@ def test_optimize_says_which_check_it_gave_up() -> None:
     """A budget too small for the gate: the result says what it gave up; --relax accepts it."""
     config = ROOT / "configs/gpu/med-llama-mns256.yaml"
     o = optimize_config(
-        config, TRAFFIC / "bursty-mns256.yaml", Overrides(vllm_version="0.26.0"), max_capture_size=200
+        config, TRAFFIC / "bursty-mns256.json", Overrides(vllm_version="0.26.0"), max_capture_size=200
     )
     assert o.gave_up and any(g.startswith("no_eager_uniform_decode") for g in o.gave_up)
     assert "--relax no_eager_uniform_decode" in o.gave_up[0]
     r = optimize_config(
         config,
-        TRAFFIC / "bursty-mns256.yaml",
+        TRAFFIC / "bursty-mns256.json",
         Overrides(vllm_version="0.26.0"),
         max_capture_size=200,
         relax=("no_eager_uniform_decode", "widest_decode_full"),
@@ -291,7 +291,7 @@ def test_checked_in_optimized_config_passes_the_default_gate() -> None:
     assert evaluate_gate(DEFAULT_POLICY, side_from_plan(plan, "o")).passed
     o = optimize_config(
         ROOT / "configs/gpu/med-llama-mns256.yaml",
-        TRAFFIC / "bursty-mns256.yaml",
+        TRAFFIC / "bursty-mns256.json",
         Overrides(vllm_version="0.26.0"),
         max_capture_size=512,
     )
@@ -305,7 +305,7 @@ def test_optimize_in_time_always_has_the_default_ladder(tmp_path: Path) -> None:
     and failed with "no ladder fits the graph, memory and capture-time budgets"."""
     config = tmp_path / "small.yaml"
     config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
-    o = optimize_config(config, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    o = optimize_config(config, TRAFFIC / "decode-heavy-mns32.json", Overrides(), objective="time")
     assert o.memory_mib is not None and o.memory_budget_mib is not None
     assert o.memory_mib <= o.memory_budget_mib
     assert o.step_ms <= o.default_step_ms  # never worse than the default ladder it may fall back to
@@ -313,7 +313,7 @@ def test_optimize_in_time_always_has_the_default_ladder(tmp_path: Path) -> None:
 
 
 def test_the_search_is_the_cores_from_values_alone() -> None:
-    """#15: optimize's search over ladders is core.optimize.optimize, pure: given the parsed config,
+    """issue 15: optimize's search over ladders is core.optimize.optimize, pure: given the parsed config,
     its default plan, the traffic values and the coefficient sets, it returns what the library call
     on the files returns, and a traffic without shapes is named by its file only in the api."""
     from cgplan.core.optimize.search import optimize
@@ -322,7 +322,7 @@ def test_the_search_is_the_cores_from_values_alone() -> None:
     from cgplan.io.latency_coefficients import shipped_latency
 
     config = ROOT / "configs/gpu/tiny-nospec.yaml"
-    traffic_path = TRAFFIC / "decode-heavy-mns32.yaml"
+    traffic_path = TRAFFIC / "decode-heavy-mns32.json"
     loaded = load_config(config, Overrides())
     inp = loaded.input
     default_plan = build_plan(inp, with_fixes=False)

@@ -1,6 +1,6 @@
-"""The fix search (#13): every printed fix, planned again, closes every gap or says it is partial;
+"""The fix search (issue 13): every printed fix, planned again, closes every gap or says it is partial;
 none opens a gap or breaks the default gate's budgets; each states its memory and time deltas; its
-flags are one shell-quoted line that pastes into bash (#14 item 1)."""
+flags are one shell-quoted line that pastes into bash (issue 14 item 1)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_every_fix_closes_or_is_partial(inp: PlanInput) -> None:
 @given(serve_configs(), st.booleans())
 def test_budget_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None:
     """Dropping over-budget stage-two candidates from their graphs alone (before their dispatch
-    tables) gives the same fixes as planning every candidate in full (#18)."""
+    tables) gives the same fixes as planning every candidate in full (issue 18)."""
     from cgplan.core.plan.gaps import propose_fixes
     from cgplan.core.vllm.ladder import capture_ladder
     from cgplan.core.vllm.releases import rules_for
@@ -161,7 +161,7 @@ def test_over_budget_candidates_plan_no_dispatch() -> None:
 @given(plan_inputs())
 def test_target_graphs_floor_bounds_the_target_graphs(inp: PlanInput) -> None:
     """`target_graphs_floor` (the ladder and mode alone) never exceeds the target graphs a config
-    captures, and equals them without DBO's microbatched twins (#18)."""
+    captures, and equals them without DBO's microbatched twins (issue 18)."""
     plan_mod._CAPTURED.clear()
     try:
         floor = plan_mod.target_graphs_floor(inp)
@@ -178,7 +178,7 @@ def test_target_graphs_floor_bounds_the_target_graphs(inp: PlanInput) -> None:
 def test_floor_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None:
     """Dropping stage-two candidates whose target graphs' lower bound is over budget (before any
     dispatcher is built) gives the same fixes as the graph precheck alone and as planning every
-    candidate in full (#18)."""
+    candidate in full (issue 18)."""
     from cgplan.core.plan.gaps import propose_fixes
     from cgplan.core.vllm.ladder import capture_ladder
     from cgplan.core.vllm.releases import rules_for

@@ -112,7 +112,7 @@ def test_interval_dispatch_equals_per_batch_dispatch(inp: PlanInput) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan_inputs(), st.integers(min_value=1, max_value=5000))
 def test_shared_managers_and_tables_change_no_plan(inp: PlanInput, other_seqs: int) -> None:
-    """A plan made after another config filled the manager and table memo (#18) is the plan made
+    """A plan made after another config filled the manager and table memo (issue 18) is the plan made
     without the memo: max_num_seqs enters the memo's keys only as far as it changes the answer."""
     import dataclasses
     from unittest import mock

@@ -244,7 +244,7 @@ def test_calibrate_refuses_a_plan_report(
 def test_calibrate_takes_a_folder_or_an_aggregate_report(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """#19: a multi-config capture's output folder, or its fleet.json, stands for its complete
+    """issue 19: a multi-config capture's output folder, or its fleet.json, stands for its complete
     reports; anything else in the folder (a partial or fake-backend report, notes) is left out."""
     folder = tmp_path / "reports"
     folder.mkdir()
@@ -271,7 +271,7 @@ def test_calibrate_takes_a_folder_or_an_aggregate_report(
     assert code == 2 and "fake backend" in err
 
 
-# ---- the validated domain (#16) -------------------------------------------------------------
+# ---- the validated domain (issue 16) -------------------------------------------------------------
 
 
 def _planned(path: Path, **changes: object):  # type: ignore[no-untyped-def]
@@ -289,7 +289,7 @@ DENSE = ROOT_DIR / "configs/gpu/llama8b-mns256.yaml"
 
 
 def test_moe_mla_deployment_is_planned_but_gives_no_figure() -> None:
-    # #16: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120 predicted 478 MiB
+    # issue 16: MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120 predicted 478 MiB
     # with a validated band where a real deployment of that kind reported a 9.64 GiB pool.
     plan, cost = _planned(DEPLOY)
     assert plan.graphs["target"]
@@ -334,7 +334,7 @@ def test_pipeline_stages_hold_their_share_of_the_layers() -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan_inputs())
 def test_totals_are_the_predictions_totals(inp: PlanInput) -> None:
-    """The fix search's totals (no GraphCost per graph) are plan_cost's floats, bit for bit (#18)."""
+    """The fix search's totals (no GraphCost per graph) are plan_cost's floats, bit for bit (issue 18)."""
     from cgplan.core.model.types import Rejected
     from cgplan.core.plan.build import build_plan
     from cgplan.core.predict.cost import plan_cost, plan_cost_totals

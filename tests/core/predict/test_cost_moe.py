@@ -1,4 +1,4 @@
-"""The cost model on MoE and MLA shapes (#16): what a fit on their captures records, and the domain.
+"""The cost model on MoE and MLA shapes (issue 16): what a fit on their captures records, and the domain.
 
 The synthetic part pins what a fit does: the MLA FULL pools use FlashAttnMLA's accumulator width
 (heads x kv_lora_rank, from vLLM's builder), the MoE terms (graph state of shared-expert layers,
@@ -332,7 +332,7 @@ def test_the_shipped_moe_set_leaves_the_issue_deployment_without_a_figure() -> N
 
 
 def test_the_issue_deployment_stays_outside_even_with_a_moe_set() -> None:
-    # #16's deployment (MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120) is
+    # issue 16's deployment (MoE+MLA, MTP K=5, 32 requests, 4096 batched tokens, TP4, DCP4, SM120) is
     # planned; on SM120 vLLM runs MLA on TRITON_MLA, which has no split-KV term and was not
     # measured, so even a fitted MoE/MLA set gives no figure, and says why
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
@@ -374,7 +374,7 @@ def test_optimize_and_the_fix_search_price_moe_models_with_the_moe_set() -> None
     from cgplan.io.config import Overrides
 
     config = MOE / "test-dsv3-mns128.yaml"
-    o = optimize_config(config, ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides())
+    o = optimize_config(config, ROOT / "configs/traffic/decode-heavy-mns32.json", Overrides())
     assert o.default_memory_mib is not None and o.memory_mib is not None
     shipped = planning.plan_file(config, with_fixes=False)[1].cost
     assert shipped is not None and o.default_memory_mib == pytest.approx(shipped.total_mib, rel=1e-6)
@@ -384,19 +384,19 @@ def test_optimize_and_the_fix_search_price_moe_models_with_the_moe_set() -> None
 
 
 def test_optimize_gives_no_memory_figure_where_plan_gives_none() -> None:
-    # #16's deployment: `plan` says "no figure · outside the validated domain"; optimize printed
+    # issue 16's deployment: `plan` says "no figure · outside the validated domain"; optimize printed
     # 141 MiB for its default ladder (and 171 for its own) from the same disowned terms
     from cgplan.api.optimize import optimize_config
     from cgplan.io.config import Overrides
 
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
-    o = optimize_config(deploy, ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides())
+    o = optimize_config(deploy, ROOT / "configs/traffic/decode-heavy-mns32.json", Overrides())
     assert o.default_memory_mib is None and o.memory_mib is None
     said = [c for c in o.caveats if c.startswith("graph memory: no figure · outside the validated domain")]
     assert said and "attention backend TRITON_MLA" in said[0]
     # inside a domain the figure stays
     inside = optimize_config(
-        MOE / "fit-qwen3-mns64.yaml", ROOT / "configs/traffic/decode-heavy-mns32.yaml", Overrides()
+        MOE / "fit-qwen3-mns64.yaml", ROOT / "configs/traffic/decode-heavy-mns32.json", Overrides()
     )
     assert inside.default_memory_mib is not None and not any("no figure" in c for c in inside.caveats)
 
@@ -409,7 +409,7 @@ def test_optimize_refuses_a_memory_budget_it_cannot_hold() -> None:
     from cgplan.io.config import Overrides
 
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
-    traffic = ROOT / "configs/traffic/decode-heavy-mns32.yaml"
+    traffic = ROOT / "configs/traffic/decode-heavy-mns32.json"
     with pytest.raises(ConfigError, match=r"--max-graph-memory-mib: cannot be held: .*outside the validated"):
         optimize_config(deploy, traffic, Overrides(), objective="time", max_memory_mib=100.0)
     # inside a domain the budget is held
@@ -428,7 +428,7 @@ def test_optimize_padding_refuses_budgets_it_does_not_price(flag: str) -> None:
     with pytest.raises(ConfigError, match="applies to --objective time"):
         optimize_config(
             MOE / "fit-qwen3-mns64.yaml",
-            ROOT / "configs/traffic/decode-heavy-mns32.yaml",
+            ROOT / "configs/traffic/decode-heavy-mns32.json",
             Overrides(),
             objective="padding",
             max_memory_mib=1.0 if flag == "max_memory_mib" else None,

@@ -16,6 +16,7 @@ from cgplan.api.sides import load_side
 from cgplan.core.compare.gate import GatePolicy, evaluate_gate
 from cgplan.core.model.spec import ModelShape
 from cgplan.core.optimize.timed import TimedShape, brute_force_time, optimal_timed_ladders
+from cgplan.core.predict.calibrate import least_contended
 from cgplan.core.predict.latency import (
     LatencyObservation,
     StepShape,
@@ -30,7 +31,6 @@ from cgplan.io.config import Overrides, load_config
 from cgplan.io.latency_coefficients import (
     latency_to_dict,
     load_latency,
-    load_runs,
     read_runs,
     save_latency,
     shipped_latency,
@@ -80,7 +80,7 @@ def test_held_out_runs_are_predicted_within_the_stated_error() -> None:
     """The shipped figures come from the committed H200 runs: the held-out points (runs and batch
     sizes the fit never saw) are predicted as the data file says, and well."""
     c = shipped_latency()
-    obs = load_runs([RUNS])
+    obs = least_contended(read_runs([RUNS]))
     held = [o for o in obs if _held(o.run, o.batch)]
     assert len(held) > 200
     med, within = errors(c, held)
@@ -95,7 +95,9 @@ def test_pr50488_widest_batch_eager_over_graph_ratio() -> None:
     eager / FULL ratio within 10% of the measured one."""
     c = shipped_latency()
     obs = [
-        o for o in load_runs([RUNS]) if o.run.startswith("llama-3.1-8b-eagle-k16") and o.batch == "uniform:32"
+        o
+        for o in least_contended(read_runs([RUNS]))
+        if o.run.startswith("llama-3.1-8b-eagle-k16") and o.batch == "uniform:32"
     ]
     eager = next(o for o in obs if o.step.target_mode == "NONE")
     graph = next(o for o in obs if o.step.target_mode == "FULL")
@@ -121,7 +123,7 @@ def test_widest_batch_rounds_are_read_as_the_lowest_round_and_held_out_runs_stay
     }
     read = {
         o.run: o.measured_ms
-        for o in load_runs([RUNS])
+        for o in least_contended(read_runs([RUNS]))
         if o.batch == "uniform:256" and o.step.target_mode == "NONE"
     }
     assert read["llama-3.2-3b-mns256"] == min(by_run["llama-3.2-3b-mns256"]) == pytest.approx(10.4532)
@@ -288,7 +290,7 @@ def test_time_dp_matches_brute_force() -> None:
 
 
 def test_optimize_in_time_beats_the_default_ladder_at_its_memory() -> None:
-    o = optimize_config(PR, TRAFFIC / "decode-heavy-mns32.yaml", Overrides(), objective="time")
+    o = optimize_config(PR, TRAFFIC / "decode-heavy-mns32.json", Overrides(), objective="time")
     assert o.objective == "time"
     assert o.step_ms < o.default_step_ms
     assert o.memory_mib is not None and o.default_memory_mib is not None
@@ -336,11 +338,11 @@ def test_plan_traffic_histogram_weights_the_expected_step(
     from tests.cli_helpers import run
 
     code, text, _ = run(
-        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.yaml")
+        monkeypatch, capsys, "plan", str(PR), "--json", "--traffic", str(TRAFFIC / "decode-heavy-mns32.json")
     )
     assert code == 0
     lat = json.loads(text)["predicted_latency"]
-    assert lat["traffic"].endswith("decode-heavy-mns32.yaml")
+    assert lat["traffic"].endswith("decode-heavy-mns32.json")
     assert lat["expected_step_ms"] > 0 and lat["gaps"][0]["expected_cost_ms_per_step"] > 0
 
 
@@ -429,7 +431,7 @@ def test_optimize_states_the_domain_of_its_figures(
 
     config = tmp_path / "small.yaml"
     config.write_text(f"model: {ROOT / 'configs/models/tiny-llama'}\nmax_num_seqs: 32\n")
-    traffic = TRAFFIC / "decode-heavy-mns32.yaml"
+    traffic = TRAFFIC / "decode-heavy-mns32.json"
     code, out, _ = run(monkeypatch, capsys, "optimize", str(config), "--traffic", str(traffic))
     assert code == 0
     assert "  caveat: step time: hidden size 256 is outside the measured 512..5120\n" in out

@@ -1,5 +1,5 @@
 """The default traffic (every request count once) priced on runs: equal to the point-by-point sum,
-and its cost follows the plan's graphs, not max_num_seqs (#18)."""
+and its cost follows the plan's graphs, not max_num_seqs (issue 18)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_default_traffic_cost_does_not_follow_max_num_seqs(monkeypatch: pytest.M
 
 def test_bound_step_is_step_ms_to_the_bit() -> None:
     """`_Walk.step` (the latency walk's step time, constants bound once) gives `step_ms`'s float
-    exactly, for every mode, with and without the drafter, across drawn coefficients (#18)."""
+    exactly, for every mode, with and without the drafter, across drawn coefficients (issue 18)."""
     rng = random.Random(1818)
     base = shipped_latency()
     inputs = _inputs()
@@ -154,8 +154,8 @@ def test_fix_walks_reuse_the_plans_runs(monkeypatch: pytest.MonkeyPatch) -> None
     plan (the config's or a fix's) it belongs to: a fix's walk shares most runs with the plan's.
     It took 2,043 `decode_step` calls (one per point of every run of every walk); the JSON is the
     same (tests/golden)."""
+    from cgplan.core.plan.assess import apply_change
     from cgplan.core.plan.build import plan_again
-    from cgplan.io.latency_coefficients import apply_change
 
     inp = load_config(ROOT / "benchmarks/configs/eagle-k16-mns1024-dyn4.yaml", Overrides()).input
     plan = build_plan(inp)

@@ -1,4 +1,4 @@
-"""Parallelism, LoRA, DBO and validation configs against vLLM's own code, release by release (#16).
+"""Parallelism, LoRA, DBO and validation configs against vLLM's own code, release by release (issue 16).
 
 tests/data/oracle-deploy/<config>.<version>.json.gz hold what the project's oracle
 (scripts/oracle/oracle.py: vLLM's config, dispatcher and graph-manager code on the CPU) computed

@@ -1,15 +1,18 @@
-"""Adding a vLLM release is one entry in cgplan/core/vllm/ plus one recording run (#15).
+"""Adding a vLLM release is one entry in cgplan/core/vllm/ plus one recording run (issues 15, 26).
 
 A copy of the package gets exactly one new line in its core/vllm/releases.py, as a contributor
 would write it (the next minor: the newest release's facts with one change), and nothing else.
 Planning a YAML and a `vllm serve` command line, reading and comparing a log, and the release
 list then accept it, where the untouched tree refuses it. The log formats and serve flags need no
-entry: they are keyed by the same release list and reach the new release by `since`.
+entry: they are keyed by the same release list and reach the new release by `since`. Of the tests,
+only those that need the release's recording run fail (`test_only_the_recording_tests_fail`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,15 +55,20 @@ main()
 """
 
 
+def _add_entry(root: Path) -> None:
+    """The one new line in the copy's releases.py, and no other change."""
+    releases = root / "cgplan" / "core" / "vllm" / "releases.py"
+    text = releases.read_text()
+    assert text.count(ANCHOR) == 1
+    releases.write_text(text.replace(ANCHOR, ENTRY + "\n" + ANCHOR))
+
+
 @pytest.fixture(scope="module")
 def with_entry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the package whose releases.py has the one new entry, and no other change."""
     root = tmp_path_factory.mktemp("new-release")
     shutil.copytree(ROOT / "cgplan", root / "cgplan", ignore=shutil.ignore_patterns("__pycache__"))
-    releases = root / "cgplan" / "core" / "vllm" / "releases.py"
-    text = releases.read_text()
-    assert text.count(ANCHOR) == 1
-    releases.write_text(text.replace(ANCHOR, ENTRY + "\n" + ANCHOR))
+    _add_entry(root)
     return root
 
 
@@ -117,6 +125,56 @@ def test_logs_accept_the_release(with_entry: Path, tmp_path: Path) -> None:
     assert (cmp["vllm_version"], cmp["agrees"]) == (FAKE, True), cmp["disagreements"]
     refused = cgplan(None, "logs", log, "--config", LOG_CONFIG)
     assert refused.returncode == 2 and f"the log is from vLLM {FAKE}" in refused.stderr
+
+
+# ------------------------------------------------------------------ the rest of the suite
+
+RELEASE_LIST_TESTS = (
+    "tests/project/test_packaging.py::test_gpu_extra_is_bounded_to_the_recorded_releases",
+    "tests/io/test_config_errors.py::test_message",
+    "tests/project/test_conventions.py::test_completion_values",
+    "tests/core/vllm/test_new_release.py::test_every_table_is_keyed_by_the_release_list",
+    "tests/core/vllm/test_new_release.py::test_one_lookup_rule",
+)
+"""Tests that read the release list (each once spelled it out, so a new entry broke them)."""
+RECORDING_TESTS = (
+    "tests/core/vllm/test_golden.py::test_corpus_is_large_enough",
+    "tests/core/vllm/test_golden_deploy.py::test_every_config_is_recorded_for_every_release",
+    "tests/core/vllm/test_serve_flags_recorded.py::test_every_release_is_recorded",
+    "tests/core/vllm/test_serve_flags_recorded.py::test_flags_match_vllms_parser",
+)
+"""Tests that need the new release's recording run (CONTRIBUTING.md, "Add a vLLM release", step 4)."""
+
+
+def test_only_the_recording_tests_fail(tmp_path: Path) -> None:
+    """With the one entry and no recording, the tests that read the release list pass under the
+    new release, and what fails is the tests that need its recording run, each naming it (the rest
+    of the suite passed with such an entry when this test was written: its commit says so). The package
+    and the tests are copied, the rest of the tree linked: a test's own subprocesses, started in
+    its tree's root, then run the copy too."""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "cgplan", tmp_path / "cgplan", ignore=skip)
+    shutil.copytree(ROOT / "tests", tmp_path / "tests", ignore=shutil.ignore_patterns("__pycache__", "data"))
+    (tmp_path / "tests" / "data").symlink_to(ROOT / "tests" / "data")
+    for entry in ROOT.iterdir():
+        if not (tmp_path / entry.name).exists() and entry.name not in (".git", ".venv", ".cache"):
+            (tmp_path / entry.name).symlink_to(entry)
+    _add_entry(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the copy, from its folder
+    args = ["-p", "no:cacheprovider", "-rfE", "--tb=no", "-o", "addopts="]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, *RELEASE_LIST_TESTS, *RECORDING_TESTS],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    lines = proc.stdout.splitlines()
+    failed = sorted(line.split()[1] for line in lines if line.startswith(("FAILED", "ERROR")))
+    assert failed == sorted([*RECORDING_TESTS[:3], f"{RECORDING_TESTS[3]}[{FAKE}]"]), proc.stdout[-3000:]
+    assert re.search(r"\b\d{2,} passed", proc.stdout), proc.stdout[-3000:]
 
 
 # ------------------------------------------------------------------ the tables and their one key

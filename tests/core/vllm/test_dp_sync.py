@@ -1,4 +1,4 @@
-"""DP synchronisation (cgplan/core/optimize/dp.py), checked for the properties vLLM's source states.
+"""DP synchronisation (cgplan/core/vllm/dp_sync.py), checked for the properties vLLM's source states.
 
 No oracle reaches it (it runs at each step on the GPU ranks); the checks are the invariants of
 `_synchronize_dp_ranks`: the synced mode is the minimum, one eager rank makes all eager, and
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgplan.core.model.modes import Mode
-from cgplan.core.optimize.dp import synchronize_dp
+from cgplan.core.vllm.dp_sync import synchronize_dp
 from cgplan.core.vllm.graphs import EAGER, V1Dispatcher
 
 SIZES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)

@@ -1,4 +1,6 @@
 """Data-parallel step synchronisation, modelled from vLLM's source (runtime: no oracle reaches it).
+No product path calls it yet (docs/parallel.md, "What the CPU cannot reach"); tests/core/vllm/test_dp_sync.py
+holds its invariants.
 
 `vllm/v1/worker/dp_utils.py` `coordinate_batch_across_dp` (V1 `gpu_model_runner`
 `_determine_batch_execution_and_padding`; V2 `gpu/dp_utils.py` does the same): every DP rank
