@@ -45,9 +45,7 @@ EVIDENCE = sorted(
 CONFIGS = ROOT / "configs/gpu"
 # fleet/: multi-config captures (#19); their aggregates list the complete reports.
 FLEET_AGGREGATES = sorted(H200.glob("fleet/*/fleet.json"))
-EVIDENCE += sorted(
-    r for agg in FLEET_AGGREGATES for r in iter_reports(read_fleet_report(agg), agg.parent)
-)
+EVIDENCE += sorted(r for agg in FLEET_AGGREGATES for r in iter_reports(read_fleet_report(agg), agg.parent))
 
 
 def _config_of(report: Path) -> Path:
@@ -114,7 +112,9 @@ def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
         )
         assert rows == want_rows, f"uniform decode with one LoRA adapter q={ql}"
     assert ("uniform_decode_lora1" not in measured.absent) == bool(plan.uniform_decode_lora)
-    want_mixed = tuple(TokenRange(r.first, r.last, r.mode, r.padded_tokens, r.padded_reqs) for r in plan.mixed)
+    want_mixed = tuple(
+        TokenRange(r.first, r.last, r.mode, r.padded_tokens, r.padded_reqs) for r in plan.mixed
+    )
     assert measured.mixed == want_mixed
     assert doc.comparison is not None and doc.comparison.matches is True
     v = measured.vllm

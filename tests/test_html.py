@@ -11,13 +11,14 @@ import pytest
 from cgplan.api.plan import plan_file
 from cgplan.api.sides import load_side
 from cgplan.core.compare.diff import diff_sides
-from cgplan.io.schema.diff import diff_to_dict
 from cgplan.io.reports import read_capture_report
+from cgplan.io.schema.diff import diff_to_dict
 from cgplan.io.schema.plan import plan_to_dict
 from cgplan.io.schema.reports import plan_from_json
 from cgplan.render.html import capture_html, diff_html, plan_html
 
 ROOT = Path(__file__).parent.parent
+H200 = ROOT / "benchmarks/results/h200"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--headless",
@@ -37,7 +38,9 @@ def pages(tmp_path: Path) -> dict[str, Path]:
     out["plan"] = plan_html(plan_from_json(plan_to_dict(plan, source="pr50488"), "pr50488"))
     _, dyn = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
     out["dyn"] = plan_html(plan_from_json(plan_to_dict(dyn, source="dyn4"), "dyn4"))
-    out["capture"] = capture_html(read_capture_report(ROOT / "benchmarks/results/h200/tiny-eagle-k16-vllm.json"))
+    out["capture"] = capture_html(
+        read_capture_report(ROOT / "benchmarks/results/h200/tiny-eagle-k16-vllm.json")
+    )
     a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml")
     b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml")
     out["diff"] = diff_html(diff_to_dict(diff_sides(a, b)))

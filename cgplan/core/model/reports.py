@@ -348,14 +348,16 @@ class CaptureEnvironment:
 class MeasuredGraph:
     """One captured descriptor and what it cost."""
 
-    order: int
-    family: str
     mode: str
+    """FULL or PIECEWISE."""
     num_tokens: int
+    torch_reserved_delta_bytes: int
+    order: int
+    """Position in capture order."""
+    family: str
     pieces: int
     capture_time_ms: float
     window_time_ms: float
-    torch_reserved_delta_bytes: int
     num_reqs: int | None = None
     query_len: int | None = None
     nvml_delta_bytes: int | None = None
@@ -476,10 +478,10 @@ class CaptureReport:
     """The report `cgplan capture` writes: the plan, what was measured, and the two compared."""
 
     schema_version: int
-    status: str
-    """complete, partial or failed."""
     plan: PlanDocument
     measured: MeasuredDocument
+    status: str
+    """complete, partial or failed."""
     kind: str = "capture"
     failure: str | None = None
     source: str | None = None
@@ -501,11 +503,11 @@ class FleetRow:
     """How one config of a multi-config capture ended, with its report's headline figures."""
 
     name: str
-    config: str
     status: str
     """complete | partial | failed | not run"""
-    tensor_parallel_size: int
-    wall_s: float
+    config: str = ""
+    tensor_parallel_size: int = 1
+    wall_s: float = 0.0
     config_fingerprint: str | None = None
     report: str | None = None
     """The report's path, relative to the aggregate's folder (None: no report of this run)."""
@@ -536,12 +538,12 @@ class FleetRow:
 class FleetTotals:
     """Counts over the configs."""
 
-    configs: int
-    by_status: Mapping[str, int]
-    resumed: int
-    plans_matched: int
-    plans_differed: int
-    failed: int
+    configs: int = 0
+    by_status: Mapping[str, int] = field(default_factory=dict)
+    resumed: int = 0
+    plans_matched: int = 0
+    plans_differed: int = 0
+    failed: int = 0
     absent: frozenset[str] = NO_KEYS
 
 
@@ -550,10 +552,10 @@ class FleetReport:
     """The aggregate of a multi-config capture (`fleet.json`)."""
 
     schema_version: int
-    runner: str
-    """local | ray"""
     configs: tuple[FleetRow, ...]
-    totals: FleetTotals
+    runner: str = ""
+    """local | ray"""
+    totals: FleetTotals = field(default_factory=FleetTotals)
     kind: str = "fleet"
     cgplan_version: str | None = None
     created_utc: str | None = None
