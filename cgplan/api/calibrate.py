@@ -12,7 +12,7 @@ from cgplan.core.predict.calibrate import calibrate_latency as fit_latency_runs
 from cgplan.core.predict.cost import CostObservation, FitError, check_coefficients, fit_coefficients
 from cgplan.errors import ReportError
 from cgplan.io.cost_coefficients import observation_from_report
-from cgplan.io.reports import read_report
+from cgplan.io.reports import read_capture_report, read_fleet_report, read_report, report_kind
 
 __all__ = ["Calibration", "LatencyCalibration", "calibrate", "calibrate_latency", "expand_reports"]
 
@@ -26,15 +26,15 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     Raises:
         ReportError: a path that is missing, or not JSON.
     """
-    from cgplan.api.fleet import AGGREGATE_NAME, iter_reports, read_json
+    from cgplan.api.fleet import AGGREGATE_NAME, iter_reports
 
     out: list[Path] = []
     notes: list[str] = []
 
-    def from_aggregate(agg: Path, doc: dict[str, object]) -> None:
-        listed = list(iter_reports(doc, agg.parent))
-        rows = doc.get("configs")
-        left = (len(rows) if isinstance(rows, list) else 0) - len(listed)
+    def from_aggregate(agg: Path) -> None:
+        report = read_fleet_report(agg)
+        listed = list(iter_reports(report, agg.parent))
+        left = len(report.configs) - len(listed)
         if left:
             notes.append(f"{agg}: {left} config(s) without a complete report left out")
         out.extend(listed)
@@ -45,27 +45,26 @@ def expand_reports(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
         elif p.is_dir():
             agg = p / f"{AGGREGATE_NAME}.json"
             if agg.is_file():
-                from_aggregate(agg, read_json(agg))
+                from_aggregate(agg)
                 continue
             skipped = 0
             for q in sorted(p.glob("*.json")):
                 try:
-                    doc = read_json(q)
+                    kind = report_kind(q)
                 except ReportError:
                     skipped += 1
                     continue
-                measured = doc.get("measured")
-                backend = measured.get("backend") if isinstance(measured, dict) else None
-                if doc.get("kind") == "capture" and doc.get("status") == "complete" and backend != "fake":
+                # a capture report that does not read is an error (as when named), not a skip
+                report = read_capture_report(q) if kind == "capture" else None
+                if report is not None and report.status == "complete" and report.measured.backend != "fake":
                     out.append(q)
                 else:
                     skipped += 1
             if skipped:
                 notes.append(f"{p}: {skipped} file(s) that are not complete capture reports left out")
         elif p.is_file():
-            doc = read_json(p)
-            if doc.get("kind") == "fleet":
-                from_aggregate(p, doc)
+            if report_kind(p) == "fleet":
+                from_aggregate(p)
             else:
                 out.append(p)
         else:

@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from cgplan.core.compare.measure import MeasuredCapture, compare
+from cgplan.core.model.reports import CaptureReport
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
@@ -58,7 +58,7 @@ def _sigterm_as_exception() -> Iterator[None]:
 class CaptureOutcome:
     """The report and how the capture ended."""
 
-    report: dict[str, Any]
+    report: CaptureReport
     failure: CaptureError | None
 
 
@@ -192,7 +192,7 @@ def run_capture(
         measured = dataclasses.replace(measured, status="partial", failure=failure.message)
     comparison = compare(plan, measured) if measured.status == "complete" or measured.graphs else None
 
-    doc = capture_report(
+    report = capture_report(
         source=str(config),
         fingerprint=fingerprint(inp),
         plan=plan,
@@ -205,5 +205,5 @@ def run_capture(
         created_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     if output is not None:
-        write_report(doc, output)
-    return CaptureOutcome(doc, failure)
+        write_report(report, output)
+    return CaptureOutcome(report, failure)

@@ -23,15 +23,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from cgplan import __version__
+from cgplan.core.model.reports import CaptureReport, FleetReport, FleetRow, FleetTotals
 from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import release_for
 from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
-from cgplan.io import files
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.output import write_atomically
+from cgplan.io.reports import read_capture_report, report_text
 
 AGGREGATE_NAME = "fleet"
 """The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""
@@ -234,17 +235,10 @@ def host_environment_key() -> EnvironmentKey:
     )
 
 
-def report_environment_key(doc: dict[str, Any]) -> EnvironmentKey:
+def report_environment_key(report: CaptureReport) -> EnvironmentKey:
     """The key a capture report was made under."""
-    env = doc.get("environment") or {}
-    gpus = env.get("gpus") or []
-    return EnvironmentKey(
-        env.get("cgplan"),
-        env.get("torch"),
-        env.get("vllm"),
-        env.get("driver"),
-        frozenset(str(g.get("name")) for g in gpus if isinstance(g, dict)),
-    )
+    env = report.environment
+    return EnvironmentKey(env.cgplan, env.torch, env.vllm, env.driver, frozenset(g.name for g in env.gpus))
 
 
 def same_environment(report: EnvironmentKey, host: EnvironmentKey) -> bool:
@@ -265,25 +259,14 @@ def resumable(job: FleetJob, host: EnvironmentKey) -> bool:
     if job.fingerprint is None or not job.report.is_file():
         return False
     try:
-        doc = read_json(job.report)
+        report = read_capture_report(job.report)
     except ReportError:
         return False
     return (
-        doc.get("kind") == "capture"
-        and doc.get("status") == "complete"
-        and doc.get("config_fingerprint") == job.fingerprint
-        and same_environment(report_environment_key(doc), host)
+        report.status == "complete"
+        and report.config_fingerprint == job.fingerprint
+        and same_environment(report_environment_key(report), host)
     )
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = files.read_json(path, what="report", limit=files.REPORT_LIMIT_BYTES)
-    except files.ReadError as e:
-        raise ReportError(f"{path}: not a readable JSON report ({e.problem})") from None
-    if not isinstance(doc, dict):
-        raise ReportError(f"{path}: not a report (expected a JSON object)")
-    return doc
 
 
 # --------------------------------------------------------------------------- the child command
@@ -333,15 +316,15 @@ def classify(
     """(status, failure class, message) from the child's exit code and its report; a report
     left unchanged since `before` (an earlier run's, when the child died first) is not this
     run's."""
-    doc: dict[str, Any] | None = None
+    doc: CaptureReport | None = None
     fresh = before is None or report_stamp(job.report) != before
     if fresh and job.report.is_file():
         try:
-            doc = read_json(job.report)
+            doc = read_capture_report(job.report)
         except ReportError:
             doc = None
-    status = str(doc.get("status")) if doc else "failed"
-    failure = doc.get("failure") if doc else None
+    status = doc.status if doc else "failed"
+    failure = doc.failure if doc else None
     if rc == 0 and doc is not None:
         return status, None, None
     if rc is not None and rc in FAILURE_CLASSES:
@@ -593,69 +576,48 @@ class FleetRun:
     out_dir: Path
 
 
-def _row(r: JobResult, out_dir: Path) -> dict[str, Any]:
+def _row(r: JobResult, out_dir: Path) -> FleetRow:
     job = r.job
-    row: dict[str, Any] = {
-        "name": job.name,
-        "config": str(job.config),
-        "config_fingerprint": job.fingerprint,
-        "report": _rel(job.report, out_dir) if r.has_report and job.report.is_file() else None,
-        "log": _rel(job.log, out_dir) if job.log.is_file() else None,
-        "status": r.status,
-        "resumed": r.resumed,
-        "failure_class": r.failure_class,
-        "failure": r.message,
-        "exit_code": r.exit_code,
-        "tensor_parallel_size": job.gpus_needed,
-        "gpus": list(r.gpus),
-        "host": r.host,
-        "attempts": r.attempts,
-        "wall_s": r.wall_s,
-        "plan_matches": None,
-        "graphs_planned": None,
-        "graphs_measured": None,
-        "dispatch_checked": None,
-        "dispatch_mismatches": None,
-        "eager_fallbacks_measured": None,
-        "predicted_memory_mib": None,
-        "predicted_memory_domain": None,
-        "measured_memory_mib": None,
-        "predicted_capture_s": None,
-        "measured_capture_s": None,
-        "vllm_took_gib": None,
-    }
-    if row["report"] is None:
+    row = FleetRow(
+        name=job.name,
+        config=str(job.config),
+        status=r.status,
+        tensor_parallel_size=job.gpus_needed,
+        wall_s=r.wall_s,
+        config_fingerprint=job.fingerprint,
+        report=_rel(job.report, out_dir) if r.has_report and job.report.is_file() else None,
+        log=_rel(job.log, out_dir) if job.log.is_file() else None,
+        resumed=r.resumed,
+        failure_class=r.failure_class,
+        failure=r.message,
+        exit_code=r.exit_code,
+        gpus=tuple(r.gpus),
+        host=r.host,
+        attempts=r.attempts,
+    )
+    if row.report is None:
         return row
     try:
-        doc = read_json(job.report)
+        report = read_capture_report(job.report)
     except ReportError:
         return row
-    plan = doc.get("plan") or {}
-    measured = doc.get("measured") or {}
-    comparison = doc.get("comparison") or {}
-    cost = plan.get("predicted_cost") or {}
-    nvml = measured.get("capture_nvml_delta_bytes")
-    row.update(
-        {
-            "plan_matches": comparison.get("matches") if comparison else None,
-            "graphs_planned": plan.get("total_graphs"),
-            "graphs_measured": len(measured.get("graphs") or []),
-            "dispatch_checked": comparison.get("dispatch_checked"),
-            "dispatch_mismatches": len(comparison.get("dispatch_mismatches") or []) if comparison else None,
-            "eager_fallbacks_measured": comparison.get("eager_uniform_decode_measured")
-            if comparison
-            else None,
-            "predicted_memory_mib": cost.get("total_mib"),
-            "predicted_memory_domain": "; ".join(cost.get("caveats") or []) or "inside the fitted domain"
-            if cost
-            else None,
-            "measured_memory_mib": round(nvml / (1 << 20), 1) if isinstance(nvml, int) else None,
-            "predicted_capture_s": cost.get("capture_s"),
-            "measured_capture_s": measured.get("capture_wall_s"),
-            "vllm_took_gib": (measured.get("vllm") or {}).get("capture_took_gib"),
-        }
+    measured, comparison, cost = report.measured, report.comparison, report.plan.predicted_cost
+    nvml = measured.capture_nvml_delta_bytes
+    return dataclasses.replace(
+        row,
+        plan_matches=comparison.matches if comparison else None,
+        graphs_planned=report.plan.total_graphs,
+        graphs_measured=len(measured.graphs),
+        dispatch_checked=comparison.dispatch_checked if comparison else None,
+        dispatch_mismatches=len(comparison.dispatch_mismatches) if comparison else None,
+        eager_fallbacks_measured=comparison.eager_uniform_decode_measured if comparison else None,
+        predicted_memory_mib=cost.total_mib if cost else None,
+        predicted_memory_domain=("; ".join(cost.caveats) or "inside the fitted domain") if cost else None,
+        measured_memory_mib=round(nvml / (1 << 20), 1) if nvml is not None else None,
+        predicted_capture_s=cost.capture_s if cost else None,
+        measured_capture_s=measured.capture_wall_s,
+        vllm_took_gib=measured.vllm.capture_took_gib,
     )
-    return row
 
 
 def _rel(p: Path, base: Path) -> str:
@@ -665,39 +627,38 @@ def _rel(p: Path, base: Path) -> str:
         return str(p)
 
 
-def aggregate(run: FleetRun) -> dict[str, Any]:
-    """The aggregate report document (JSON, schema_version 1)."""
+def aggregate(run: FleetRun) -> FleetReport:
+    """The aggregate report (JSON, schema_version 1)."""
     from cgplan.io.schema import SCHEMA_VERSION
 
-    rows = [_row(r, run.out_dir) for r in run.results]
+    rows = tuple(_row(r, run.out_dir) for r in run.results)
     counts: dict[str, int] = {}
     for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "fleet",
-        "cgplan_version": __version__,
-        "created_utc": run.created_utc,
-        "runner": run.runner,
-        "gpus": list(run.gpus),
-        "command": list(run.command),
-        "interrupted": run.interrupted,
-        "configs": rows,
-        "totals": {
-            "configs": len(rows),
-            "by_status": dict(sorted(counts.items())),
-            "resumed": sum(1 for r in rows if r["resumed"]),
-            "plans_matched": sum(1 for r in rows if r["plan_matches"] is True),
-            "plans_differed": sum(1 for r in rows if r["plan_matches"] is False),
-            "failed": sum(1 for r in rows if r["failure_class"] is not None),
-        },
-    }
+        counts[row.status] = counts.get(row.status, 0) + 1
+    return FleetReport(
+        schema_version=SCHEMA_VERSION,
+        runner=run.runner,
+        configs=rows,
+        totals=FleetTotals(
+            configs=len(rows),
+            by_status=dict(sorted(counts.items())),
+            resumed=sum(1 for r in rows if r.resumed),
+            plans_matched=sum(1 for r in rows if r.plan_matches is True),
+            plans_differed=sum(1 for r in rows if r.plan_matches is False),
+            failed=sum(1 for r in rows if r.failure_class is not None),
+        ),
+        cgplan_version=__version__,
+        created_utc=run.created_utc,
+        gpus=tuple(run.gpus),
+        command=tuple(run.command),
+        interrupted=run.interrupted,
+    )
 
 
-def exit_code(doc: dict[str, Any]) -> int:
+def exit_code(report: FleetReport) -> int:
     """4 when a config failed to capture (crashed, interrupted, lost), else 3 for an
     environment that cannot capture, else 2 for a bad config, else 0."""
-    classes = {r["failure_class"] for r in doc["configs"] if r["failure_class"]}
+    classes = {r.failure_class for r in report.configs if r.failure_class}
     if classes - {"config", "environment"}:
         return int(ExitCode.CAPTURE_FAILED)
     if "environment" in classes:
@@ -707,15 +668,13 @@ def exit_code(doc: dict[str, Any]) -> int:
     return int(ExitCode.OK)
 
 
-def write_aggregate(doc: dict[str, Any], out_dir: Path, *, markdown: str, html: str) -> list[Path]:
+def write_aggregate(report: FleetReport, out_dir: Path, *, markdown: str, html: str) -> list[Path]:
     """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically; the pages come
     rendered (render/fleet.py, by the caller: the library does not render)."""
-    from cgplan.io.schema import dumps_ascii
-
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for suffix, text in (
-        ("json", dumps_ascii(doc)),
+        ("json", report_text(report)),
         ("md", markdown),
         ("html", html),
     ):
@@ -725,8 +684,8 @@ def write_aggregate(doc: dict[str, Any], out_dir: Path, *, markdown: str, html: 
     return paths
 
 
-def iter_reports(doc: dict[str, Any], base: Path) -> Iterator[Path]:
+def iter_reports(report: FleetReport, base: Path) -> Iterator[Path]:
     """The per-config reports an aggregate names (relative to its folder), complete ones only."""
-    for row in doc.get("configs") or []:
-        if isinstance(row, dict) and row.get("report") and row.get("status") == "complete":
-            yield base / str(row["report"])
+    for row in report.configs:
+        if row.report and row.status == "complete":
+            yield base / row.report

@@ -32,13 +32,13 @@ from cgplan.api.fleet import (
     NullFleetProgress,
     classify,
     host_environment_key,
-    read_json,
     report_environment_key,
     report_stamp,
     same_environment,
 )
 from cgplan.errors import GpuUnavailableError, ReportError
 from cgplan.io.output import write_atomically
+from cgplan.io.reports import read_capture_report
 
 LOG_TAIL_BYTES = 256 << 10
 """How much of a child's console log comes back to the caller."""
@@ -147,13 +147,13 @@ def _existing(job: FleetJob) -> tuple[str, EnvironmentKey] | None:
     if not job.report.is_file():
         return None
     try:
-        doc = read_json(job.report)
+        report = read_capture_report(job.report)
     except ReportError:
         return None
-    if doc.get("kind") != "capture" or doc.get("status") != "complete":
+    if report.status != "complete":
         return None
-    fp = doc.get("config_fingerprint")
-    return (str(fp), report_environment_key(doc)) if fp else None
+    fp = report.config_fingerprint
+    return (fp, report_environment_key(report)) if fp else None
 
 
 def _max_gpus_per_node(ray: Any) -> int:

@@ -93,14 +93,18 @@ def run_plan(
             r.plan, source=r.source, ignored_keys=r.loaded.ignored_keys, fingerprint=r.fingerprint
         )
 
+    def page() -> str:
+        from cgplan.io.schema.reports import plan_from_json
+        from cgplan.render.html import plan_html
+
+        return plan_html(plan_from_json(doc(), str(r.source), check=False))
+
     if chosen == "json":
         from cgplan.io.schema import dumps
 
         text = dumps(doc())
     elif chosen == "html":
-        from cgplan.render.html import plan_html
-
-        text = plan_html(doc())
+        text = page()
     else:
         from cgplan.render import OutputFormat, render
 
@@ -109,9 +113,7 @@ def run_plan(
         )
     artifacts = [(text, output)]
     if html is not None:
-        from cgplan.render.html import plan_html
-
-        artifacts.append((plan_html(doc()), html))
+        artifacts.append((page(), html))
     write_artifacts(artifacts)
     pol, loaded = r.policy, r.loaded
     if pol.name != "upstream" and chosen == "table":

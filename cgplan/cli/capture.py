@@ -107,7 +107,7 @@ def capture(
     from cgplan.cli._progress import RichProgress
     from cgplan.io.config import Overrides
     from cgplan.io.output import write_stdout
-    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.reports import report_text
     from cgplan.render.capture import render_capture
     from cgplan.render.html import capture_html
 
@@ -157,7 +157,7 @@ def capture(
         )
     summary = render_capture(outcome.report)
     if json_out:
-        write_artifact(dumps_ascii(outcome.report), None)
+        write_artifact(report_text(outcome.report), None)
         if not quiet:
             sys.stderr.write(summary)
     elif chosen == "html":
@@ -165,7 +165,7 @@ def capture(
     else:
         write_stdout(colorize(summary, use_color(no_color)))
     if output is not None:
-        note(f"report written to {output} ({outcome.report['status']})", quiet)
+        note(f"report written to {output} ({outcome.report.status})", quiet)
     if html is not None:
         write_artifact(capture_html(outcome.report), html)
     if outcome.failure is not None:

@@ -156,7 +156,7 @@ def capture_fleet(
     html: Path | None,
 ) -> None:
     """Capture every config, one engine process each; write the reports and the aggregate."""
-    from cgplan.io.schema import dumps_ascii
+    from cgplan.io.reports import report_text
 
     requested = _parse_gpus(gpus)
     if ray_address is not None and requested is not None:
@@ -194,11 +194,11 @@ def capture_fleet(
     )
     written = write_aggregate(doc, out_dir, markdown=fleet_markdown(doc), html=fleet_html(doc))
     if json_out:
-        write_artifact(dumps_ascii(doc), None)
+        write_artifact(report_text(doc), None)
     else:
         sys.stdout.write(fleet_table(doc))
     if output is not None:
-        write_artifact(dumps_ascii(doc), output)
+        write_artifact(report_text(doc), output)
     if html is not None:
         write_artifact(fleet_html(doc), html)
     sys.stderr.write(f"cgplan: {len(jobs)} reports and the aggregate ({written[0].name}) in {out_dir}\n")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cgplan.core.model.reports import CaptureReport, PlanDocument
 from cgplan.core.predict.cost import CostCoefficients, CostObservation, ObservedGraph, cost_input_for
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
@@ -146,13 +147,12 @@ def moe_coefficients(path: Path | None = None) -> CostCoefficients | None:
     return load_coefficients(p) if p.is_file() else None
 
 
-def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:
+def _source_config(raw: str | None, report: Path, root: Path) -> Path:
     """The config a report names, only ever inside `root` (the folder the user named, or the
     working directory): a report is data, so its `source` cannot make cgplan open a file
     anywhere else, by an absolute path, `..`, a link or a search of parent folders."""
-    raw = doc.get("source")
     where = f"{report}:source"
-    if not isinstance(raw, str) or not raw:
+    if not raw:
         raise ReportError(f"{where}: missing (expected the config capture ran, relative to {root})")
     src = Path(raw)
     if src.is_absolute() or ".." in src.parts or src.suffix.lower() not in (".yaml", ".yml"):
@@ -170,47 +170,46 @@ def _source_config(doc: dict[str, Any], report: Path, root: Path) -> Path:
     return target
 
 
-def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None = None) -> CostObservation:
+def observation_from_report(
+    doc: PlanDocument | CaptureReport, report: Path, root: Path | None = None
+) -> CostObservation:
     """Reduce a complete vLLM capture report to a fit observation; its config is read from
     `root` (default: the working directory).
 
     Raises:
         ReportError: not a complete capture with NVML figures, or its config cannot be found; a
-            figure of the wrong type or out of range, at its key path.
+            figure out of range, at its key path.
     """
     # the report reader only here: `plan` (which prices every plan) does not pay for it (issue 18)
-    from cgplan.io.reports import _bytes, _measurements, _number
+    from cgplan.io.reports import measurements
+    from cgplan.io.schema.reports import number
 
-    if doc.get("kind") != "capture" or doc.get("status") != "complete":
-        raise ReportError(f"{report}: not a complete capture report (status {preview(doc.get('status'))})")
-    m = doc.get("measured")
-    if not isinstance(m, dict):
-        raise ReportError(f"{report}:measured: missing")
-    nvml = _bytes(m.get("capture_nvml_delta_bytes"), f"{report}:measured.capture_nvml_delta_bytes")
+    if not isinstance(doc, CaptureReport) or doc.status != "complete":
+        status = doc.status if isinstance(doc, CaptureReport) else None
+        raise ReportError(f"{report}: not a complete capture report (status {preview(status)})")
+    m = doc.measured
+    nvml = m.capture_nvml_delta_bytes
     if nvml is None:
         raise ReportError(f"{report}: no NVML figure for the capture phase")
-    if m.get("backend") == "fake":
+    if m.backend == "fake":
         raise ReportError(f"{report}: made by the fake backend (no GPU): nothing to fit on")
-    measured = _measurements(m.get("graphs") or [], f"{report}:measured.graphs")
-    wall = m.get("capture_wall_s")
-    wall_s = None if wall is None else _number(wall, f"{report}:measured.capture_wall_s")
+    measured = measurements(m.graphs)
+    wall_s = m.capture_wall_s
     root = Path.cwd() if root is None else root
-    src = _source_config(doc, report, root)
+    src = _source_config(doc.source, report, root)
     try:
         inp = load_config(src, base_dir=root).input  # the folder capture ran in: its paths start there
     except ConfigError:
         # Not quoted: the config is a file the report named, not one the user did.
         raise ReportError(
-            f"{report}:source: its config {doc['source']} does not load "
-            f"(`cgplan plan {doc['source']}` in {root} says why)"
+            f"{report}:source: its config {doc.source} does not load "
+            f"(`cgplan plan {doc.source}` in {root} says why)"
         ) from None
-    plan_raw = doc.get("plan")
-    plan: dict[str, Any] = plan_raw if isinstance(plan_raw, dict) else {}
-    runner = m.get("model_runner") or plan.get("model_runner") or "v1"
+    runner = m.model_runner or doc.plan.model_runner or "v1"
     if runner not in ("v1", "v2"):
         raise ReportError(f"{report}:measured.model_runner: expected v1 or v2 (got {preview(runner)})")
-    backend = plan.get("attention_backend") or "FLASH_ATTN"
-    if not isinstance(backend, str) or not backend.replace("_", "").isalnum() or len(backend) > 64:
+    backend = doc.plan.attention_backend or "FLASH_ATTN"
+    if not backend.replace("_", "").isalnum() or len(backend) > 64:
         raise ReportError(
             f"{report}:plan.attention_backend: expected a backend name (got {preview(backend)})"
         )
@@ -229,9 +228,7 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
                 g.capture_time_ms,
             )
         )
-    v_raw = m.get("vllm")
-    v: dict[str, Any] = v_raw if isinstance(v_raw, dict) else {}
-    est, took = v.get("estimated_cudagraph_gib"), v.get("capture_took_gib")
+    est, took = m.vllm.estimated_cudagraph_gib, m.vllm.capture_took_gib
     name = report.name.removesuffix(".json")
     return CostObservation(
         name=name,
@@ -241,6 +238,6 @@ def observation_from_report(doc: dict[str, Any], report: Path, root: Path | None
         capture_wall_s=wall_s,
         vllm_estimate_gib=None
         if est is None
-        else _number(est, f"{report}:measured.vllm.estimated_cudagraph_gib"),
-        vllm_took_gib=None if took is None else _number(took, f"{report}:measured.vllm.capture_took_gib"),
+        else number(est, f"{report}:measured.vllm.estimated_cudagraph_gib"),
+        vllm_took_gib=None if took is None else number(took, f"{report}:measured.vllm.capture_took_gib"),
     )

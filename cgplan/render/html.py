@@ -3,8 +3,12 @@ with an SVG coverage chart per decode tier."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from html import escape
 from typing import Any
+
+from cgplan.core.model.reports import CaptureReport, PlanDocument, ReqRange
 
 COLORS = {"FULL": "#2e7d32", "PIECEWISE": "#f9a825", "NONE": "#c62828", "-": "#bdbdbd"}
 LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "EAGER", "-": "other tier"}
@@ -29,20 +33,21 @@ def _pct(x: float) -> str:
     return f"{x:.0f}%" if x >= 10 or x == 0 else f"{x:.1f}%"
 
 
-def _query_lens(plan: dict[str, Any]) -> str:
-    dyn = plan.get("dynamic_sd")
+def _query_lens(plan: PlanDocument) -> str:
+    dyn = plan.dynamic_sd
     if not dyn:
-        return str(plan["uniform_decode_query_len"])
-    qls = sorted({k + 1 for _, _, k in dyn["lookup"]})
+        return str(plan.uniform_decode_query_len)
+    qls = sorted({k + 1 for _, _, k in dyn.lookup})
     return ", ".join(map(str, qls[:-1])) + f" or {qls[-1]}" if len(qls) > 1 else str(qls[0])
 
 
-def _mixed_rows(plan: dict[str, Any]) -> list[tuple[str, str]]:
+def _mixed_rows(plan: PlanDocument) -> list[tuple[str, str]]:
     """(tokens, outcome) of mixed/prefill batches, eager first (above the last range: eager)."""
-    rows = [(r["from_tokens"], r["to_tokens"], r["mode"]) for r in plan.get("mixed", [])]
+    rows = [(r.from_tokens, r.to_tokens, r.mode) for r in plan.mixed]
     covered = max((b for _, b, _ in rows), default=0)
-    if covered < plan["max_num_batched_tokens"]:
-        rows.append((covered + 1, plan["max_num_batched_tokens"], "NONE"))
+    limit = plan.max_num_batched_tokens or 0
+    if covered < limit:
+        rows.append((covered + 1, limit, "NONE"))
     merged: list[tuple[int, int, str]] = []
     for a, b, m in rows:
         if merged and merged[-1][2] == m and merged[-1][1] == a - 1:
@@ -53,28 +58,17 @@ def _mixed_rows(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f"{a}" if a == b else f"{a}..{b}", "EAGER" if m == "NONE" else m) for a, b, m in merged]
 
 
-def _gap_groups(plan: dict[str, Any]) -> list[tuple[str, str]]:
+def _gap_groups(plan: PlanDocument) -> list[tuple[str, str]]:
     """(title, reason): a tier's PIECEWISE fallbacks as one line, one-request runs as one number."""
     out: list[list[Any]] = []  # query_len, outcome, first, last, runs, reason
-    for g in plan.get("gaps", []):
-        outcome = "EAGER" if g["mode"] == "NONE" else g["mode"]
-        if out and outcome == "PIECEWISE" and out[-1][1] == "PIECEWISE" and out[-1][0] == g["query_len"]:
-            out[-1][3] = g["to_reqs"]
-            out[-1][4].append((g["from_reqs"], g["to_reqs"]))
-            out[-1][5] = (
-                f"no FULL graph for these request counts × {g['query_len']} tokens: PIECEWISE fallback"
-            )
+    for g in plan.gaps:
+        outcome = "EAGER" if g.mode == "NONE" else g.mode
+        if out and outcome == "PIECEWISE" and out[-1][1] == "PIECEWISE" and out[-1][0] == g.query_len:
+            out[-1][3] = g.to_reqs
+            out[-1][4].append((g.from_reqs, g.to_reqs))
+            out[-1][5] = f"no FULL graph for these request counts × {g.query_len} tokens: PIECEWISE fallback"
         else:
-            out.append(
-                [
-                    g["query_len"],
-                    outcome,
-                    g["from_reqs"],
-                    g["to_reqs"],
-                    [(g["from_reqs"], g["to_reqs"])],
-                    g["reason"],
-                ]
-            )
+            out.append([g.query_len, outcome, g.from_reqs, g.to_reqs, [(g.from_reqs, g.to_reqs)], g.reason])
     titles = []
     for ql, outcome, a, b, runs, reason in out:
         span = f"{a}" if a == b else f"{a}-{b}"
@@ -98,13 +92,13 @@ def _legend() -> str:
     )
 
 
-def _segments(rows: list[dict[str, Any]], in_tier: set[int]) -> list[tuple[int, int, str, int | None]]:
+def _segments(rows: Sequence[ReqRange], in_tier: set[int]) -> list[tuple[int, int, str, int | None]]:
     """(first, last, mode or "-", padded) runs, split where tier membership changes."""
     out: list[tuple[int, int, str, int | None]] = []
     for r in rows:
-        for n in range(r["from_reqs"], r["to_reqs"] + 1):
-            mode = r["mode"] if n in in_tier else "-"
-            padded = r["padded_tokens"]
+        for n in range(r.from_reqs, r.to_reqs + 1):
+            mode = r.mode if n in in_tier else "-"
+            padded = r.padded_tokens
             if (
                 out
                 and out[-1][1] == n - 1
@@ -119,7 +113,7 @@ def _segments(rows: list[dict[str, Any]], in_tier: set[int]) -> list[tuple[int, 
 
 def tier_chart(
     query_len: int,
-    rows: list[dict[str, Any]],
+    rows: Sequence[ReqRange],
     batches: list[tuple[int, int]],
     *,
     width: int = 960,
@@ -129,16 +123,16 @@ def tier_chart(
     if not rows or not batches:
         return ""
     n_lo = min(a for a, _ in batches)
-    n_hi = min(max(b for _, b in batches), max(int(r["to_reqs"]) for r in rows))
+    n_hi = min(max(b for _, b in batches), max(r.to_reqs for r in rows))
     rows = [
-        {**r, "from_reqs": max(int(r["from_reqs"]), n_lo), "to_reqs": min(int(r["to_reqs"]), n_hi)}
+        replace(r, from_reqs=max(r.from_reqs, n_lo), to_reqs=min(r.to_reqs, n_hi))
         for r in rows
-        if int(r["to_reqs"]) >= n_lo and int(r["from_reqs"]) <= n_hi
+        if r.to_reqs >= n_lo and r.from_reqs <= n_hi
     ]
     if not rows:
         return ""
     in_tier = {n for a, b in batches for n in range(a, b + 1)}
-    y_max: int = max([n_hi * query_len] + [int(r["padded_tokens"] or 0) for r in rows]) or 1
+    y_max: int = max([n_hi * query_len] + [r.padded_tokens or 0 for r in rows]) or 1
     left, bottom, top, right = 56, 28, 10, 28
     pw, ph = width - left - right, height - top - bottom
     span = n_hi - n_lo + 1
@@ -165,10 +159,10 @@ def tier_chart(
             f"{LABELS[mode]}{at}</title></rect>"
         )
     padded_pts = [
-        f"{x(n + 0.5):.2f},{y(r['padded_tokens']):.2f}"
+        f"{x(n + 0.5):.2f},{y(r.padded_tokens):.2f}"
         for r in rows
-        if r["padded_tokens"] is not None and r["mode"] != "NONE"
-        for n in (r["from_reqs"], r["to_reqs"])
+        if r.padded_tokens is not None and r.mode != "NONE"
+        for n in (r.from_reqs, r.to_reqs)
     ]
     real_pts = [
         f"{x(n_lo + 0.5):.2f},{y(n_lo * query_len):.2f}",
@@ -195,90 +189,89 @@ def tier_chart(
     return "".join(parts)
 
 
-def _tier_batches(plan: dict[str, Any], ql: int) -> list[tuple[int, int]]:
-    dyn = plan.get("dynamic_sd")
+def _tier_batches(plan: PlanDocument, ql: int) -> list[tuple[int, int]]:
+    dyn = plan.dynamic_sd
     if not dyn:
-        return [(1, plan["max_num_seqs"])] if ql == plan["uniform_decode_query_len"] else []
-    return [(a, b) for a, b, k in dyn["lookup"] if k + 1 == ql]
+        return [(1, plan.max_num_seqs)] if ql == plan.uniform_decode_query_len else []
+    return [(a, b) for a, b, k in dyn.lookup if k + 1 == ql]
 
 
-def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | None = None) -> list[str]:
-    uniform = uniform if uniform is not None else plan["uniform_decode"]
+def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] | None = None) -> list[str]:
+    uniform = uniform if uniform is not None else plan.uniform_decode
     out = [
-        f"<p>vLLM {escape(plan['vllm_version'])} rules · {escape(plan['platform'])} · model runner "
-        f"{escape(plan['model_runner'].upper())} · attention {escape(plan['attention_backend'])} "
-        f"({escape(plan['attention_cudagraph_support'])}) · "
-        f"cudagraph_mode <b>{escape(plan['cudagraph_mode'])}</b> · "
-        f"{len(plan['capture_sizes'])} capture sizes, max {plan['max_capture_size']} · uniform decode = "
+        f"<p>vLLM {escape(plan.vllm_version)} rules · {escape(plan.platform)} · model runner "
+        f"{escape((plan.model_runner or '').upper())} · attention {escape(plan.attention_backend)} "
+        f"({escape(plan.attention_cudagraph_support)}) · "
+        f"cudagraph_mode <b>{escape(plan.cudagraph_mode)}</b> · "
+        f"{len(plan.capture_sizes)} capture sizes, max {plan.max_capture_size} · uniform decode = "
         f"{_query_lens(plan)} {'token' if _query_lens(plan) == '1' else 'tokens'} per request</p>",
         "<h2>Graphs</h2><table><tr><th>family</th><th>PIECEWISE</th><th>FULL</th></tr>",
     ]
-    for fam, c in plan["graph_counts"].items():
-        out.append(f"<tr><td>{escape(fam)}</td><td>{c['PIECEWISE']}</td><td>{c['FULL']}</td></tr>")
-    out.append(f"<tr><th>total</th><th colspan=2>{plan['total_graphs']}</th></tr></table>")
-    pieces = plan.get("piecewise_pieces") or {}
+    for fam, c in plan.graph_counts.items():
+        out.append(f"<tr><td>{escape(fam)}</td><td>{c.piecewise}</td><td>{c.full}</td></tr>")
+    out.append(f"<tr><th>total</th><th colspan=2>{plan.total_graphs}</th></tr></table>")
+    pieces = plan.piecewise_pieces
     if pieces:
         out.append(
             '<p class="muted">a PIECEWISE descriptor is '
             + ", ".join(f"{n} CUDA graphs in the {escape(f)}" for f, n in pieces.items())
             + " (one per compiled piece)</p>"
         )
-    cost = plan.get("predicted_cost")
-    if cost and cost["total_mib"] is None:
+    cost = plan.predicted_cost
+    if cost and cost.total_mib is None:
         # outside the cost model's domain there is no figure (as in the table: the domain says why)
-        domain = cost["domain"]
+        domain = cost.domain
         out.append(
             "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
-            + escape("; ".join(domain["outside"]))
-            + f'</p><p class="muted">validated domain ({escape(cost["gpu"])} cost model): '
-            + escape(domain["fitted"])
+            + escape("; ".join(domain.outside if domain else ()))
+            + f'</p><p class="muted">validated domain ({escape(cost.gpu)} cost model): '
+            + escape(domain.fitted if domain else "")
             + "</p>"
         )
     elif cost:
-        kv = (plan.get("kv_cache") or {}).get("graph_memory_tokens")
-        per_token = (plan.get("kv_cache") or {}).get("bytes_per_token")
+        kv = plan.kv_cache.graph_memory_tokens if plan.kv_cache else None
+        per_token = plan.kv_cache.bytes_per_token if plan.kv_cache else None
         out.append(
             "<h2>Predicted graph memory</h2><p>capture phase (what vLLM's “took X GiB” counts), per rank: "
-            f"<b>{cost['total_mib']:,.0f} MiB</b> ({cost['low_mib']:,.0f}..{cost['high_mib']:,.0f}) "
+            f"<b>{cost.total_mib:,.0f} MiB</b> ({cost.low_mib:,.0f}..{cost.high_mib:,.0f}) "
             "taken from "
             "the KV cache"
             + (f" = <b>{kv:,} KV-cache tokens</b> at {per_token:,} bytes/token" if kv is not None else "")
-            + f" · capture ~{cost['capture_s']:.1f} s · {escape(cost['gpu'])} cost model</p>"
+            + f" · capture ~{cost.capture_s:.1f} s · {escape(cost.gpu)} cost model</p>"
         )
         out.append(
             "<table><tr><th>detail: graph sections</th><th>mode</th><th>graphs</th><th>pool MiB</th>"
             "<th>graph state MiB</th></tr>"
         )
         out += [
-            f"<tr><td>{escape(fm['family'])}</td><td>{fm['mode']}</td><td>{fm['graphs']}</td>"
-            f"<td>{fm['pool_mib']:,.0f}</td><td>{fm['graph_state_mib']:,.0f}</td></tr>"
-            for fm in cost["by_family_mode"]
+            f"<tr><td>{escape(fm.family)}</td><td>{fm.mode}</td><td>{fm.graphs}</td>"
+            f"<td>{fm.pool_mib:,.0f}</td><td>{fm.graph_state_mib:,.0f}</td></tr>"
+            for fm in cost.by_family_mode
         ]
         out.append(
             "<tr><td>warmup runs</td><td></td><td></td>"
-            f"<td colspan=2>{cost['warmup_mib']:,.0f}</td></tr></table>"
+            f"<td colspan=2>{cost.warmup_mib:,.0f}</td></tr></table>"
         )
-        out += [f'<p class="muted">caveat: {escape(c)}</p>' for c in cost.get("caveats", [])]
-    if plan.get("assumed"):
+        out += [f'<p class="muted">caveat: {escape(c)}</p>' for c in cost.caveats]
+    if plan.assumed:
         out.append("<h2>Assumed (not in the config)</h2><ul>")
         out += [
-            f"<li><code>{escape(a['key'])} = {escape(a['value'])}</code>: {escape(a['origin'])}</li>"
-            for a in plan["assumed"]
+            f"<li><code>{escape(a.key)} = {escape(a.value)}</code>: {escape(a.origin)}</li>"
+            for a in plan.assumed
         ]
         out.append("</ul>")
-    if plan.get("dynamic_sd"):
+    if plan.dynamic_sd:
         out.append(
             "<h2>Dynamic speculative decoding</h2><table><tr><th>batch sizes</th><th>K</th>"
             "<th>tokens/request</th></tr>"
         )
         out += [
-            f"<tr><td>{a}-{b}</td><td>{k}</td><td>{k + 1}</td></tr>"
-            for a, b, k in plan["dynamic_sd"]["lookup"]
+            f"<tr><td>{a}-{b}</td><td>{k}</td><td>{k + 1}</td></tr>" for a, b, k in plan.dynamic_sd.lookup
         ]
         out.append("</table>")
     out.append("<h2>Uniform decode coverage</h2>" + _legend())
-    for ql, rows in sorted(uniform.items(), key=lambda kv: int(kv[0])):
-        batches = _tier_batches(plan, int(ql))
+    for ql, rows in sorted(uniform.items()):
+        batches = _tier_batches(plan, ql)
         if not batches:
             continue
         out.append(
@@ -286,14 +279,14 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
             + ", ".join(f"{a}-{b}" for a, b in batches)
             + ")</h3>"
         )
-        out.append(tier_chart(int(ql), rows, batches))
-    pad = plan.get("step_padding")
-    if pad and pad["replayed_batches"]:
+        out.append(tier_chart(ql, rows, batches))
+    pad = plan.step_padding
+    if pad and pad.replayed_batches:
         out.append(
-            f"<p>per-step padding (uniform decode, graph-replayed): worst <b>{_pct(pad['worst_pct'])}</b> "
-            f"({pad['worst_reqs']} requests × {pad['worst_query_len']} tokens), "
-            f"mean <b>{_pct(pad['mean_pct'])}</b> "
-            f"over {pad['replayed_batches']} batch sizes, each counted once</p>"
+            f"<p>per-step padding (uniform decode, graph-replayed): worst <b>{_pct(pad.worst_pct)}</b> "
+            f"({pad.worst_reqs} requests × {pad.worst_query_len} tokens), "
+            f"mean <b>{_pct(pad.mean_pct)}</b> "
+            f"over {pad.replayed_batches} batch sizes, each counted once</p>"
         )
     out.append("<h2>Mixed and prefill batches</h2><table><tr><th>tokens</th><th>outcome</th></tr>")
     out += [
@@ -302,26 +295,26 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
     ]
     out.append("</table>")
     out.append(
-        f"<h2>Capture sizes ({len(plan['capture_sizes'])}, tokens)</h2><p><code>"
-        + ", ".join(map(str, plan["capture_sizes"]))
+        f"<h2>Capture sizes ({len(plan.capture_sizes)}, tokens)</h2><p><code>"
+        + ", ".join(map(str, plan.capture_sizes))
         + "</code></p>"
     )
     out.append("<h2>Gaps and fixes</h2>")
-    if not plan.get("gaps"):
+    if not plan.gaps:
         out.append(
             '<p class="fix">No gaps: every uniform-decode batch of every tier replays a decode-mode '
             "graph.</p>"
         )
     for title, reason in _gap_groups(plan):
         out.append(f'<p class="gap">{escape(title)}</p><p class="muted">{escape(reason)}</p>')
-    for i, f in enumerate(plan.get("fixes", [])):
-        label = "partial fix" if not f.get("complete", True) else ("fix" if i == 0 else "or")
+    for i, f in enumerate(plan.fixes):
+        label = "partial fix" if not f.complete else ("fix" if i == 0 else "or")
         out.append(
-            f'<p class="{"fix" if f.get("complete", True) else "gap"}">{label}: '
-            f"{escape('; '.join(f.get('changes', [])))}</p>"
-            f'<pre class="flags">{escape(f.get("command_line") or " ".join(f["flags"]))}</pre>'
-            f'<p class="muted">{escape(f["summary"])}'
-            + (f" — partial: {escape(f['still_open'])}" if f.get("still_open") else "")
+            f'<p class="{"fix" if f.complete else "gap"}">{label}: '
+            f"{escape('; '.join(f.changes))}</p>"
+            f'<pre class="flags">{escape(f.command_line or " ".join(f.flags))}</pre>'
+            f'<p class="muted">{escape(f.summary)}'
+            + (f" — partial: {escape(f.still_open)}" if f.still_open else "")
             + "</p>"
         )
     return out
@@ -336,37 +329,37 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def plan_html(plan: dict[str, Any]) -> str:
-    """A plan (the `--json` contract dict) as a page."""
-    return _page(f"cgplan plan · {plan.get('source') or ''}", _plan_body(plan))
+def plan_html(plan: PlanDocument) -> str:
+    """A plan (its `--json` document) as a page."""
+    return _page(f"cgplan plan · {plan.source or ''}", _plan_body(plan))
 
 
-def capture_html(doc: dict[str, Any]) -> str:
+def capture_html(report: CaptureReport) -> str:
     """A capture report as a page: measured coverage, memory per family, the verdict."""
-    m, plan = doc["measured"], doc["plan"]
+    m, plan = report.measured, report.plan
     body = [
-        f"<p>status <b>{escape(doc['status'])}</b>"
-        + (f" — {escape(doc['failure'])}" if doc.get("failure") else "")
+        f"<p>status <b>{escape(report.status)}</b>"
+        + (f" — {escape(report.failure)}" if report.failure else "")
         + "</p>",
         "<h2>Memory and time per family</h2><table><tr><th>family</th><th>mode</th><th>graphs</th>"
         "<th>NVML MiB</th><th>capture s</th></tr>",
     ]
-    for s in doc.get("summary", []):
-        mib = "n/a" if s["nvml_bytes"] is None else f"{s['nvml_bytes'] / 2**20:.1f}"
+    for s in report.summary:
+        mib = "n/a" if s.nvml_bytes is None else f"{s.nvml_bytes / 2**20:.1f}"
         body.append(
-            f"<tr><td>{escape(s['family'])}</td><td>{s['mode']}</td><td>{s['graphs']}</td><td>{mib}</td>"
-            f"<td>{s['capture_time_ms'] / 1000:.2f}</td></tr>"
+            f"<tr><td>{escape(s.family)}</td><td>{s.mode}</td><td>{s.graphs}</td><td>{mib}</td>"
+            f"<td>{s.capture_time_ms / 1000:.2f}</td></tr>"
         )
     body.append("</table>")
-    c = doc.get("comparison")
+    c = report.comparison
     if c:
-        verdict = "plan matches the GPU" if c["matches"] else "plan and GPU disagree"
+        verdict = "plan matches the GPU" if c.matches else "plan and GPU disagree"
         body.append(
-            f'<p class="{"fix" if c["matches"] else "gap"}">{verdict}: {c["dispatch_checked"]} batch shapes '
-            f"probed, {len(c['dispatch_mismatches'])} runs differ</p>"
+            f'<p class="{"fix" if c.matches else "gap"}">{verdict}: {c.dispatch_checked} batch shapes '
+            f"probed, {len(c.dispatch_mismatches)} runs differ</p>"
         )
-    body += _plan_body(plan, m.get("uniform_decode") or plan["uniform_decode"])
-    return _page(f"cgplan capture · {doc.get('source') or ''}", body)
+    body += _plan_body(plan, m.uniform_decode or plan.uniform_decode)
+    return _page(f"cgplan capture · {report.source or ''}", body)
 
 
 def diff_html(d: dict[str, Any]) -> str:
@@ -409,9 +402,13 @@ def diff_html(d: dict[str, Any]) -> str:
                 if not tier:
                     continue
                 batches = [(int(x), int(y)) for x, y in tier["batches"]]
+                rows = [
+                    ReqRange(r["from_reqs"], r["to_reqs"], r["mode"], r["padded_tokens"])
+                    for r in tier["rows"]
+                ]
                 body.append(
                     f'<h3 style="font-size:14px">{side.upper()}: {ql} tokens per request</h3>'
-                    + tier_chart(int(ql), tier["rows"], batches)
+                    + tier_chart(int(ql), rows, batches)
                 )
     if d.get("shared_gaps"):
         body.append(

@@ -14,12 +14,13 @@ from cgplan.api import capture as capture_mod
 from cgplan.api.fleet import iter_reports
 from cgplan.api.plan import plan_file
 from cgplan.core.compare.measure import GraphMeasurement, MeasuredCapture, compare
+from cgplan.core.model.reports import ReqRange, TokenRange
 from cgplan.core.model.types import DispatchRange
 from cgplan.errors import CaptureError, ConfigRejected, ExitCode, GpuUnavailableError, exit_code_of
 from cgplan.gpu.recorder import GraphRecorder
 from cgplan.gpu.vllm_backend import vllm_figures
 from cgplan.io.config import Overrides
-from cgplan.io.reports import read_report
+from cgplan.io.reports import read_capture_report, read_fleet_report
 from cgplan.render.capture import render_capture
 from tests.paths import ROOT_DIR
 
@@ -45,9 +46,7 @@ EVIDENCE = sorted(
 CONFIGS = ROOT / "configs/gpu"
 # fleet/: multi-config captures (issue 19); their aggregates list the complete reports.
 FLEET_AGGREGATES = sorted(H200.glob("fleet/*/fleet.json"))
-EVIDENCE += sorted(
-    r for agg in FLEET_AGGREGATES for r in iter_reports(json.loads(agg.read_text()), agg.parent)
-)
+EVIDENCE += sorted(r for agg in FLEET_AGGREGATES for r in iter_reports(read_fleet_report(agg), agg.parent))
 
 
 def _config_of(report: Path) -> Path:
@@ -70,88 +69,68 @@ def test_fleet_aggregates_agree_with_their_reports() -> None:
     """The committed multi-config runs: every row's report is there and says what the row says."""
     assert FLEET_AGGREGATES
     for agg in FLEET_AGGREGATES:
-        doc = json.loads(agg.read_text())
-        assert doc["kind"] == "fleet" and doc["schema_version"] == 1
-        for row in doc["configs"]:
-            if row["report"] is None:
-                assert row["status"] == "not run" or row["failure_class"] is not None
+        doc = read_fleet_report(agg)
+        assert doc.kind == "fleet" and doc.schema_version == 1
+        for row in doc.configs:
+            if row.report is None:
+                assert row.status == "not run" or row.failure_class is not None
                 continue
-            report = read_report(agg.parent / row["report"])
-            assert report["status"] == row["status"]
-            assert report["config_fingerprint"] == row["config_fingerprint"]
+            report = read_capture_report(agg.parent / row.report)
+            assert report.status == row.status
+            assert report.config_fingerprint == row.config_fingerprint
 
 
 @pytest.mark.parametrize("report", EVIDENCE, ids=[str(p.relative_to(H200).with_suffix("")) for p in EVIDENCE])
 def test_gpu_evidence_matches_todays_plan(report: Path) -> None:
     """What vLLM captured and dispatched on the H200 equals what cgplan plans now."""
-    doc = read_report(report)
-    assert doc["kind"] == "capture" and doc["status"] == "complete"
+    doc = read_capture_report(report)
+    assert doc.status == "complete"
     config = _config_of(report)
-    _, plan = plan_file(config, Overrides(vllm_version=doc["environment"]["vllm"]))
-    measured = doc["measured"]
-    assert measured["model_runner"] == plan.model_runner
-    assert measured["cudagraph_mode"] == plan.cudagraph_mode
-    assert measured["capture_sizes"] == list(plan.capture_sizes)
+    _, plan = plan_file(config, Overrides(vllm_version=doc.environment.vllm))
+    measured = doc.measured
+    assert measured.model_runner == plan.model_runner
+    assert measured.cudagraph_mode == plan.cudagraph_mode
+    assert measured.capture_sizes == plan.capture_sizes
     for family, graphs in plan.graphs.items():
         got = sorted(
-            (g["mode"], g["num_tokens"], g["num_reqs"], g["query_len"], g.get("num_active_loras", 0))
-            for g in measured["graphs"]
-            if g["family"] == family
+            (g.mode, g.num_tokens, g.num_reqs, g.query_len, g.num_active_loras)
+            for g in measured.graphs
+            if g.family == family
         )
         want = sorted((g.mode, g.num_tokens, g.num_reqs, g.query_len, g.num_active_loras) for g in graphs)
         assert got == want, family
-    assert {g["family"] for g in measured["graphs"]} <= set(plan.graphs)
-    for ql, rows in measured["uniform_decode"].items():
-        want_rows = [
-            {
-                "from_reqs": r.first,
-                "to_reqs": r.last,
-                "mode": r.mode,
-                "padded_tokens": r.padded_tokens,
-                "padded_reqs": r.padded_reqs,
-            }
-            for r in plan.uniform_decode[int(ql)]
-        ]
+    assert {g.family for g in measured.graphs} <= set(plan.graphs)
+    for ql, rows in measured.uniform_decode.items():
+        want_rows = tuple(
+            ReqRange(r.first, r.last, r.mode, r.padded_tokens, r.padded_reqs) for r in plan.uniform_decode[ql]
+        )
         assert rows == want_rows, f"uniform decode q={ql}"
     # with LoRA: the probe with one active adapter (present in LoRA captures only)
-    for ql, rows in measured.get("uniform_decode_lora1", {}).items():
-        want_rows = [
-            {
-                "from_reqs": r.first,
-                "to_reqs": r.last,
-                "mode": r.mode,
-                "padded_tokens": r.padded_tokens,
-                "padded_reqs": r.padded_reqs,
-            }
-            for r in plan.uniform_decode_lora[int(ql)]
-        ]
+    for ql, rows in measured.uniform_decode_lora1.items():
+        want_rows = tuple(
+            ReqRange(r.first, r.last, r.mode, r.padded_tokens, r.padded_reqs)
+            for r in plan.uniform_decode_lora[ql]
+        )
         assert rows == want_rows, f"uniform decode with one LoRA adapter q={ql}"
-    assert ("uniform_decode_lora1" in measured) == bool(plan.uniform_decode_lora)
-    want_mixed = [
-        {
-            "from_tokens": r.first,
-            "to_tokens": r.last,
-            "mode": r.mode,
-            "padded_tokens": r.padded_tokens,
-            "padded_reqs": r.padded_reqs,
-        }
-        for r in plan.mixed
-    ]
-    assert measured["mixed"] == want_mixed
-    assert doc["comparison"]["matches"] is True
-    v = measured["vllm"]
-    assert v["capture_took_gib"] is not None and v["kv_cache_tokens"] > 0
+    assert ("uniform_decode_lora1" not in measured.absent) == bool(plan.uniform_decode_lora)
+    want_mixed = tuple(
+        TokenRange(r.first, r.last, r.mode, r.padded_tokens, r.padded_reqs) for r in plan.mixed
+    )
+    assert measured.mixed == want_mixed
+    assert doc.comparison is not None and doc.comparison.matches is True
+    v = measured.vllm
+    assert v.capture_took_gib is not None and v.kv_cache_tokens is not None and v.kv_cache_tokens > 0
     # every captured descriptor was measured: capture time and NVML delta present
-    assert all(g["pieces"] >= 1 and g["nvml_delta_bytes"] is not None for g in measured["graphs"])
+    assert all(g.pieces >= 1 and g.nvml_delta_bytes is not None for g in measured.graphs)
 
 
 def test_gpu_crash_is_predicted() -> None:
     """vLLM 0.26.0 failed an assertion capturing the drafter's decode graphs on the H200;
     today's planner refuses that config for 0.26.0-0.31.0 and accepts it from 0.32.0."""
-    doc = read_report(H200 / "tiny-eagle-dyn-v2-vllm.json")
-    assert doc["status"] == "partial" and "AssertionError" in doc["failure"]
-    captured = [g for g in doc["measured"]["graphs"] if g["family"] == "drafter_decode"]
-    assert [g["query_len"] for g in captured] == [1]  # the next descriptor (query length -1) crashed it
+    doc = read_capture_report(H200 / "tiny-eagle-dyn-v2-vllm.json")
+    assert doc.status == "partial" and doc.failure is not None and "AssertionError" in doc.failure
+    captured = [g for g in doc.measured.graphs if g.family == "drafter_decode"]
+    assert [g.query_len for g in captured] == [1]  # the next descriptor (query length -1) crashed it
     with pytest.raises(ConfigRejected, match="fails an assertion while capturing the drafter's decode"):
         plan_file(CONFIGS / "tiny-eagle-dyn-v2.yaml", Overrides(vllm_version="0.26.0"))
     plan_file(CONFIGS / "tiny-eagle-dyn-v2.yaml", Overrides(vllm_version="0.32.0"))
@@ -326,10 +305,11 @@ def test_failure_half_way_keeps_partial_report(
     assert isinstance(outcome.failure, CaptureError)
     assert exit_code_of(outcome.failure) == ExitCode.CAPTURE_FAILED
     assert words in outcome.failure.message
-    doc = read_report(out)
-    assert doc["status"] == "partial" and words in doc["failure"]
-    assert [g["num_tokens"] for g in doc["measured"]["graphs"]] == [64]
-    assert doc["measured"]["graphs"][0]["nvml_delta_bytes"] == 2 << 20
+    doc = read_capture_report(out)
+    assert doc == outcome.report  # the report as written reads back as it was made
+    assert doc.status == "partial" and doc.failure is not None and words in doc.failure
+    assert [g.num_tokens for g in doc.measured.graphs] == [64]
+    assert doc.measured.graphs[0].nvml_delta_bytes == 2 << 20
     assert not list(tmp_path.glob(".report.json.*"))  # no temporary file left behind
     assert "partial" in render_capture(doc)
 
@@ -338,4 +318,4 @@ def test_report_reader_rejects_newer_schema(tmp_path: Path) -> None:
     p = tmp_path / "r.json"
     p.write_text(json.dumps({"schema_version": 99, "kind": "capture"}))
     with pytest.raises(Exception, match=r"schema_version: 99 is newer than this cgplan reads"):
-        read_report(p)
+        read_capture_report(p)

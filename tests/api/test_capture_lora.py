@@ -10,6 +10,7 @@ active-adapter count; the configs under configs/gpu/lora/ are the ones the H200 
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from cgplan.gpu.recorder import GraphRecorder
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.reports import side_from_report
 from cgplan.io.schema.capture import measured_to_dict
+from cgplan.io.schema.reports import capture_from_json
 from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
@@ -142,18 +144,21 @@ def test_report_carries_adapter_counts_only_with_lora(tmp_path: Path) -> None:
     assert all("num_active_loras" not in g for g in plain["graphs"]) and "uniform_decode_lora1" not in plain
     # a capture report read back as a diff side keeps each graph's adapter count
     doc = {
+        "schema_version": 1,
         "kind": "capture",
         "status": "complete",
         "config_fingerprint": None,
         "plan": {
+            "schema_version": 1,
             "vllm_version": "0.26.0",
             "uniform_decode_query_len": 1,
             "max_num_seqs": 32,
             "graphs": {"target": []},
+            "uniform_decode": {},
         },
-        "measured": d,
+        "measured": json.loads(json.dumps(d)),
     }
-    side = side_from_report(doc, "gpu")
+    side = side_from_report(capture_from_json(doc, "gpu"), "gpu")
     assert {g.num_active_loras for g in side.graphs["target"]} == {4}
 
 

@@ -26,8 +26,9 @@ from cgplan.errors import ReportError
 from cgplan.gpu import vllm_backend as vb
 from cgplan.gpu.recorder import GraphRecorder, NullProgress
 from cgplan.io.config import Overrides, load_config
-from cgplan.io.reports import ranks_from_report, read_report, side_from_report
+from cgplan.io.reports import ranks_from_report, read_capture_report, report_text, side_from_report
 from cgplan.io.schema.capture import rank_to_dict
+from cgplan.io.schema.reports import capture_from_json
 from cgplan.render.capture import render_capture
 from tests.paths import ROOT_DIR
 
@@ -188,26 +189,26 @@ def test_tp_capture_report_has_every_rank(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert seen["nvml_sessions"] == []
     assert seen["llm_kwargs"]["distributed_executor_backend"] == "mp"
     assert [m for m, _ in seen["rpc"]] == [vb.rank_payload]
-    doc = read_report(out)
-    m = doc["measured"]
-    assert doc["status"] == "complete" and doc["comparison"]["matches"] is True
-    assert [r["rank"] for r in m["ranks"]] == [0, 1]
-    assert m["graphs"] == m["ranks"][0]["graphs"]  # rank 0's graphs are the ones compared
+    doc = read_capture_report(out)
+    m = doc.measured
+    assert doc.status == "complete" and doc.comparison is not None and doc.comparison.matches is True
+    assert [r.rank for r in m.ranks] == [0, 1]
+    assert m.graphs == m.ranks[0].graphs  # rank 0's graphs are the ones compared
     n = sum(len(g) for g in plan.graphs.values())
-    assert m["ranks"][0]["graph_nvml_total_bytes"] == 3 * MIB * n
-    assert m["ranks"][1]["graph_nvml_total_bytes"] == 2 * MIB * n
-    assert m["capture_nvml_delta_bytes"] == 1600 * MIB  # both GPUs
-    assert m["capture_wall_s"] == 13.25  # the slowest rank
-    assert m["vllm"]["capture_took_gib"] == 0.88 and m["vllm"]["capture_finished_secs"] == 13  # rank 0's
-    assert m["vllm"]["kv_cache_tokens"] == 16000
-    assert any(line.startswith("(rank 0) ") for line in doc["vllm_log"])
+    assert m.ranks[0].graph_nvml_total_bytes == 3 * MIB * n
+    assert m.ranks[1].graph_nvml_total_bytes == 2 * MIB * n
+    assert m.capture_nvml_delta_bytes == 1600 * MIB  # both GPUs
+    assert m.capture_wall_s == 13.25  # the slowest rank
+    assert m.vllm.capture_took_gib == 0.88 and m.vllm.capture_finished_secs == 13  # rank 0's
+    assert m.vllm.kv_cache_tokens == 16000
+    assert any(line.startswith("(rank 0) ") for line in doc.vllm_log)
     # JSON round trip through the strict reader
-    ranks = ranks_from_report(doc, "tp.json")
+    ranks = ranks_from_report(doc)
     assert ranks == tuple(p.measurement for p in sorted(_payloads(plan), key=lambda p: p.measurement.rank))
     side = side_from_report(doc, "tp.json")
     # graph memory is rank 0's capture phase (like the prediction and vLLM's "took"), per rank;
     # the graph sections' sum stays as the labelled detail
-    assert side.pool_bytes == m["ranks"][0]["capture_nvml_delta_bytes"] != m["capture_nvml_delta_bytes"]
+    assert side.pool_bytes == m.ranks[0].capture_nvml_delta_bytes != m.capture_nvml_delta_bytes
     assert side.graph_sections_bytes == 3 * MIB * n
     text = render_capture(doc, width=140)
     assert "2 tensor-parallel ranks" in text and "NVIDIA H200 (NVML 1)" in text
@@ -220,8 +221,8 @@ def test_tp_eagle_capture_keeps_families(monkeypatch: pytest.MonkeyPatch) -> Non
     with fake_stack(monkeypatch, _payloads(plan)):
         outcome = capture_mod.run_capture(TP2_EAGLE, Overrides(), backend="vllm")
     doc = outcome.report
-    assert doc["comparison"]["matches"] is True
-    assert {g["family"] for g in doc["measured"]["ranks"][1]["graphs"]} == set(plan.graphs)
+    assert doc.comparison is not None and doc.comparison.matches is True
+    assert {g.family for g in doc.measured.ranks[1].graphs} == set(plan.graphs)
 
 
 def test_spawned_worker_is_a_failure_not_an_empty_report(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -234,7 +235,7 @@ def test_spawned_worker_is_a_failure_not_an_empty_report(monkeypatch: pytest.Mon
         outcome = capture_mod.run_capture(TP2, Overrides(), backend="vllm")
     assert outcome.failure is not None and "spawned" in outcome.failure.message
     assert "an unknown number of graphs" in outcome.failure.message
-    assert outcome.report["status"] == "failed"
+    assert outcome.report.status == "failed"
 
 
 def test_tp1_path_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,9 +247,9 @@ def test_tp1_path_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     env = seen["env_at_start"]
     assert env["VLLM_WORKER_MULTIPROC_METHOD"] is None and env["PYTORCH_NVML_BASED_CUDA_CHECK"] is None
     assert env["NCCL_NVLS_ENABLE"] is None
-    m = outcome.report["measured"]
-    assert "ranks" not in m
-    assert ranks_from_report(outcome.report, "r") == ()
+    m = outcome.report.measured
+    assert "ranks" in m.absent and "ranks" not in json.loads(report_text(outcome.report))["measured"]
+    assert ranks_from_report(outcome.report) == ()
     assert "tensor-parallel" not in render_capture(outcome.report)
 
 
@@ -316,8 +317,9 @@ def _bad(doc: dict[str, Any], **rank0: Any) -> dict[str, Any]:
 def test_report_reader_checks_the_rank_section() -> None:
     graph = GraphMeasurement(0, "target", "FULL", 8, 8, 1, 1, 1.5, 2.5, -3, 4)  # NVML can shrink
     ranks = (RankMeasurement(0, 0, "NVIDIA H200", 2, (graph,), 1.0, 10), RankMeasurement(1, 1, None, None))
-    doc = {"kind": "capture", "measured": {"ranks": [rank_to_dict(r) for r in ranks]}}
-    assert ranks_from_report(json.loads(json.dumps(doc)), "r") == ranks
+    doc = json.loads((ROOT / "benchmarks/results/h200/tiny-nospec-vllm.json").read_text())
+    doc["measured"]["ranks"] = [rank_to_dict(r) for r in ranks]
+    assert ranks_from_report(capture_from_json(json.loads(json.dumps(doc)), "r")) == ranks
     cases = [
         (_bad(doc, rank=1), r"ranks\[1\]\.rank: ranks must be sorted and unique"),
         (_bad(doc, rank="0"), r"ranks\[0\]\.rank: expected an integer"),
@@ -329,15 +331,16 @@ def test_report_reader_checks_the_rank_section() -> None:
     ]
     for bad, words in cases:
         with pytest.raises(ReportError, match=words):
-            ranks_from_report(bad, "r")
-    not_a_list: dict[str, Any] = {"measured": {"ranks": {"0": {}}}}
-    with pytest.raises(ReportError, match=r"measured\.ranks: expected a list of ranks"):
-        ranks_from_report(not_a_list, "r")
+            capture_from_json(bad, "r")
+    not_a_list = json.loads(json.dumps(doc))
+    not_a_list["measured"]["ranks"] = {"0": {}}
+    with pytest.raises(ReportError, match=r"r:measured\.ranks: expected a list of ranks"):
+        capture_from_json(not_a_list, "r")
 
 
 def test_old_capture_reports_still_read() -> None:
     """Reports written before the rank section (schema 1, no `ranks`) read as before."""
     for path in sorted((ROOT / "benchmarks/results/h200").glob("*-vllm.json")):
-        doc = read_report(path)
-        assert ranks_from_report(doc, path.name) == ()
+        doc = read_capture_report(path)
+        assert ranks_from_report(doc) == ()
         side_from_report(doc, path.name)

@@ -15,6 +15,7 @@ import pytest
 
 from cgplan.api import fleet
 from cgplan.api.fleet import ChildOptions, FleetJob, FleetRun, JobResult
+from cgplan.core.model.reports import EagerRun, FleetReport, FleetRow, FleetTotals
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides
 from cgplan.render.fleet import fleet_html, fleet_markdown, fleet_table
@@ -22,6 +23,8 @@ from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
 MODEL = ROOT / "configs/models/tiny-llama-v512"
+REPORT = (ROOT / "benchmarks/results/h200/tiny-nospec-vllm.json").read_text()
+"""What a fake child writes: a complete capture report (the reader checks every report it reads)."""
 
 
 def write_config(folder: Path, name: str, *, tp: int = 1, max_num_seqs: int = 8) -> Path:
@@ -47,7 +50,7 @@ class FakeHandle:
             self.left -= 1
             return None
         if self.rc == 0 and not self.job.report.exists():
-            self.job.report.write_text(json.dumps({"kind": "capture", "status": "complete"}))
+            self.job.report.write_text(REPORT)
             self.log.append(("end", self.job.name))
         return self.rc
 
@@ -193,7 +196,7 @@ def test_exit_code_and_failure_classes(tmp_path: Path) -> None:
 def test_a_stale_report_is_not_taken_for_a_crashed_childs(tmp_path: Path) -> None:
     jobs = _jobs(tmp_path, {"a": 1})
     (tmp_path / "out").mkdir()
-    jobs[0].report.write_text(json.dumps({"kind": "capture", "status": "complete"}))
+    jobs[0].report.write_text(REPORT)
     results, _ = fleet.run_local(jobs, ["0"], FakeLauncher(rcs={"a": -9}), poll_s=0)
     assert (results[0].status, results[0].failure_class, results[0].has_report) == (
         "failed",
@@ -244,38 +247,49 @@ def test_environment_key_decides_resume() -> None:
 
 
 def test_renderers_show_every_config() -> None:
-    doc = {
-        "runner": "local",
-        "gpus": ["0"],
-        "command": ["cgplan", "capture"],
-        "interrupted": False,
-        "configs": [
-            {
-                "name": "a|b",
-                "status": "complete",
-                "resumed": True,
-                "plan_matches": True,
-                "eager_fallbacks_measured": [{"query_len": 17, "from_reqs": 31, "to_reqs": 32}],
-                "predicted_memory_mib": 169.1,
-                "predicted_memory_domain": "hidden size 512 is outside the fitted 2048..5120",
-                "measured_memory_mib": 96.0,
-                "predicted_capture_s": 2.75,
-                "measured_capture_s": 0.59,
-                "gpus": ["0"],
-                "failure_class": None,
-                "report": "a.json",
-            },
-            {"name": "c", "status": "failed", "failure_class": "crashed", "failure": "<died>", "gpus": []},
-        ],
-        "totals": {
-            "configs": 2,
-            "by_status": {"complete": 1, "failed": 1},
-            "resumed": 1,
-            "plans_matched": 1,
-            "plans_differed": 0,
-            "failed": 1,
-        },
-    }
+    doc = FleetReport(
+        schema_version=1,
+        runner="local",
+        gpus=("0",),
+        command=("cgplan", "capture"),
+        interrupted=False,
+        configs=(
+            FleetRow(
+                name="a|b",
+                config="a.yaml",
+                status="complete",
+                tensor_parallel_size=1,
+                wall_s=1.0,
+                resumed=True,
+                plan_matches=True,
+                eager_fallbacks_measured=(EagerRun(query_len=17, from_reqs=31, to_reqs=32),),
+                predicted_memory_mib=169.1,
+                predicted_memory_domain="hidden size 512 is outside the fitted 2048..5120",
+                measured_memory_mib=96.0,
+                predicted_capture_s=2.75,
+                measured_capture_s=0.59,
+                gpus=("0",),
+                report="a.json",
+            ),
+            FleetRow(
+                name="c",
+                config="c.yaml",
+                status="failed",
+                tensor_parallel_size=1,
+                wall_s=0.0,
+                failure_class="crashed",
+                failure="<died>",
+            ),
+        ),
+        totals=FleetTotals(
+            configs=2,
+            by_status={"complete": 1, "failed": 1},
+            resumed=1,
+            plans_matched=1,
+            plans_differed=0,
+            failed=1,
+        ),
+    )
     table = fleet_table(doc)
     assert "complete (resumed)" in table and "31-32×17" in table and "169 / 96" in table
     assert "crashed: <died>" in table

@@ -69,7 +69,7 @@ def test_ray_runs_each_config_with_its_gpus_and_gathers_the_reports(
     agg = fleet.aggregate(
         fleet.FleetRun(tuple(results), "ray", (), False, ("cgplan",), "t", tmp_path / "out")
     )
-    assert agg["runner"] == "ray" and fleet.exit_code(agg) == 4
+    assert agg.runner == "ray" and fleet.exit_code(agg) == 4
 
     # again: the complete reports are resumed (checked on the worker), the partial one is not
     results, _ = fleet_ray.run_ray(jobs[:3], "auto", ChildOptions("fake"), poll_s=0.2)

@@ -16,6 +16,7 @@ from cgplan.core.compare.sweep import MAX_SWEEP_POINTS
 from cgplan.errors import ConfigError, ReportError
 from cgplan.io.config import MAX_LADDER_TOKENS, MAX_LIST, MAX_REASONABLE, MAX_SCHEDULE, load_config
 from cgplan.io.reports import side_from_report
+from cgplan.io.schema.reports import plan_from_json
 from cgplan.io.sweep_axes import parse_set
 from tests.fuzz.harness import EXAMPLES, MODELS, problems, run_cli
 
@@ -138,12 +139,12 @@ def plan_report(max_num_seqs: int, rows: int = 1) -> dict[str, object]:
 
 
 def test_report_limits() -> None:
-    side_from_report(plan_report(MAX_REASONABLE), "r.json")
-    with pytest.raises(ReportError, match=r"r\.json: max_num_seqs: expected an integer from 1 to 10,000,000"):
-        side_from_report(plan_report(MAX_REASONABLE + 1), "r.json")
-    side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST), "r.json")
+    side_from_report(plan_from_json(plan_report(MAX_REASONABLE), "r.json"), "r.json")
+    with pytest.raises(ReportError, match=r"r\.json:max_num_seqs: expected an integer from 1 to 10,000,000"):
+        plan_from_json(plan_report(MAX_REASONABLE + 1), "r.json")
+    side_from_report(plan_from_json(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST), "r.json"), "r.json")
     with pytest.raises(ReportError, match=r"dynamic_sd\.lookup: 100,001 entries; at most 100,000"):
-        side_from_report(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST + 1), "r.json")
+        plan_from_json(plan_report(MAX_REASONABLE, rows=10 * MAX_LIST + 1), "r.json")
 
 
 def test_default_ladder_bound(tmp_path: Path) -> None:

@@ -18,6 +18,6 @@ def test_capture_tiny_matches_plan(tmp_path: Path) -> None:
     outcome = run_capture(ROOT / "configs/gpu/tiny-nospec.yaml", Overrides(), output=out)
     assert outcome.failure is None
     doc = outcome.report
-    assert doc["status"] == "complete"
-    assert doc["comparison"]["matches"], doc["comparison"]
-    assert all(g["capture_time_ms"] > 0 for g in doc["measured"]["graphs"])
+    assert doc.status == "complete"
+    assert doc.comparison is not None and doc.comparison.matches, doc.comparison
+    assert all(g.capture_time_ms > 0 for g in doc.measured.graphs)

@@ -203,7 +203,7 @@ def test_capture_report_needs_a_known_status(
     report = write(tmp_path / "r.json", doc)
     code, out, err = run(monkeypatch, capsys, "gate", str(report))
     assert (code, out) == (2, "")
-    assert err.startswith(f"cgplan: error: {report}: status: expected one of complete, partial, failed (got ")
+    assert err.startswith(f"cgplan: error: {report}:status: expected one of complete, partial, failed (got ")
 
 
 # --- 3. comparisons in O(ranges) -------------------------------------------------------------

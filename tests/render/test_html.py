@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,12 +11,15 @@ import pytest
 from cgplan.api.plan import plan_file
 from cgplan.api.sides import load_side
 from cgplan.core.compare.diff import diff_sides
+from cgplan.io.reports import read_capture_report
 from cgplan.io.schema.diff import diff_to_dict
 from cgplan.io.schema.plan import plan_to_dict
+from cgplan.io.schema.reports import plan_from_json
 from cgplan.render.html import capture_html, diff_html, plan_html
 from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
+H200 = ROOT / "benchmarks/results/h200"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--headless",
@@ -34,11 +36,11 @@ FLAGS = [
 def pages(tmp_path: Path) -> dict[str, Path]:
     out = {}
     _, plan = plan_file(ROOT / "configs/examples/pr50488-eagle-k16.yaml")
-    out["plan"] = plan_html(plan_to_dict(plan, source="pr50488"))
+    out["plan"] = plan_html(plan_from_json(plan_to_dict(plan, source="pr50488"), "pr50488"))
     _, dyn = plan_file(ROOT / "configs/examples/mns1024-eagle-k16-dyn4.yaml")
-    out["dyn"] = plan_html(plan_to_dict(dyn, source="dyn4"))
+    out["dyn"] = plan_html(plan_from_json(plan_to_dict(dyn, source="dyn4"), "dyn4"))
     out["capture"] = capture_html(
-        json.loads((ROOT / "benchmarks/results/h200/tiny-eagle-k16-vllm.json").read_text())
+        read_capture_report(ROOT / "benchmarks/results/h200/tiny-eagle-k16-vllm.json")
     )
     a = load_side(ROOT / "configs/gpu/tiny-eagle-k16.yaml")
     b = load_side(ROOT / "configs/gpu/tiny-eagle-k16-max544.yaml")
@@ -132,7 +134,7 @@ def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
     _, plan = plan_file(deploy)
     assert plan.cost is not None and not plan.cost.domain.figure
-    page = plan_html(plan_to_dict(plan, source=deploy.name))
+    page = plan_html(plan_from_json(plan_to_dict(plan, source=deploy.name), deploy.name))
     assert (
         "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
         "attention backend TRITON_MLA" in page

@@ -12,9 +12,11 @@ from cgplan.core.compare.measure import (
     RankMeasurement,
     summarize,
 )
+from cgplan.core.model.reports import CaptureReport
 from cgplan.core.model.types import Plan
 from cgplan.io.schema import SCHEMA_VERSION, graph_key_to_dict, range_to_dict
 from cgplan.io.schema.plan import plan_to_dict
+from cgplan.io.schema.reports import capture_from_json
 
 
 def rank_to_dict(r: RankMeasurement) -> dict[str, Any]:
@@ -116,8 +118,8 @@ def capture_report(
     environment: dict[str, Any],
     log_lines: list[str],
     created_utc: str,
-) -> dict[str, Any]:
-    """The whole capture report document."""
+) -> CaptureReport:
+    """The whole capture report (its JSON is `reports.to_json` of it: the document built here)."""
     keep = (
         "Capturing",
         "capturing",
@@ -131,7 +133,7 @@ def capture_report(
         "model runner",
         "Model Runner",
     )
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "kind": "capture",
         "status": measured.status,
@@ -146,3 +148,4 @@ def capture_report(
         "comparison": comparison_to_dict(comparison) if comparison is not None else None,
         "vllm_log": [line for line in log_lines if any(k in line for k in keep)][-400:],
     }
+    return capture_from_json(doc, source, check=False)

@@ -41,7 +41,7 @@ REPORTS = _complete_vllm_reports()
 
 def _sides(report: Path) -> tuple[Any, Any, dict[str, Any]]:
     doc = json.loads(report.read_text())
-    config = _source_config(doc, report, ROOT)
+    config = _source_config(doc["source"], report, ROOT)
     plan = load_side(config, Overrides(vllm_version=doc["plan"]["vllm_version"]))
     return plan, load_side(report), doc
 

@@ -33,6 +33,7 @@ from cgplan.io.cost_coefficients import (
     observation_from_report,
     save_coefficients,
 )
+from cgplan.io.reports import read_report
 from tests.cli_helpers import run
 from tests.core.plan.test_properties import plan_inputs
 from tests.paths import ROOT_DIR, TESTS_DIR
@@ -48,7 +49,7 @@ def _report(name: str) -> Path:
 
 
 def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
-    return [observation_from_report(json.loads(_report(n).read_text()), _report(n)) for n in names]
+    return [observation_from_report(read_report(_report(n)), _report(n)) for n in names]
 
 
 FIT = list(SHIPPED.fitted_on)

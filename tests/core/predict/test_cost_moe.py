@@ -258,11 +258,10 @@ HELD_OUT = [
 
 
 def _observations(paths: list[Path]) -> list[CostObservation]:
-    import json
-
     from cgplan.io.cost_coefficients import observation_from_report
+    from cgplan.io.reports import read_report
 
-    return [observation_from_report(json.loads(p.read_text()), p, ROOT) for p in paths]
+    return [observation_from_report(read_report(p), p, ROOT) for p in paths]
 
 
 def test_the_moe_set_is_shipped_where_plan_reads_it() -> None:
