@@ -121,6 +121,7 @@ def _graph(g: Any, at: str, *, signed: bool = False) -> Graph:
         None if g.get("query_len") is None else _int(g.get("query_len"), f"{at}.query_len", minimum=low),
         _opt_int(g.get("num_active_loras"), f"{at}.num_active_loras") or 0,
         _opt_int(g.get("num_ubatches"), f"{at}.num_ubatches") or 1,
+        _opt_int(g.get("num_speculative_tokens"), f"{at}.num_speculative_tokens"),
     )
 
 
