@@ -147,7 +147,8 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         if cfg["num_speculative_tokens"] > 1 and any(
             d[2] is not None and d[2] < 0 for block in decode_descs for d in block["descs"]
         ):
-            return {"error": "AssertionError while capturing drafter decode graphs (GPU evidence)"}
+            # what the engine printed there ("capture failed (engine error): AssertionError: ...")
+            return {"error": "AssertionError: AssertionError"}
         if "speculator_error" in side:
             raise AssertionError(f"the oracle could not build vLLM's speculator: {side['speculator_error']}")
         if "speculator_class" in side:

@@ -305,15 +305,15 @@ def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -
         raise Rejected(
             path,
             f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph manager "
-            f"(ZeroDivisionError in round_up): a dynamic-SD tier at K = {k - 1} = "
-            "num_speculative_tokens − 1 gives decode query length 0",
+            "(round_up: ZeroDivisionError: integer division or modulo by zero): a dynamic-SD tier "
+            f"at K = {k - 1} = num_speculative_tokens − 1 gives decode query length 0",
         )
     if k > 1 and any(ql < 0 for ql in decode_lens):
         bad = sorted(ql + k - 1 for ql in decode_lens if ql < 0)
         raise Rejected(
             path,
-            f"vLLM {inp.vllm_version} fails an assertion while capturing the drafter's decode "
-            f"CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
+            f"vLLM {inp.vllm_version} fails an assertion (AssertionError) while capturing the drafter's "
+            f"decode CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
             f"negative decode query lengths and request counts (fixed in vLLM {_TIERS_FIXED})",
         )
 
