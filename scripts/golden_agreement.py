@@ -28,6 +28,12 @@ FEATURES = (
     ("ep", "EP"),
     ("deploy", "MoE+MLA deployment"),
     ("valid", "validation"),
+    ("a2a", "all-to-all backend (#27)"),
+    ("mtp", "MTP layers (#27)"),
+    ("budget", "validation"),
+    ("off", "validation"),
+    ("v1-drafter", "V1 drafter (#27)"),
+    ("perk", "drafter decode per K (#27)"),
 )
 
 

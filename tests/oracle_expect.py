@@ -27,7 +27,9 @@ def _v1_graphs(capture: list[dict[str, Any]], q: int) -> list[dict[str, Any]]:
     for block in capture:
         uniform = True in block["uniform"]
         loras = block.get("num_active_loras") or [0] * len(block["num_tokens"])
-        for t, r, la in zip(block["num_tokens"], block["num_reqs"], loras, strict=True):
+        # V1 captures a FULL decode descriptor microbatched (DBO, DP > 1) instead of plain
+        ubatches = block.get("num_ubatches") or [1] * len(block["num_tokens"])
+        for t, r, la, ub in zip(block["num_tokens"], block["num_reqs"], loras, ubatches, strict=True):
             out.append(
                 {
                     "mode": block["mode"],
@@ -35,7 +37,7 @@ def _v1_graphs(capture: list[dict[str, Any]], q: int) -> list[dict[str, Any]]:
                     "num_reqs": r,
                     "query_len": q if uniform else None,
                     "num_active_loras": la,
-                    "num_ubatches": 1,
+                    "num_ubatches": ub,
                 }
             )
     return out
@@ -61,16 +63,57 @@ def _v2_graphs(capture: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _v2_speculator(side: dict[str, Any], k: int) -> dict[str, list[dict[str, Any]]]:
+    """The graph families of the speculator vLLM's own `init_speculator` built: its managers as
+    `init_cudagraph_manager` made them; the decode manager captures nothing at K = 1
+    (target_dependent_ar `capture` returns first) and, where its `capture` specialises per
+    dynamic-SD K (0.32+), one graph per descriptor and K."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for family in ("drafter_prefill", "drafter_decode", "drafter"):
+        if family not in side:
+            continue
+        block = side[family]
+        graphs = _v2_graphs(block["capture"])
+        if family == "drafter_decode":
+            per_k = block.get("specialize_spec_tokens") or {}
+            if k <= 1:
+                graphs = []
+            elif per_k.get("dynamic_sd") and per_k.get("supports_decode_metadata_update") is None:
+                raise AssertionError(
+                    "the oracle could not tell whether the drafter's backend specialises decode graphs "
+                    f"per K: {per_k.get('supports_decode_metadata_update_note')}"
+                )
+            elif per_k.get("specialize"):
+                graphs = [
+                    {
+                        "mode": m,
+                        "num_tokens": t,
+                        "num_reqs": r,
+                        "query_len": u,
+                        "num_active_loras": 0,
+                        "num_ubatches": 1,
+                        "num_speculative_tokens": kk,
+                    }
+                    for m, t, r, u, kk in per_k["descs"]
+                ]
+        out[family] = graphs
+    return out
+
+
 def _contract_shape(graphs: dict[str, list[dict[str, Any]]]) -> None:
-    """The JSON contract lists num_active_loras / num_ubatches only in plans that have such graphs."""
+    """The JSON contract lists num_active_loras / num_ubatches / num_speculative_tokens only in
+    plans that have such graphs."""
     every = [g for gs in graphs.values() for g in gs]
     loras = any(g["num_active_loras"] for g in every)
     ubatches = any(g["num_ubatches"] != 1 for g in every)
+    per_k = any(g.get("num_speculative_tokens") is not None for g in every)
     for g in every:
         if not loras:
             del g["num_active_loras"]
         if not ubatches:
             del g["num_ubatches"]
+        if per_k:
+            g.setdefault("num_speculative_tokens", None)
 
 
 def expected(doc: dict[str, Any]) -> dict[str, Any]:
@@ -104,12 +147,16 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         if cfg["num_speculative_tokens"] > 1 and any(
             d[2] is not None and d[2] < 0 for block in decode_descs for d in block["descs"]
         ):
-            return {"error": "AssertionError while capturing drafter decode graphs (GPU evidence)"}
-        # The oracle builds EAGLE-style speculator managers for draft_model too, but
-        # vLLM's V2 StandaloneARSpeculator.init_cudagraph_manager is `pass` ("CUDA
-        # graph not yet supported for standalone AR speculator",
-        # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py): no graphs.
-        if "drafter_prefill" in side and cfg.get("speculative_method") != "draft_model":
+            # what the engine printed there ("capture failed (engine error): AssertionError: ...")
+            return {"error": "AssertionError: AssertionError"}
+        if "speculator_error" in side:
+            raise AssertionError(f"the oracle could not build vLLM's speculator: {side['speculator_error']}")
+        if "speculator_class" in side:
+            out["graphs"].update(_v2_speculator(side, cfg["num_speculative_tokens"]))
+        elif "drafter_prefill" in side and cfg.get("speculative_method") != "draft_model":
+            # Records made before the oracle built vLLM's own speculator (init_speculator): it
+            # built EAGLE-style managers by hand, for draft_model too, whose V2
+            # StandaloneARSpeculator.init_cudagraph_manager is `pass`.
             out["graphs"]["drafter_prefill"] = _v2_graphs(side["drafter_prefill"]["capture"])
             decode = _v2_graphs(side["drafter_decode"]["capture"])
             out["graphs"]["drafter_decode"] = decode if cfg["num_speculative_tokens"] > 1 else []
@@ -119,12 +166,26 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
     else:
         side = rt["v1"]
         out["graphs"] = {"target": _v1_graphs(side["target"]["capture"], q)}
-        if "drafter" in side:
-            # The oracle lists the V1 proposer's dispatcher keys, one set per LoRA case. vLLM
-            # captures drafter graphs only through the runner's `drafter.dummy_run`, which
-            # dispatches without LoRA and is run without graphs for the adapter cases when
-            # cudagraph_specialize_lora is on (gpu_model_runner, vllm#28334): the
-            # adapter keys are never captured (H200 run: benchmarks/results/h200/lora/).
+        if "drafter" in side and "captured" in side["drafter"]:
+            # What the capture loop captures (the oracle runs it over the proposer's own keys):
+            # drafter graphs only beside target PIECEWISE graphs, none for LoRA cases when
+            # cudagraph_specialize_lora is on (gpu_model_runner; H200 run: benchmarks/results/h200/lora/).
+            out["graphs"]["drafter"] = [
+                {
+                    "mode": m,
+                    "num_tokens": t,
+                    "num_reqs": r,
+                    "query_len": None,
+                    "num_active_loras": la,
+                    "num_ubatches": 1,
+                }
+                for m, t, r, la in side["drafter"]["captured"]
+            ]
+        elif "drafter" in side:
+            # Records made before the oracle ran the capture loop: it listed the V1 proposer's
+            # dispatcher keys, one set per LoRA case; vLLM captures drafter graphs only through the
+            # runner's `drafter.dummy_run`, which dispatches without LoRA and is run without graphs
+            # for the adapter cases when cudagraph_specialize_lora is on (vllm#28334).
             drafter = _v1_graphs(side["drafter"]["capture"], 1)
             out["graphs"]["drafter"] = [g for g in drafter if not g["num_active_loras"]]
         out["uniform_decode"] = {str(q): _ranges(side["target"]["uniform_decode_dispatch"], "reqs")}

@@ -675,13 +675,15 @@ def parse_config(
                 fold=True,
             )
         )
-    max_size = _int(cc, "max_cudagraph_capture_size", "compilation_config")
+    # 0 and [] are vLLM's own "no graphs" values (what enforce_eager writes back): taken here;
+    # with graphs on, the release refuses them (core/vllm/ladder.py, in vLLM's words)
+    max_size = _int(cc, "max_cudagraph_capture_size", "compilation_config", minimum=0)
     sizes = None
     if cc.get("cudagraph_capture_sizes") is not None:
         value = cc["cudagraph_capture_sizes"]
         path = "compilation_config.cudagraph_capture_sizes"
-        if not isinstance(value, list) or not value:
-            raise _err(path, "must be a non-empty list of positive integers", value)
+        if not isinstance(value, list):
+            raise _err(path, "must be a list of positive integers", value)
         if len(value) > MAX_LIST:
             raise _err(path, "too many sizes to plan", len(value), f"at most {MAX_LIST:,} entries")
         checked = []

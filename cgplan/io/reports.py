@@ -134,6 +134,7 @@ def _graph(g: GraphShape | MeasuredGraph) -> Graph:
         g.query_len,
         g.num_active_loras,
         g.num_ubatches if isinstance(g, GraphShape) else 1,
+        g.num_speculative_tokens if isinstance(g, GraphShape) else None,
     )
 
 

@@ -42,11 +42,13 @@ def family_rows(plan: Plan) -> list[FamilyRow]:
             parts.append(
                 f"FULL {lo}..{hi} tokens" + (f" (query len {', '.join(map(str, qls))})" if qls else "")
             )
-        if family == "drafter_decode" and full and any(n.kind == "drafter_decode_per_k" for n in plan.notes):
-            parts.append("once per dynamic-SD K where the backend fuses decode-metadata updates (note)")
-        rows.append(
-            FamilyRow(FAMILY_LABELS.get(family, family), len(pw), len(full), "; ".join(parts) or "none")
-        )
+        per_k = sorted({g.num_speculative_tokens for g in full if g.num_speculative_tokens is not None})
+        if per_k:
+            parts.append(f"once per dynamic-SD K in {per_k}")
+        label = FAMILY_LABELS.get(family, family)
+        if family == "drafter" and plan.model_runner == "v2":
+            label = "drafter (V2, one manager: multi-module MTP)"
+        rows.append(FamilyRow(label, len(pw), len(full), "; ".join(parts) or "none"))
     return rows
 
 
@@ -370,13 +372,6 @@ def cost_lines(plan: Plan) -> list[str]:
         for fm in c.by_family_mode
     )
     lines.append(f"    warmup runs during capture: {c.warmup_mib:,.0f} MiB")
-    per_k = next((n for n in plan.notes if n.kind == "drafter_decode_per_k"), None)
-    if per_k is not None:
-        n = len(plan.graphs.get("drafter_decode", ()))
-        lines.append(
-            f"  caveat: counts the {n} drafter decode graphs once; captured once per dynamic-SD K "
-            "(see the note below) they cost that many times more"
-        )
     lines.extend(f"  caveat: {x}" for x in c.caveats)
     return lines
 

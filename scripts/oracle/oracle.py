@@ -132,6 +132,8 @@ _UNGUARDED_OPS = {
     "gelu_and_mul",
     "gelu_tanh_and_mul",
     "mul_and_silu",
+    "fused_qk_norm_rope",
+    "silu_and_mul_per_block_quant",
 }
 
 
@@ -495,6 +497,10 @@ def _backend_support(backend_cls, vllm_config, use_mla: bool):
         )
 
 
+_CHOSEN_BACKEND: dict = {}
+"""The attention backend class `resolve_attention_cg_support` chose (read by the speculator)."""
+
+
 def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
     """Pick the attention backend and read its CUDA-graph support level.
 
@@ -585,6 +591,7 @@ def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
         info["note"] = "no backend resolved; assumed ALWAYS"
         return AttentionCGSupport.ALWAYS, None
     info["backend"] = backend_cls.get_name()
+    _CHOSEN_BACKEND["cls"] = backend_cls
     support, err = _backend_support(backend_cls, vllm_config, use_mla)
     if err:
         info["cg_support_note"] = err
@@ -788,7 +795,6 @@ def resolve_runtime(vllm_config, cfg: dict, out: dict) -> dict:
 
 # ----------------------------- V1 -----------------------------------------
 def v1_dispatchers(vllm_config, mode, q: int, cfg: dict) -> dict:
-    from vllm.config import CUDAGraphMode
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
 
     res: dict = {}
@@ -800,20 +806,50 @@ def v1_dispatchers(vllm_config, mode, q: int, cfg: dict) -> dict:
     if sc is not None and (
         sc.use_eagle() or sc.uses_draft_model() or getattr(sc, "uses_extract_hidden_states", lambda: False)()
     ):
-        # Mirrors llm_base_proposer.initialize_cudagraph_keys: PIECEWISE only.
-        if not sc.enforce_eager and mode.mixed_mode() in (
-            CUDAGraphMode.PIECEWISE,
-            CUDAGraphMode.FULL,
-        ):
-            dmode = CUDAGraphMode.PIECEWISE
-        else:
-            dmode = CUDAGraphMode.NONE
-        ddisp = CudagraphDispatcher(vllm_config)
-        ddisp.initialize_cudagraph_keys(dmode)
+        # The proposer's own initialize_cudagraph_keys (gpu_model_runner calls it with the
+        # resolved mode), run on a stand-in that holds the two attributes it reads.
+        from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
+
+        proposer = types.SimpleNamespace(
+            speculative_config=sc, cudagraph_dispatcher=CudagraphDispatcher(vllm_config)
+        )
+        SpecDecodeBaseProposer.initialize_cudagraph_keys(proposer, mode)
+        ddisp = proposer.cudagraph_dispatcher
         d = summarize_v1(ddisp, vllm_config, 1, cfg, drafter=True)
-        d["mode"] = mode_name(dmode)
+        d["mode"] = mode_name(ddisp.cudagraph_mode)
+        d["captured"] = v1_drafter_captured(disp, ddisp, vllm_config)
         res["drafter"] = d
     return res
+
+
+def v1_drafter_captured(disp, ddisp, vllm_config) -> list[list]:
+    """The drafter graphs V1 captures: gpu_model_runner's capture loop runs `drafter.dummy_run`
+    once per target capture descriptor with use_cudagraphs only where the target captures
+    PIECEWISE ("Eagle currently only supports PIECEWISE cudagraphs"), and not for the LoRA cases
+    when cudagraph_specialize_lora is on (issue #28334); the drafter dispatches each such
+    num_tokens through its own dispatcher (`_determine_batch_execution_and_padding`).
+    [[mode, num_tokens, num_reqs, num_active_loras], ...] of the drafter graphs captured, in
+    capture order."""
+    from vllm.config import CUDAGraphMode
+
+    sc = vllm_config.speculative_config
+    specialize_lora = bool(getattr(vllm_config.compilation_config, "cudagraph_specialize_lora", False))
+    out: list[list[int]] = []
+    seen = set()
+    for rmode, descs in disp.get_capture_descs():
+        for desc in descs:
+            use = rmode == CUDAGraphMode.PIECEWISE and not sc.enforce_eager
+            loras = getattr(desc, "num_active_loras", 1 if getattr(desc, "has_lora", False) else 0)
+            if specialize_lora and loras > 0:
+                use = False
+            m, bd = ddisp.dispatch(desc.num_tokens, valid_modes=({CUDAGraphMode.NONE} if not use else None))
+            if m == CUDAGraphMode.NONE:
+                continue
+            key = (mode_name(m), bd.num_tokens, bd.num_reqs, getattr(bd, "num_active_loras", 0))
+            if key not in seen:
+                seen.add(key)
+                out.append(list(key))
+    return out
 
 
 def summarize_v1(disp, vllm_config, q: int, cfg: dict, drafter: bool = False) -> dict:
@@ -834,6 +870,10 @@ def summarize_v1(disp, vllm_config, q: int, cfg: dict, drafter: bool = False) ->
             block["num_active_loras"] = [
                 getattr(d, "num_active_loras", 1 if getattr(d, "has_lora", False) else 0) for d in descs
             ]
+        if not drafter and descs:
+            ubatches = v1_capture_ubatches(vllm_config, rmode, descs)
+            if ubatches is not None:
+                block["num_ubatches"] = ubatches
         capture.append(block)
     out["capture"] = capture
     out["num_graphs"] = sum(c["count"] for c in capture)
@@ -865,6 +905,33 @@ def summarize_v1(disp, vllm_config, q: int, cfg: dict, drafter: bool = False) ->
         m, bd = disp.dispatch(nt, uniform_decode=False)
         mixed.append((nt, nt, mode_name(m), bd.num_tokens, bd.num_reqs))
     out["mixed_dispatch"] = compress_dispatch(mixed, by_tokens=True)
+    return out
+
+
+def v1_capture_ubatches(vllm_config, rmode, descs) -> list[int] | None:
+    """Microbatches each V1 capture descriptor is captured with: gpu_model_runner's
+    `_capture_cudagraphs` allows microbatching for a FULL block whose first descriptor is uniform
+    and a descriptor over the decode threshold (`check_ubatch_thresholds`), and the DP
+    coordination (more than one DP rank) splits it unless the last microbatch would be empty
+    (`is_last_ubatch_empty`; every rank captures the same size). None: no microbatching."""
+    from vllm.config import CUDAGraphMode
+
+    pc = vllm_config.parallel_config
+    if not getattr(pc, "use_ubatching", False) or pc.data_parallel_size <= 1:
+        return None
+    from vllm.v1.worker.ubatch_utils import check_ubatch_thresholds, is_last_ubatch_empty
+
+    n = pc.num_ubatches
+    uniform = bool(getattr(descs[0], "uniform", False))
+    out = []
+    for d in descs:
+        split = (
+            rmode == CUDAGraphMode.FULL
+            and uniform
+            and check_ubatch_thresholds(config=pc, num_tokens=d.num_tokens, uniform_decode=uniform)
+            and not is_last_ubatch_empty(d.num_tokens, d.num_tokens, n)
+        )
+        out.append(n if split else 1)
     return out
 
 
@@ -1039,7 +1106,7 @@ def summarize_v2(mgr, vllm_config, q_list: list[int], dispatch: bool = True) -> 
 def v2_managers(vllm_config, mode, q: int, cfg: dict) -> dict:
     import importlib
 
-    from vllm.config import CUDAGraphMode, set_current_vllm_config
+    from vllm.config import set_current_vllm_config
 
     res: dict = {}
     cu = importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
@@ -1067,33 +1134,230 @@ def v2_managers(vllm_config, mode, q: int, cfg: dict) -> dict:
         res["target"]["ubatch_runner"] = getattr(mgr, "ubatch_runner", None) is not None
         res["target"]["manager_class"] = cls.__name__
 
-        # Drafter (EAGLE / MTP / draft model): autoregressive speculator.
-        if sc is not None and (sc.use_eagle() or sc.uses_draft_model()):
-            spec_cls = None
-            for modname in (
-                "vllm.v1.worker.gpu.spec_decode.target_dependent_ar.cudagraph_utils",
-                "vllm.v1.worker.gpu.spec_decode.autoregressive.cudagraph_utils",
-            ):
-                try:
-                    m = importlib.import_module(modname)
-                    spec_cls = m.SpeculatorCudaGraphManager
-                    res["drafter_manager_module"] = modname
-                    break
-                except Exception:
-                    continue
-            if spec_cls is not None:
-                k = vllm_config.num_speculative_tokens
-                pre = make_manager(spec_cls, vllm_config, mode, k + 1)
-                res["drafter_prefill"] = summarize_v2(pre, vllm_config, [k + 1], dispatch=False)
-                dmode = (
-                    CUDAGraphMode.FULL_DECODE_ONLY
-                    if mode.decode_mode() == CUDAGraphMode.FULL
-                    else CUDAGraphMode.NONE
-                )
-                dec = make_manager(spec_cls, vllm_config, dmode, 1)
-                res["drafter_decode"] = summarize_v2(dec, vllm_config, [1], dispatch=False)
-                res["drafter_decode"]["captured_only_if_num_speculative_tokens_gt_1"] = True
+        # The speculator vLLM's own init_speculator builds, and its own init_cudagraph_manager
+        # (model_runner calls it with the target's resolved mode).
+        if sc is not None:
+            res.update(v2_speculator(vllm_config, mode))
     return res
+
+
+_SPECULATOR_MANAGERS = (
+    ("prefill_cudagraph_manager", "drafter_prefill"),
+    ("decode_cudagraph_manager", "drafter_decode"),
+    ("cudagraph_manager", "drafter"),
+)
+"""Speculator attribute -> family: prefill/decode (EAGLE, MTP with one layer), one manager
+(multi-module MTP, DFlash)."""
+
+
+def v2_speculator(vllm_config, mode) -> dict:
+    """`init_speculator(...)` and its `init_cudagraph_manager(mode)`: the managers the speculator
+    holds, and (0.32+) the decode descriptors its `capture` specialises per dynamic-SD K."""
+    import importlib
+    import inspect
+
+    import torch
+    from vllm.v1.worker.gpu.spec_decode import init_speculator
+
+    res: dict = {}
+    n = len(inspect.signature(init_speculator).parameters)
+    try:
+        spec = init_speculator(vllm_config, torch.device("cpu"), *([None] * (n - 2)))
+    except Exception as e:
+        # not vLLM refusing the config: the oracle could not build the speculator here
+        res["speculator_error"] = f"{type(e).__name__}: {e}"
+        res["speculator_error_trace_tail"] = traceback.format_exc().splitlines()[-4:]
+        return res
+    res["speculator_class"] = f"{type(spec).__module__}.{type(spec).__name__}"
+    for modname in {type(spec).__module__, *(c.__module__ for c in type(spec).__mro__)}:
+        with contextlib.suppress(Exception):
+            _patch_v2_module(importlib.import_module(modname))
+    spec.init_cudagraph_manager(mode)
+    sc = vllm_config.speculative_config
+    k = vllm_config.num_speculative_tokens
+    for attr, family in _SPECULATOR_MANAGERS:
+        mgr = getattr(spec, attr, None)
+        if mgr is None:
+            continue
+        q = getattr(mgr, "decode_query_len", None) or 1
+        summary = summarize_v2(mgr, vllm_config, [q], dispatch=False)
+        summary["decode_query_len"] = q
+        if family == "drafter_decode":
+            # target_dependent_ar `capture`: returns before the decode manager when K == 1
+            summary["captured_only_if_num_speculative_tokens_gt_1"] = True
+            per_k = v2_decode_per_k(spec, mgr, vllm_config)
+            if per_k is not None:
+                summary["specialize_spec_tokens"] = per_k
+        res[family] = summary
+    res["num_speculative_tokens"] = k
+    res["dynamic_sd"] = bool(sc.uses_dynamic_speculative_decoding())
+    return res
+
+
+def v2_decode_per_k(spec, mgr, vllm_config) -> dict | None:
+    """What the decode manager's `capture(..., specialize_spec_tokens=...)` does (0.32+): with
+    dynamic SD and a drafter attention backend that refreshes decode metadata in place, one
+    descriptor per K of the dense schedule (0 and 1 excluded). The flag comes from the backend's
+    own metadata builder (`supports_draft_decode_metadata_update`, read by the speculator's
+    `_configure_decode_metadata_update`); the expansion runs the manager's own `capture` with the
+    base class's graph capture stubbed."""
+    import inspect
+
+    if "specialize_spec_tokens" not in inspect.signature(mgr.capture).parameters:
+        return None
+    sc = vllm_config.speculative_config
+    out: dict = {"dynamic_sd": bool(sc.uses_dynamic_speculative_decoding())}
+    if not out["dynamic_sd"]:
+        return out
+    flag, why = _draft_decode_metadata_update(vllm_config)
+    out["supports_decode_metadata_update"] = flag
+    if why:
+        out["supports_decode_metadata_update_note"] = why
+    if getattr(spec, "num_speculative_steps", None) == 1:
+        flag = False
+    specialize = bool(flag)
+    out["specialize"] = specialize
+    if not specialize or flag is None:
+        return out
+    import vllm.v1.worker.gpu.cudagraph_utils as cu
+
+    saved = cu.CudaGraphManager.capture
+    cu.CudaGraphManager.capture = lambda self, *a, **k: None
+    try:
+        mgr.capture(None, None, None, None, None, None, specialize_spec_tokens=True)
+    finally:
+        cu.CudaGraphManager.capture = saved
+    from vllm.config import CUDAGraphMode
+
+    out["descs"] = [
+        [
+            mode_name(m),
+            d.num_tokens,
+            d.num_reqs,
+            getattr(d, "uniform_token_count", None),
+            getattr(d, "num_speculative_tokens", None),
+        ]
+        for m in (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
+        for d in mgr._capture_descs.get(m, [])
+    ]
+    return out
+
+
+def _draft_decode_metadata_update(vllm_config) -> tuple[bool | None, str | None]:
+    """The chosen attention backend's metadata builder, built for one layer, and its
+    `supports_draft_decode_metadata_update` (None where the builder cannot be built here)."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.v1 import kv_cache_interface as kvi
+
+    backend_cls = _CHOSEN_BACKEND.get("cls")
+    if backend_cls is None:
+        return None, "no backend class resolved"
+    builder_cls = backend_cls.get_builder_cls()
+    if not _init_sets_flag(builder_cls):
+        # no builder __init__ in the class's MRO assigns it: the class attribute is the answer
+        return bool(getattr(builder_cls, "supports_draft_decode_metadata_update", False)), None
+    mc = vllm_config.model_config
+    use_mla = bool(getattr(mc, "use_mla", False))
+    spec_cls = kvi.MLAAttentionSpec if use_mla else kvi.FullAttentionSpec
+    name = "model.layers.0.self_attn.attn"
+    ctx = vllm_config.compilation_config.static_forward_context
+    added = name not in ctx
+    if added:
+        ctx[name] = _fake_attention_layer(vllm_config, backend_cls)
+    try:
+        kv_spec = spec_cls(
+            block_size=vllm_config.cache_config.block_size or 16,
+            num_kv_heads=mc.get_num_kv_heads(vllm_config.parallel_config),
+            head_size=mc.get_head_size(),
+            dtype=mc.dtype,
+        )
+        # The builder reads its DCP group's size (get_dcp_world_size_and_rank: (1, 0) while the
+        # group is uninitialised, as here): one rank's group of the configured DCP size. The
+        # speculator's cache is DCP-sharded as the target's (its dcp_size is the target's).
+        import vllm.distributed.parallel_state as ps
+
+        saved_dcp = getattr(ps, "_DCP", None)
+        dcp = vllm_config.parallel_config.decode_context_parallel_size
+        if dcp > 1 and hasattr(ps, "_DCP"):
+            ps._DCP = types.SimpleNamespace(world_size=dcp, rank_in_group=0, rank=0, device_group=None)
+        try:
+            with set_current_vllm_config(vllm_config):
+                builder = builder_cls(kv_spec, [name], vllm_config, torch.device("cpu"))
+        finally:
+            if hasattr(ps, "_DCP"):
+                ps._DCP = saved_dcp
+        return bool(getattr(builder, "supports_draft_decode_metadata_update", False)), None
+    except Exception as e:
+        return None, f"{backend_cls.get_name()} builder not built here ({type(e).__name__}: {str(e)[:160]})"
+    finally:
+        if added:
+            ctx.pop(name, None)
+
+
+def _init_sets_flag(builder_cls) -> bool:
+    """Whether some `__init__` in the builder's MRO assigns supports_draft_decode_metadata_update."""
+    import inspect
+
+    for cls in builder_cls.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            src = inspect.getsource(init)
+        except (OSError, TypeError):
+            continue
+        if "supports_draft_decode_metadata_update =" in src:
+            return True
+    return False
+
+
+def _fake_attention_layer(vllm_config, backend_cls):
+    """One attention layer as the builders read it from the static forward context: an
+    AttentionLayerBase whose impl is the backend's impl class (no weights, nothing runs)."""
+    from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
+
+    mc = vllm_config.model_config
+    hf = mc.hf_text_config
+
+    class _Layer(AttentionLayerBase):
+        def get_attn_backend(self):
+            return backend_cls
+
+        def get_kv_cache_spec(self, vllm_config):
+            return None
+
+    layer = _Layer.__new__(_Layer)
+    impl_cls = backend_cls.get_impl_cls()
+    impl = impl_cls.__new__(impl_cls)
+    impl_attrs = dict(
+        sliding_window=None,
+        logits_soft_cap=None,
+        sinks=None,
+        scale=mc.get_head_size() ** -0.5,
+        num_heads=mc.get_num_attention_heads(vllm_config.parallel_config),
+        num_kv_heads=mc.get_num_kv_heads(vllm_config.parallel_config),
+        head_size=mc.get_head_size(),
+        kv_cache_dtype=vllm_config.cache_config.cache_dtype,
+    )
+    for k, v in impl_attrs.items():
+        with contextlib.suppress(Exception):
+            object.__setattr__(impl, k, v)
+    attrs = dict(
+        impl=impl,
+        q_lora_rank=getattr(hf, "q_lora_rank", None),
+        kv_lora_rank=getattr(hf, "kv_lora_rank", None),
+        qk_nope_head_dim=getattr(hf, "qk_nope_head_dim", None),
+        qk_rope_head_dim=getattr(hf, "qk_rope_head_dim", None),
+        v_head_dim=getattr(hf, "v_head_dim", None),
+        num_heads=mc.get_num_attention_heads(vllm_config.parallel_config),
+        num_kv_heads=mc.get_num_kv_heads(vllm_config.parallel_config),
+        head_size=mc.get_head_size(),
+        non_causal_multi_token_decode=False,
+    )
+    for k, v in attrs.items():
+        object.__setattr__(layer, k, v)
+    return layer
 
 
 def _dump(out: dict, fh, compact: bool) -> None:

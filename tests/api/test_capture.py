@@ -131,7 +131,9 @@ def test_gpu_crash_is_predicted() -> None:
     assert doc.status == "partial" and doc.failure is not None and "AssertionError" in doc.failure
     captured = [g for g in doc.measured.graphs if g.family == "drafter_decode"]
     assert [g.query_len for g in captured] == [1]  # the next descriptor (query length -1) crashed it
-    with pytest.raises(ConfigRejected, match="fails an assertion while capturing the drafter's decode"):
+    with pytest.raises(
+        ConfigRejected, match=r"fails an assertion \(AssertionError\) while capturing the drafter's decode"
+    ):
         plan_file(CONFIGS / "tiny-eagle-dyn-v2.yaml", Overrides(vllm_version="0.26.0"))
     plan_file(CONFIGS / "tiny-eagle-dyn-v2.yaml", Overrides(vllm_version="0.32.0"))
 

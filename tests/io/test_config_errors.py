@@ -52,7 +52,12 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         r":speculative_config\.method: unknown value.*expected one of eagle, eagle3, mtp, ngram, draft_model",
     ),
     "missing-k": (ConfigError, r":speculative_config\.num_speculative_tokens: missing"),
-    "empty-sizes": (ConfigError, r":compilation_config\.cudagraph_capture_sizes: must be a non-empty list"),
+    # with graphs on, vLLM's own assertion (with cudagraph_mode NONE vLLM takes [] and plans no graphs)
+    "empty-sizes": (
+        ConfigRejected,
+        r":compilation_config\.cudagraph_capture_sizes: cudagraph_capture_sizes should contain at least one "
+        r"element when using cuda graph\.",
+    ),
     "bad-size-entry": (
         ConfigError,
         r":compilation_config\.cudagraph_capture_sizes\[2\]: out of range \(got -4",

@@ -406,8 +406,15 @@ def test_errors_after_parsing_point_at_the_flag() -> None:
     assert err.message.startswith("--vllm-args:--attention-backend: unknown value; did you mean 'FLASHMLA'?")
     err = located(f"serve {MODEL} --spec-tokens 3")
     assert err.message.startswith("--vllm-args:--speculative-config.method: missing")
+    err = located(f"serve {MODEL} --max-cudagraph-capture-size -1")
+    assert err.message.startswith("--vllm-args:--max-cudagraph-capture-size: out of range (got -1;")
+    # 0 is vLLM's own "no graphs" value: with graphs on vLLM's assertion refuses it, at the flag
     err = located(f"serve {MODEL} --max-cudagraph-capture-size 0")
-    assert err.message.startswith("--vllm-args:--max-cudagraph-capture-size: out of range (got 0;")
+    assert isinstance(err, ConfigRejected)
+    assert err.message.startswith(
+        "--vllm-args:--max-cudagraph-capture-size: Maximum cudagraph size should be greater than or "
+        "equal to 1 when using cuda graph."
+    )
     err = located(f"serve {MODEL} --performance-mode fast")
     assert err.message.startswith("--vllm-args:--performance-mode: unknown value")
     # vLLM's own refusal (ConfigRejected) keeps its class and points at the flag

@@ -292,7 +292,7 @@ def compare(parsed: ParsedLog, inp: PlanInput, plan: Plan) -> tuple[Check, ...]:
                     continue
                 if len(totals) > 1:
                     agrees = all(t == planned for t in totals)
-                    detail = f"{len(totals)} bars (once per dynamic-SD K); each should count {planned}"
+                    detail = f"{len(totals)} bars of this manager and mode; each should count {planned}"
                     add(f"bars: {manager} {mode}", totals, planned, agrees, detail)
                 else:
                     add(

@@ -59,6 +59,8 @@ class GraphShape:
     query_len: int | None = None
     num_active_loras: int = 0
     num_ubatches: int = 1
+    num_speculative_tokens: int | None = None
+    """The dynamic-SD K a per-K drafter-decode graph was captured for (0.32+; absent otherwise)."""
     absent: frozenset[str] = NO_KEYS
 
 

@@ -94,6 +94,9 @@ class Graph:
     """LoRA adapters the graph is captured for (0: none; max_loras + 1: any number)."""
     num_ubatches: int = 1
     """Microbatches the graph runs (2 under DBO)."""
+    num_speculative_tokens: int | None = None
+    """The draft steps a drafter-decode graph is specialised for (one graph per dynamic-SD K,
+    0.32+); None: not specialised."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from cgplan.core.plan.gaps import FixSearch, find_gaps, propose_fixes
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
 from cgplan.core.predict.cost import drafter_shape
 from cgplan.core.predict.kv import kv_bytes_per_token
+from cgplan.core.vllm.attention import draft_decode_metadata_update
 from cgplan.core.vllm.defaults import assumed_defaults
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges
 from cgplan.core.vllm.graphs import (
@@ -40,12 +41,14 @@ from cgplan.core.vllm.resolve import (
     ModeDecision,
     attention,
     config_time_mode,
+    deepep_high_throughput_off,
     model_runner,
     resolve_mode,
     sequence_parallel_on,
     uses_dynamic_sd,
     v1_round_sizes,
     validate_parallel,
+    validate_speculative,
     validate_ubatching_backend,
 )
 
@@ -66,9 +69,10 @@ def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
         raise Rejected("speculative_config.num_speculative_tokens_per_batch_size", str(e)) from e
 
 
-def validate_limits(inp: PlanInput) -> None:
-    """ModelConfig's max_model_len check (`_get_and_verify_max_len`) and SchedulerConfig's own
-    checks (vllm/config/scheduler.py `_verify_args`)."""
+def validate_limits(inp: PlanInput, rules: VllmRules) -> None:
+    """ModelConfig's max_model_len check (`_get_and_verify_max_len`), SchedulerConfig's own
+    checks (vllm/config/scheduler.py `_verify_args`) and VllmConfig's speculative token budget
+    (`_set_max_num_scheduled_tokens`)."""
     derived = inp.model.derived_max_model_len
     if derived is not None and inp.max_model_len > derived:
         raise Rejected(
@@ -84,6 +88,45 @@ def validate_limits(inp: PlanInput) -> None:
             f"max_num_batched_tokens ({inp.max_num_batched_tokens}) must be greater than or "
             f"equal to max_num_seqs ({inp.max_num_seqs})",
         )
+    validate_spec_budget(inp, rules)
+
+
+def validate_spec_budget(inp: PlanInput, rules: VllmRules) -> None:
+    """`VllmConfig._set_max_num_scheduled_tokens`: the tokens left to schedule once the drafter's
+    own slots are set aside, release by release (the drafter's slots: one per request for a draft
+    model, none for EAGLE, MTP and n-gram; 0.33+ holds the budget against num_lookahead_tokens)."""
+    spec = inp.speculative
+    if spec is None:
+        return
+    mbt = inp.max_num_batched_tokens
+    slots = 1 if spec.method == "draft_model" else 0
+    if rules.spec_budget_check == "scheduled":
+        scheduled = mbt - slots * inp.max_num_seqs
+        if scheduled <= 0:
+            raise Rejected(
+                "max_num_batched_tokens",
+                f"max_num_scheduled_tokens is set to {scheduled} based on the speculative decoding "
+                "settings, which does not allow any tokens to be scheduled. Increase "
+                "max_num_batched_tokens to accommodate the additional draft token slots, or decrease "
+                "num_speculative_tokens or max_num_seqs.",
+            )
+    elif rules.spec_budget_check == "delta":
+        if mbt <= slots:
+            raise Rejected(
+                "max_num_batched_tokens",
+                "VllmConfig does not have enough slots to schedule a token and support the "
+                f"speculative decoding settings. Got max_num_batched_tokens={mbt} and "
+                f"scheduled_token_delta={slots}.",
+            )
+    else:
+        lookahead = 0 if spec.method == "ngram" else spec.num_speculative_tokens
+        if mbt <= lookahead:
+            raise Rejected(
+                "max_num_batched_tokens",
+                "VllmConfig does not have enough slots to schedule a token and support the "
+                f"speculative decoding settings. Got max_num_batched_tokens={mbt} and "
+                f"num_lookahead_tokens={lookahead}.",
+            )
 
 
 def _v2_query_lens(
@@ -262,15 +305,15 @@ def _check_drafter_decode_lens(inp: PlanInput, k: int, decode_lens: list[int]) -
         raise Rejected(
             path,
             f"vLLM {inp.vllm_version} crashes building the drafter's decode CUDA-graph manager "
-            f"(ZeroDivisionError in round_up): a dynamic-SD tier at K = {k - 1} = "
-            "num_speculative_tokens − 1 gives decode query length 0",
+            "(round_up: ZeroDivisionError: integer division or modulo by zero): a dynamic-SD tier "
+            f"at K = {k - 1} = num_speculative_tokens − 1 gives decode query length 0",
         )
     if k > 1 and any(ql < 0 for ql in decode_lens):
         bad = sorted(ql + k - 1 for ql in decode_lens if ql < 0)
         raise Rejected(
             path,
-            f"vLLM {inp.vllm_version} fails an assertion while capturing the drafter's decode "
-            f"CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
+            f"vLLM {inp.vllm_version} fails an assertion (AssertionError) while capturing the drafter's "
+            f"decode CUDA graphs: dynamic-SD tiers at K = {bad} (below num_speculative_tokens − 1) give "
             f"negative decode query lengths and request counts (fixed in vLLM {_TIERS_FIXED})",
         )
 
@@ -284,6 +327,35 @@ def _v1_decode(
 
 def _v1_mixed(dispatcher: V1Dispatcher, _n: int, num_tokens: int) -> Outcome:
     return dispatcher.dispatch(num_tokens, False)
+
+
+def _v1_microbatched(inp: PlanInput, graphs: tuple[Graph, ...], notes: list[Note]) -> tuple[Graph, ...]:
+    """V1's `_capture_cudagraphs` under DBO: a FULL uniform-decode descriptor of at least
+    `dbo_decode_token_threshold` tokens is captured with microbatching allowed, and with more than
+    one DP rank the DP coordination splits it (its last microbatch is never empty at capture): that
+    graph runs `num_ubatches` microbatches. One graph per descriptor (V2 adds twins instead)."""
+    if not inp.use_ubatching or inp.data_parallel_size <= 1:
+        return graphs
+    n, threshold = inp.num_ubatches, inp.dbo_decode_token_threshold
+    out = tuple(
+        replace(g, num_ubatches=n)
+        if g.mode == "FULL"
+        and g.query_len is not None
+        and g.num_tokens >= threshold
+        and (g.num_tokens // n) * (n - 1) < g.num_tokens
+        else g
+        for g in graphs
+    )
+    split = sum(1 for a, b in zip(graphs, out, strict=True) if a is not b)
+    if split:
+        notes.append(
+            Note(
+                "v1_ubatched",
+                f"DBO on model runner V1 (DP {inp.data_parallel_size}): the {split} FULL uniform-decode "
+                f"graphs of at least {threshold} tokens are captured split into {n} microbatches",
+            )
+        )
+    return out
 
 
 def _v2_table(manager: V2Manager, ql: int, s: int, b: int, loras: int) -> tuple[DispatchRange, ...]:
@@ -387,7 +459,8 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     rules = policy.apply(rules_for(inp.vllm_version))
     notes: list[Note] = []
     validate_parallel(inp, rules)
-    validate_limits(inp)
+    validate_speculative(inp)
+    validate_limits(inp, rules)
     inp = _without_dynamic_sd_under_dp(inp, notes)
     runs = _lookup_runs(inp)
     sp_on = sequence_parallel_on(inp, rules, notes)
@@ -433,6 +506,7 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     q = inp.uniform_decode_query_len
     ladder = capture_ladder(inp, rules, decision.mode is not Mode.NONE, sp_on)
     notes.extend(ladder.notes)
+    decision = deepep_high_throughput_off(inp, decision, notes)
     attn = attention(inp, rules)
     mode = resolve_mode(decision, attn, q, notes)
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
@@ -455,7 +529,7 @@ def _families(cap: _Captured) -> _Captured:
     target: V1Dispatcher | V2Manager
     if runner == "v1":
         target = V1Dispatcher(sizes, max_size, mode, q, s, loras)
-        graphs["target"] = target.graphs()
+        graphs["target"] = _v1_microbatched(inp, target.graphs(), notes)
         if spec is not None and spec.method != "ngram":
             drafter_mode = (
                 Mode.PIECEWISE
@@ -469,11 +543,26 @@ def _families(cap: _Captured) -> _Captured:
             # (its mitigation of vllm#28334): only the no-adapter keys are ever captured
             # or dispatched. Without a no-adapter case (specialize_lora off) the drafter is eager.
             drafter_loras = tuple(n for n in loras if n == 0)
+            # The runner's capture loop runs the drafter with graphs only beside a target PIECEWISE
+            # capture ("Eagle currently only supports PIECEWISE cudagraphs"): a target that
+            # captures no PIECEWISE graph (FULL, also when sequence parallelism forces it) leaves
+            # the drafter with no graph captured.
+            target_piecewise = mode.mixed_mode() is Mode.PIECEWISE
             graphs["drafter"] = (
                 V1Dispatcher(sizes, max_size, drafter_mode, 1, s, drafter_loras).graphs()
-                if drafter_loras
+                if drafter_loras and target_piecewise
                 else ()
             )
+            if drafter_mode is not Mode.NONE and not target_piecewise:
+                notes.append(
+                    Note(
+                        "v1_drafter_no_graphs",
+                        f"cudagraph_mode {mode.value} on model runner V1: the target captures no "
+                        "PIECEWISE graph, and V1 captures drafter graphs only beside the target's "
+                        "PIECEWISE ones (gpu_model_runner: 'Eagle currently only supports PIECEWISE "
+                        "cudagraphs'), so no drafter graph is captured",
+                    )
+                )
             if inp.enable_lora and not drafter_loras and drafter_mode is not Mode.NONE:
                 notes.append(
                     Note(
@@ -505,7 +594,39 @@ def _families(cap: _Captured) -> _Captured:
                     f"also captured split into {inp.num_ubatches} microbatches (DP {inp.data_parallel_size})",
                 )
             )
-        if spec is not None and spec.method in rules.v2_drafter_methods:
+        k_spec = spec.num_speculative_tokens if spec is not None else 0
+        if (
+            spec is not None
+            and spec.method == "mtp"
+            and rules.v2_multi_module_mtp
+            and min(inp.model.num_nextn_predict_layers, k_spec) > 1
+        ):
+            # init_speculator: use_multi_module_mtp() (min(MTP layers, K) > 1) builds
+            # MultiModuleMTPSpeculator, one SpeculatorCudaGraphManager at query length K + 1 whose
+            # mode drops PIECEWISE (compiled pieces cannot select the module): FULL_DECODE_ONLY
+            # when the mode had FULL graphs, else NONE.
+            mm_mode = mode
+            if mode.has_piecewise():
+                mm_mode = Mode.FULL_DECODE_ONLY if mode.has_full() else Mode.NONE
+            drafter = v2_manager(
+                sizes,
+                max_size,
+                mm_mode,
+                k_spec + 1,
+                _v2_query_lens(inp, rules, k_spec + 1, runs),
+                s,
+                rules.v2_candidates,
+            )
+            graphs["drafter"] = drafter.graphs()
+            notes.append(
+                Note(
+                    "multi_module_mtp",
+                    f"MTP with {inp.model.num_nextn_predict_layers} MTP layers and K = {k_spec}: vLLM's "
+                    f"multi-module MTP speculator captures its whole draft in one {mm_mode.value} "
+                    f"manager at query length {k_spec + 1} ({len(graphs['drafter'])} graphs)",
+                )
+            )
+        elif spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens
             prefill = v2_manager(
                 sizes,
@@ -528,18 +649,27 @@ def _families(cap: _Captured) -> _Captured:
                     sizes, max_size, Mode.FULL_DECODE_ONLY, 1, decode_lens, s, rules.v2_candidates
                 )
                 decode_graphs = decode.graphs()
-            graphs["drafter_decode"] = decode_graphs
-            per_k = sorted({kb for _, _, kb in runs or []} - {0, 1})
-            if rules.drafter_decode_per_k and decode_graphs and per_k:
+            per_k = sorted({kb for _, _, kb in runs or []} - {0, 1}, reverse=True)
+            fused = draft_decode_metadata_update(
+                cap.attn.backend, inp.platform, inp.decode_context_parallel_size
+            )
+            if rules.drafter_decode_per_k and decode_graphs and per_k and fused:
+                # SpeculatorCudaGraphManager.capture(specialize_spec_tokens=...): each decode
+                # descriptor once per K of the dense schedule (0 and 1 left out), largest K first
+                plain = len(decode_graphs)
+                decode_graphs = tuple(
+                    replace(g, num_speculative_tokens=kk) for g in decode_graphs for kk in per_k
+                )
                 notes.append(
                     Note(
                         "drafter_decode_per_k",
-                        f"vLLM {inp.vllm_version} captures the {len(decode_graphs)} drafter decode graphs "
-                        f"once per dynamic-SD K in {per_k} when the drafter's attention backend supports "
-                        "fused decode-metadata updates (FLASH_ATTN, TRITON_ATTN, TRITON_MLA, FlashInfer "
-                        f"TRT-LLM): up to {len(decode_graphs) * len(per_k)} graphs",
+                        f"vLLM {inp.vllm_version} captures the {plain} drafter decode graphs once per "
+                        f"dynamic-SD K in {sorted(per_k)} ({cap.attn.backend} refreshes decode metadata "
+                        f"in place, so the fused decode loop is one graph per K): {len(decode_graphs)} "
+                        "graphs",
                     )
                 )
+            graphs["drafter_decode"] = decode_graphs
     cap.notes, cap.graphs, cap.target = tuple(notes), graphs, target
     return cap
 

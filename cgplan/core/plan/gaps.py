@@ -252,6 +252,12 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
             return "CUDA graphs are off: enforce_eager is set"
         if inp is not None and inp.cudagraph_mode is Mode.NONE:
             return "CUDA graphs are off: compilation_config.cudagraph_mode is NONE"
+        if any(n.kind == "deepep_high_throughput" for n in plan.notes):
+            return (
+                "CUDA graphs are off: DeepEP high-throughput all-to-all with data_parallel_size > 1 "
+                "on an MoE model (vLLM turns graphs off; use deepep_low_latency, nixl_ep or "
+                "allgather_reducescatter for decode graphs)"
+            )
         if inp is not None and inp.optimization_level == 0:
             return f"CUDA graphs are off: -O0 selects cudagraph_mode NONE in vLLM {plan.vllm_version}"
         return "CUDA graphs are off (enforce_eager, cudagraph_mode NONE or -O0)"

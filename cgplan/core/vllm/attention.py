@@ -79,3 +79,22 @@ def cudagraph_support(backend: str, platform: Platform, head_dim: int, rules: Vl
     if backend == "CUTLASS_MLA":
         return CGSupport.UNIFORM_SINGLE_TOKEN_DECODE
     raise KeyError(backend)
+
+
+def draft_decode_metadata_update(backend: str, platform: Platform, dcp: int) -> bool:
+    """The metadata builder's `supports_draft_decode_metadata_update` (0.32+): whether the drafter's
+    decode steps refresh attention metadata in place, so that V2 records the fused decode loop in
+    one graph per dynamic-SD K (`SpeculatorCudaGraphManager.capture(specialize_spec_tokens=...)`).
+
+    FLASH_ATTN and TRITON_MLA: without DCP (`dcp_world_size == 1`); TRITON_ATTN: always (its
+    R-SWA window, set by no model cgplan reads, turns it off); FlashInfer: its TRT-LLM-gen decode
+    kernel (SM10x, the cubins assumed reachable as for its support level) without DCP; every other
+    backend keeps the base class's False.
+    """
+    if backend in ("FLASH_ATTN", "TRITON_MLA"):
+        return dcp == 1
+    if backend == "TRITON_ATTN":
+        return True
+    if backend == "FLASHINFER":
+        return platform.compute_capability[0] == 10 and dcp == 1
+    return False

@@ -94,7 +94,9 @@ def capture_ladder(inp: PlanInput, rules: VllmRules, graphs_enabled: bool, sp_on
         sp_on: sequence parallelism is effective (TP-divisibility filter applies).
 
     Raises:
-        Rejected: the release refuses the config (inconsistent explicit max and list).
+        Rejected: the release refuses the config (inconsistent explicit max and list; with graphs
+            on, a maximum below 1 or an empty list: vLLM's assertions). With graphs off vLLM takes
+            any of them and sets no sizes.
     """
     ceiling = 1024 if (rules.sm100_ceiling_1024 and inp.platform.is_sm100_family) else 512
     if not graphs_enabled:
@@ -122,8 +124,18 @@ def capture_ladder(inp: PlanInput, rules: VllmRules, graphs_enabled: bool, sp_on
         elif rules.decode_sizes is DecodeSizes.SPEC_AND_MAX_NUM_SEQS and q == 1 and s <= max_size:
             decode_sizes = [s]
     max_size = min(b, max_size)
+    if max_size < 1:
+        raise Rejected(
+            "compilation_config.max_cudagraph_capture_size",
+            "Maximum cudagraph size should be greater than or equal to 1 when using cuda graph.",
+        )
 
     explicit = inp.cudagraph_capture_sizes
+    if explicit is not None and not explicit:
+        raise Rejected(
+            "compilation_config.cudagraph_capture_sizes",
+            "cudagraph_capture_sizes should contain at least one element when using cuda graph.",
+        )
     if explicit is not None:
         sizes = sorted({x for x in explicit if x <= b})
     else:

@@ -108,6 +108,14 @@ class VllmRules:
     "async" (the async-scheduling check fails first, 0.33)."""
     v2_ubatch_twins: bool = False
     """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
+    v2_multi_module_mtp: bool = False
+    """V2's `init_speculator` builds MultiModuleMTPSpeculator when min(MTP layers, K) > 1: one
+    manager at query length K + 1 without PIECEWISE (0.28+; 0.27 has the class, unrouted)."""
+    spec_budget_check: str = "scheduled"
+    """`VllmConfig._set_max_num_scheduled_tokens` with speculation: "scheduled" (0.26–0.27: the
+    scheduled budget max_num_batched_tokens − drafting slots × max_num_seqs must stay above 0),
+    "delta" (0.28–0.32: max_num_batched_tokens must exceed the drafting slots per request) or
+    "lookahead" (0.33+: it must exceed `num_lookahead_tokens`, K for EAGLE, MTP and draft models)."""
     # What-if knobs (cgplan.core.plan.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (vllm#54418's cap)."""
@@ -163,12 +171,16 @@ _r = _release(
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (vllm#49390); a ≥160 GiB serve tier;
-# FlashInfer's SM12x XQA decode.
+# FlashInfer's SM12x XQA decode; `_set_max_num_scheduled_tokens` no longer subtracts the drafting
+# slots of every request, it refuses a budget at or below one request's; V2's init_speculator routes
+# multi-layer MTP to MultiModuleMTPSpeculator (vllm/v1/worker/gpu/spec_decode/__init__.py).
 _r = _release(
     replace(
         _r,
         version="0.28.0",
         sm100_ceiling_1024=True,
+        spec_budget_check="delta",
+        v2_multi_module_mtp=True,
         serve_b200_batched_tokens=16384,
         flashinfer_xqa_sm12x=True,
         v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
@@ -223,7 +235,8 @@ _r = _release(
         v2_runner_unsupported_methods={},
     )
 )
-# FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2.
+# FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2; the speculative budget is
+# held against `num_lookahead_tokens` (vllm/config/vllm.py `_set_max_num_scheduled_tokens`).
 _r = _release(
     replace(
         _r,
@@ -231,6 +244,7 @@ _r = _release(
         fa4_always=True,
         flashinfer_fa2_native_below_sm90=True,
         v1_pp_async_message="async",
+        spec_budget_check="lookahead",
     )
 )
 

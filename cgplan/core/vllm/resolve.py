@@ -102,6 +102,13 @@ def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
         )
     if tp % dcp:
         raise Rejected("decode_context_parallel_size", f"tp_size={tp} must be divisible by dcp_size={dcp}.")
+    heads = inp.model.num_attention_heads
+    if heads % tp:
+        # ModelConfig.verify_with_parallel_config, every release
+        raise Rejected(
+            "tensor_parallel_size",
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp}).",
+        )
     if inp.enable_expert_parallel and not inp.model.is_moe:
         raise Rejected(
             "enable_expert_parallel",
@@ -109,6 +116,7 @@ def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
         )
     if dcp > 1 and not inp.model.use_mla:
         kv_heads = inp.model.num_key_value_heads
+        q_per_kv = heads // kv_heads
         if rules.dcp_gqa_check == "assert":
             if tp <= kv_heads:
                 raise Rejected(
@@ -121,6 +129,12 @@ def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
                     "decode_context_parallel_size",
                     "decode context parallel size must less than or equal to (tensor parallel size "
                     f"{tp} // total num kv heads {kv_heads}) = {tp // kv_heads}, but got {dcp}",
+                )
+            if q_per_kv % dcp:
+                raise Rejected(
+                    "decode_context_parallel_size",
+                    f"Total number of q per kv attn heads ({q_per_kv}) must be divisible by dcp world "
+                    f"size when enable decode context parallel for GQA ({dcp}).",
                 )
             return
         if tp <= kv_heads:
@@ -136,6 +150,34 @@ def validate_parallel(inp: PlanInput, rules: VllmRules) -> None:
                 f"`--decode-context-parallel-size` ({dcp}) exceeds the maximum supported value "
                 f"({tp // kv_heads}) for `--tensor-parallel-size` ({tp}) and {kv_heads} model KV heads.",
             )
+        if q_per_kv % dcp:
+            raise Rejected(
+                "decode_context_parallel_size",
+                f"The model's number of query heads per KV head ({q_per_kv}) must be divisible by "
+                f"`--decode-context-parallel-size` ({dcp}) for GQA/MQA.",
+            )
+
+
+def validate_speculative(inp: PlanInput) -> None:
+    """SpeculativeConfig's check of an MTP draft against its layers (every release): a K above the
+    draft's `n_predict` (the model's `num_nextn_predict_layers`) must reuse the layers whole."""
+    spec = inp.speculative
+    if spec is None or spec.method != "mtp":
+        return
+    layers, k = inp.model.num_nextn_predict_layers, spec.num_speculative_tokens
+    if layers == 0:
+        raise Rejected(
+            "speculative_config.method",
+            f"MTP drafts with the model's own MTP layers, and {inp.model.architecture}'s config.json "
+            "gives num_nextn_predict_layers 0 (or none): vLLM's SpeculativeConfig takes it as the "
+            "draft's n_predict and fails checking num_speculative_tokens against it "
+            "(ZeroDivisionError: integer modulo by zero)",
+        )
+    if k > layers and k % layers:
+        raise Rejected(
+            "speculative_config.num_speculative_tokens",
+            f"num_speculative_tokens:{k} must be divisible by n_predict={layers}",
+        )
 
 
 def validate_ubatching_backend(inp: PlanInput) -> None:
@@ -261,6 +303,31 @@ def config_time_mode(
             )
             mode = Mode.FULL
     return ModeDecision(mode, attention_splits)
+
+
+def deepep_high_throughput_off(inp: PlanInput, decision: ModeDecision, notes: list[Note]) -> ModeDecision:
+    """`CompilationConfig.set_splitting_ops_for_v1`'s last step (every release): DeepEP's
+    high-throughput kernels with more than one DP rank of an MoE model (VllmConfig passes DP 1 for
+    a dense model) turn CUDA graphs off. Only under VLLM_COMPILE (the method returns first
+    otherwise), and after the capture sizes are set (they stay as computed)."""
+    if (
+        decision.mode is Mode.NONE
+        or inp.optimization_level == 0
+        or (inp.all2all_backend or DEFAULT_ALL2ALL_BACKEND) != "deepep_high_throughput"
+        or inp.data_parallel_size <= 1
+        or not inp.model.is_moe
+    ):
+        return decision
+    notes.append(
+        Note(
+            "deepep_high_throughput",
+            "DeepEP: Disabling CUDA Graphs since DeepEP high-throughput kernels are optimized for "
+            "prefill and are incompatible with CUDA Graphs. In order to use CUDA Graphs for "
+            "decode-optimized workloads, use --all2all-backend with another option, such as "
+            "deepep_low_latency, nixl_ep, or allgather_reducescatter.",
+        )
+    )
+    return ModeDecision(Mode.NONE, decision.attention_splits)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
     }
 
 
-def _graph(g: Graph, loras: bool, ubatches: bool) -> dict[str, Any]:
+def _graph(g: Graph, loras: bool, ubatches: bool, per_k: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "mode": g.mode,
         "num_tokens": g.num_tokens,
@@ -108,6 +108,8 @@ def _graph(g: Graph, loras: bool, ubatches: bool) -> dict[str, Any]:
         out["num_active_loras"] = g.num_active_loras
     if ubatches:
         out["num_ubatches"] = g.num_ubatches
+    if per_k:
+        out["num_speculative_tokens"] = g.num_speculative_tokens
     return out
 
 
@@ -119,10 +121,11 @@ def plan_to_dict(
     fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
-    # LoRA and microbatch keys only in plans that have such graphs (other plans keep their shape)
+    # LoRA, microbatch and per-K keys only in plans that have such graphs (others keep their shape)
     every = [g for gs in plan.graphs.values() for g in gs]
     loras = any(g.num_active_loras for g in every)
     ubatches = any(g.num_ubatches != 1 for g in every)
+    per_k = any(g.num_speculative_tokens is not None for g in every)
     counts = {
         family: {
             "PIECEWISE": sum(1 for g in graphs if g.mode == "PIECEWISE"),
@@ -152,7 +155,8 @@ def plan_to_dict(
         if plan.dynamic_sd_lookup is None
         else {"lookup": [list(r) for r in plan.dynamic_sd_lookup]},
         "graphs": {
-            family: [_graph(g, loras, ubatches) for g in graphs] for family, graphs in plan.graphs.items()
+            family: [_graph(g, loras, ubatches, per_k) for g in graphs]
+            for family, graphs in plan.graphs.items()
         },
         "graph_counts": counts,
         "total_graphs": graph_count(plan),

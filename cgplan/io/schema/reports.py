@@ -505,6 +505,9 @@ _HOOKS: dict[tuple[str, str], Parse] = {
     ("GraphShape", "query_len"): _opt_signed,
     ("GraphShape", "num_active_loras"): _loras,
     ("GraphShape", "num_ubatches"): _ubatches,
+    ("GraphShape", "num_speculative_tokens"): lambda v, at: (
+        None if v is None else bounded_int(v, at, minimum=1)
+    ),
     ("CaptureReport", "status"): _status,
     ("CaptureReport", "failure"): _failure,
     ("CaptureReport", "config_fingerprint"): _opt_name,
