@@ -75,6 +75,7 @@ CGPLAN_KEY_MAP = {
     "model_runner": "model_runner",
     "attention_backend": "attention_backend",
     "attention_cudagraph_support": "attn_cg_support",
+    "env": "env",  # vLLM's environment (cgplan.env): set in the oracle's child process
 }
 CGPLAN_IGNORED = {"vllm_version"}
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import (
+    COMPILATION_MODES,
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
     SPEC_METHODS,
@@ -117,7 +118,6 @@ _CC_KEYS = (
     "max_cudagraph_capture_size",
     "cudagraph_capture_sizes",
     "pass_config",
-    "level",
     "mode",
     "cudagraph_specialize_lora",
 )
@@ -134,7 +134,16 @@ _CGPLAN_KEYS = (
     "attention_backend",
     "attention_cudagraph_support",
     "model_config",
+    "env",
 )
+
+MODELLED_ENV = ("TORCH_COMPILE_DISABLE", "VLLM_USE_BREAKABLE_CUDAGRAPH", "VLLM_USE_V2_MODEL_RUNNER")
+"""vLLM environment variables cgplan reads (`cgplan.env`, or `NAME=value` before a `vllm serve`
+line): VLLM_USE_V2_MODEL_RUNNER is the model runner, the others go to the core as set."""
+UNMODELLED_ENV = ("VLLM_BATCH_INVARIANT", "VLLM_MLA_DISABLE", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+"""vLLM environment variables that change capture or its memory but that cgplan does not model:
+refused by name (VLLM_BATCH_INVARIANT can switch breakable CUDA graphs on in 0.33; VLLM_MLA_DISABLE
+turns MLA off; the profiler estimate decides whether graph memory is taken from the KV cache)."""
 
 
 STDIN = "<stdin>"
@@ -577,6 +586,25 @@ def parse_config(
         MODEL_RUNNERS,
         fold=True,
     ).lower()
+    env = _env(cg.get("env"), notes)
+    env_runner = dict(env).get("VLLM_USE_V2_MODEL_RUNNER")
+    if env_runner is not None:
+        env = tuple((k, v) for k, v in env if k != "VLLM_USE_V2_MODEL_RUNNER")
+        try:
+            from_env = "v2" if int(env_runner) else "v1"  # envs.py maybe_convert_bool: bool(int(x))
+        except ValueError:
+            raise _err(
+                "cgplan.env.VLLM_USE_V2_MODEL_RUNNER", "must be an integer", env_runner, '"0" or "1"'
+            ) from None
+        if overrides.model_runner is None:
+            if cg.get("model_runner") is not None and runner not in ("auto", from_env):
+                raise _err(
+                    "cgplan.env.VLLM_USE_V2_MODEL_RUNNER",
+                    f"disagrees with cgplan.model_runner {runner}",
+                    env_runner,
+                    "one of the two",
+                )
+            runner = from_env
     backend = cg.get("attention_backend")
     if backend is not None:
         backend = _choice(backend, "cgplan.attention_backend", KNOWN_BACKENDS, fold=True)
@@ -664,7 +692,17 @@ def parse_config(
         )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
+    if "level" in cc:
+        # CompilationConfig has no `level` in any release cgplan knows (0.26.0+): pydantic refuses it
+        raise _err(
+            "compilation_config.level",
+            "vLLM's CompilationConfig has no 'level' (the old name of 'mode'); it refuses it as an "
+            "unexpected keyword argument",
+            cc["level"],
+            "compilation_config.mode (0-3 or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE)",
+        )
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)
+    compile_mode = _compilation_mode(cc.get("mode"))
     mode = None
     if cc.get("cudagraph_mode") is not None:
         mode = Mode(
@@ -774,6 +812,8 @@ def parse_config(
         enable_dbo=bool(switches["enable_dbo"]),
         async_scheduling=switches["async_scheduling"],
         all2all_backend=_all2all(doc.get("all2all_backend")),
+        compilation_mode=compile_mode,
+        env=env,
         defaulted=tuple(
             name
             for name, given in (
@@ -788,6 +828,58 @@ def parse_config(
         ),
     )
     return inp, ignored
+
+
+def _compilation_mode(value: object) -> int | None:
+    """`compilation_config.mode` as vLLM's `validate_mode_before` reads it: a name (any case) or 0-3."""
+    path = "compilation_config.mode"
+    if value is None:
+        return None
+    expected = "0, 1, 2, 3 or one of " + ", ".join(COMPILATION_MODES)
+    if isinstance(value, str):
+        name = value.strip().upper()
+        if name.isdigit() and len(name) == 1:
+            value = int(name)
+        elif name in COMPILATION_MODES:
+            return COMPILATION_MODES.index(name)
+        else:
+            raise _err(
+                path,
+                f"Invalid compilation mode: {value}. Valid modes are: {', '.join(COMPILATION_MODES)}",
+                value,
+                expected,
+            )
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(COMPILATION_MODES):
+        raise _err(path, "not a CompilationMode", value, expected)
+    return value
+
+
+def _env(value: object, notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """`cgplan.env`: vLLM's environment as `NAME: value`; names cgplan does not read are noted."""
+    if value is None:
+        return ()
+    section = _mapping(value, "cgplan.env")
+    out: dict[str, str] = {}
+    for name, raw in section.items():
+        path = f"cgplan.env.{_key(str(name))}"
+        if not isinstance(name, str) or not name.strip():
+            raise _err("cgplan.env", "variable names must be strings", name)
+        if isinstance(raw, bool) or raw is None or not isinstance(raw, str | int):
+            raise _err(path, "must be the variable's value as a string", raw, 'a string such as "1"')
+        if name in UNMODELLED_ENV:
+            raise _err(
+                path,
+                f"{name} changes what vLLM captures, but cgplan does not model it yet; "
+                "remove it to plan without it",
+                raw,
+            )
+        if name not in MODELLED_ENV:
+            notes.append(
+                f"environment variable {name} is not read by cgplan (it reads {', '.join(MODELLED_ENV)})"
+            )
+            continue
+        out[name] = str(raw)
+    return tuple(sorted(out.items()))
 
 
 def _all2all(value: object) -> str | None:

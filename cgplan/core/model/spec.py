@@ -20,6 +20,13 @@ MODEL_RUNNERS = ("auto", "v1", "v2")
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
 """vLLM's `performance_mode` values."""
 
+COMPILATION_MODES = ("NONE", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE", "VLLM_COMPILE")
+"""vLLM's `CompilationMode` members by value (vllm/config/compilation.py, 0..3 in every release)."""
+VLLM_COMPILE = 3
+"""`CompilationMode.VLLM_COMPILE`: the only mode that compiles the model into pieces."""
+STOCK_TORCH_COMPILE = 1
+"""`CompilationMode.STOCK_TORCH_COMPILE`: `model.compile(fullgraph=True)`, no CUDA-graph wrapper."""
+
 _IF_SET = {"fingerprint": "if_set"}
 """Field metadata: fingerprinted only when it differs from its default."""
 
@@ -30,6 +37,9 @@ class ModelShape:
 
     architecture: str = "LlamaForCausalLM"
     """First entry of `architectures`."""
+    architectures: tuple[str, ...] = field(default=(), metadata=_IF_SET)
+    """Every entry of config.json's `architectures` (vLLM checks any of them against its lists);
+    empty: only `architecture`."""
     hidden_size: int = 4096
     """Model width."""
     num_hidden_layers: int = 32
@@ -71,6 +81,11 @@ class ModelShape:
     derived_max_model_len: int | None = field(default=None, metadata={"fingerprint": False})
     """vLLM's derived maximum when config.json states it plainly (max_position_embeddings, no rope
     scaling): a larger max_model_len is refused. None: not known here, not checked."""
+
+    @property
+    def all_architectures(self) -> tuple[str, ...]:
+        """`architectures`, or the one `architecture` when config.json listed no more."""
+        return self.architectures or (self.architecture,)
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,14 @@ class PlanInput:
     """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
     async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
     """`async_scheduling` as given (None = the release's default)."""
+    # Compilation (#27): what decides whether vLLM compiles the model, and so which modes survive.
+    compilation_mode: int | None = field(default=None, metadata=_IF_SET)
+    """`compilation_config.mode` as given, a `CompilationMode` value (index into COMPILATION_MODES);
+    None: vLLM's default (VLLM_COMPILE above -O0, NONE at -O0)."""
+    env: tuple[tuple[str, str], ...] = field(default=(), metadata=_IF_SET)
+    """vLLM's environment variables that change capture, as set (name, value), sorted: the core
+    reads them as vLLM does (`TORCH_COMPILE_DISABLE == "1"`, `VLLM_USE_BREAKABLE_CUDAGRAPH` set or
+    not). VLLM_USE_V2_MODEL_RUNNER is `model_runner`."""
 
     @property
     def use_ubatching(self) -> bool:
@@ -187,3 +210,7 @@ class PlanInput:
     def uniform_decode_query_len(self) -> int:
         """Tokens per request in a uniform decode step: 1 + K."""
         return 1 + self.num_speculative_tokens
+
+    def env_value(self, name: str) -> str | None:
+        """The value of vLLM environment variable `name` in this config, None when it is unset."""
+        return next((v for k, v in self.env if k == name), None)

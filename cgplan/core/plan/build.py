@@ -39,9 +39,11 @@ from cgplan.core.vllm.resolve import (
     Attention,
     ModeDecision,
     attention,
+    compilation,
     config_time_mode,
     model_runner,
     resolve_mode,
+    runner_time_mode,
     sequence_parallel_on,
     uses_dynamic_sd,
     v1_round_sizes,
@@ -390,11 +392,13 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     validate_limits(inp)
     inp = _without_dynamic_sd_under_dp(inp, notes)
     runs = _lookup_runs(inp)
+    comp = compilation(inp, rules, notes)
     sp_on = sequence_parallel_on(inp, rules, notes)
-    runner = model_runner(inp, rules, sp_on, notes)
+    runner = model_runner(inp, rules, sp_on, notes, comp)
     sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
-    runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
-    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
+    runner_before_sp = model_runner(inp, rules, sp_requested, [], comp) if sp_requested != sp_on else runner
+    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes, comp)
+    decision = runner_time_mode(decision, inp, rules, runner, notes)
     validate_ubatching_backend(inp)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora

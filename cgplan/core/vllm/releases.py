@@ -108,6 +108,28 @@ class VllmRules:
     "async" (the async-scheduling check fails first, 0.33)."""
     v2_ubatch_twins: bool = False
     """V2 CudaGraphManager captures microbatched twins of FULL graphs (`_maybe_ubatch_twin`, 0.30+)."""
+    # Compilation and breakable CUDA graphs (#27): vllm/config/vllm.py `__post_init__`.
+    breakable_architectures: frozenset[str] = frozenset()
+    """Architectures for which vLLM sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 unless the variable is set
+    (their classes carry no `@support_torch_compile`): inline in `__post_init__` (0.26-0.28), then
+    `DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES` (0.29+). Recorded from each wheel's code by
+    scripts/oracle/breakable_archs.py into tests/data/oracle-breakable/."""
+    breakable_logs_compile_off: bool = True
+    """Breakable CUDA graphs log "VLLM_USE_BREAKABLE_CUDAGRAPH is set, disabling vLLM's
+    torch.compile pipeline. Equivalent to -cc.mode=none." (0.26-0.27; 0.28+ switch silently)."""
+    breakable_full_is_full: bool = False
+    """V1 with breakable CUDA graphs captures FULL descriptors as real full graphs; before 0.30 the
+    BreakableCUDAGraphWrapper took every non-NONE descriptor, FULL ones too, and broke them at
+    attention (gpu_model_runner.py `load_model`)."""
+    v2_piecewise_needs_compiled_model: bool = False
+    """V2 drops PIECEWISE when the loaded model has neither a compiled submodule nor breakable
+    CUDA graphs (`piecewise_capture_available`, gpu/model_runner.py, 0.30+)."""
+    v2_stock_compile_unsupported: bool = True
+    """V2 lacks "stock torch.compile" (`_get_v2_model_runner_unsupported_features`, 0.26-0.31):
+    `auto` falls back to V1, `v2` is refused."""
+    v2_stock_compile_no_graphs: bool = False
+    """V2 with STOCK_TORCH_COMPILE turns CUDA graphs off at config time
+    (`_disable_cudagraphs_for_v2_stock_torch_compile`, 0.32+)."""
     # What-if knobs (cgplan.core.plan.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (#54418's cap)."""
@@ -140,6 +162,17 @@ _V0_26 = VllmRules(
     drafter_decode_per_k=False,
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
+    # vllm/config/vllm.py `__post_init__`: the inline list of non-compiled classes.
+    breakable_architectures=frozenset(
+        {
+            "DeepSeekV4MTPModel",
+            "DeepseekV4ForCausalLM",
+            "InklingForCausalLM",
+            "InklingForConditionalGeneration",
+            "MiniMaxM3SparseForCausalLM",
+            "MiniMaxM3SparseForConditionalGeneration",
+        }
+    ),
 )
 
 RELEASES: dict[str, VllmRules] = {}
@@ -160,10 +193,12 @@ _r = _release(
             "KimiK3ForConditionalGeneration",
         ),
         dcp_gqa_check="error",
+        breakable_architectures=_r.breakable_architectures
+        | {"KimiK3ForConditionalGeneration", "KimiK3MTPModel", "KimiLinearForCausalLM"},
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
-# FlashInfer's SM12x XQA decode.
+# FlashInfer's SM12x XQA decode; breakable CUDA graphs switch compilation off without a warning.
 _r = _release(
     replace(
         _r,
@@ -172,10 +207,12 @@ _r = _release(
         serve_b200_batched_tokens=16384,
         flashinfer_xqa_sm12x=True,
         v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
+        breakable_logs_compile_off=False,
     )
 )
 # #50488 + #54418: request-count decode sizes capped at the ceiling; V2 manager reads
-# the dense lookup and keeps per-mode candidate ranges; V2 is the default runner.
+# the dense lookup and keeps per-mode candidate ranges; V2 is the default runner;
+# DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES (vllm/config/vllm.py) replaces the inline list.
 _r = _release(
     replace(
         _r,
@@ -184,15 +221,39 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         v2_default_moe_architectures=None,
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "DeepseekV32ForCausalLM",
+            "DeepseekV32MTPModel",
+            "Dots3NoteForCausalLM",
+            "Dots3NoteMTPModel",
+            "GlmMoeDsaForCausalLM",
+            "HYV4ForCausalLM",
+            "HYV4MTPModel",
+        },
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
 # DBO on V2: `_get_dbo_unsupported_features` and microbatched twins; the threshold check.
+# V2's `piecewise_capture_available`; V1's breakable wrapper takes PIECEWISE only.
 _r = _release(
     replace(
         _r,
         version="0.30.0",
         non_compile_keeps_full_decode=True,
+        v2_piecewise_needs_compiled_model=True,
+        breakable_full_is_full=True,
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "DeepseekV41ForCausalLM",
+            "DeepseekV4ForConditionalGeneration",
+            "Glm5NextForCausalLM",
+            "Glm5NextForConditionalGeneration",
+            "Glm5NextMTPModel",
+            "Qwen4ExpForCausalLM",
+            "Qwen4ExpForConditionalGeneration",
+            "Qwen4ExpMTP",
+        },
         flashinfer_xqa_sm90=True,
         v2_dbo_check="ubatching",
         v2_eagle3_pp_unsupported=False,
@@ -213,10 +274,13 @@ _r = _release(
     )
 )
 # The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
+# `_disable_cudagraphs_for_v2_stock_torch_compile`.
 _r = _release(
     replace(
         _r,
         version="0.32.0",
+        v2_stock_compile_no_graphs=True,
+        v2_stock_compile_unsupported=False,
         sequence_parallel=False,
         v2_tiers=V2Tiers.DENSE_LOOKUP_IF_Q_GT_K,
         drafter_decode_per_k=True,
@@ -231,6 +295,15 @@ _r = _release(
         fa4_always=True,
         flashinfer_fa2_native_below_sm90=True,
         v1_pp_async_message="async",
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "AliceAIForCausalLM",
+            "BeamForCausalLM",
+            "MuseSpark1xForCausalLM",
+            "MuseSparkForConditionalGeneration",
+            "Step5ForCausalLM",
+            "Step5ForConditionalGeneration",
+        },
     )
 )
 
