@@ -84,7 +84,7 @@ def test_notes_are_vllms_log_lines(stem: str, version: str) -> None:
     plan = build_plan(cfg.input, with_fixes=False)
     logged = [line.split(": ", 1)[1] for line in rec["log"]]
     worded = [n for n in plan.notes if n.kind in _VLLM_WORDED]
-    assert worded, "a compilation decision without a note"
+    assert worded or plan.compilation_mode == "VLLM_COMPILE", "a compilation decision without a note"
     for note in worded:
         vllm_part = (
             note.message.split(" (", 1)[0] if note.kind in ("non_compile", "breakable_auto") else note.message
@@ -212,3 +212,63 @@ def test_env_model_runner_and_unread_names() -> None:
     )
     assert inp.model_runner == "v1" and inp.env == ()
     assert any("CUDA_VISIBLE_DEVICES is not read by cgplan" in n for n in notes)
+
+
+# ---------------------------------------------------------------------------- breakable CUDA graphs
+
+GLM_DSA = "configs/models/tiny-breakable-glm-dsa"
+_GLM_BREAKABLE = first_release(lambda r: "GlmMoeDsaForCausalLM" in r.breakable_architectures)
+_GLM_BEFORE = SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.index(_GLM_BREAKABLE) - 1]
+
+
+def test_breakable_architecture_boundary() -> None:
+    """GLM-5's GlmMoeDsaForCausalLM joins DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES in 0.29: from
+    then on vLLM compiles nothing and keeps FULL_AND_PIECEWISE as breakable graphs."""
+    doc = {"model": GLM_DSA}
+    before, after = _plan(doc, _GLM_BEFORE), _plan(doc, _GLM_BREAKABLE)
+    assert (before.compilation_mode, before.breakable_cudagraphs) == ("VLLM_COMPILE", False)
+    assert (after.compilation_mode, after.breakable_cudagraphs) == ("NONE", True)
+    assert after.cudagraph_mode == "FULL_AND_PIECEWISE"
+    assert {"breakable_auto", "breakable"} <= set(_kinds(after))
+    assert after.cost_withheld and not before.cost_withheld
+
+
+def test_breakable_opt_out() -> None:
+    """VLLM_USE_BREAKABLE_CUDAGRAPH set to anything keeps vLLM from auto-enabling it; only "1" is on."""
+    for value in ("0", "no"):
+        plan = _plan(
+            {"model": GLM_DSA, "cgplan": {"env": {"VLLM_USE_BREAKABLE_CUDAGRAPH": value}}}, _GLM_BREAKABLE
+        )
+        assert (plan.compilation_mode, plan.breakable_cudagraphs) == ("VLLM_COMPILE", False), value
+
+
+def test_breakable_keeps_piecewise_without_compilation() -> None:
+    """Breakable graphs skip the normalisation even with compilation_config.mode 0, in every release."""
+    for version in SUPPORTED_VERSIONS:
+        plan = _plan(
+            {"compilation_config": {"mode": 0}, "cgplan": {"env": {"VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}}},
+            version,
+        )
+        assert plan.cudagraph_mode == "FULL_AND_PIECEWISE", version
+        assert "non_compile" not in _kinds(plan)
+
+
+_FULL_IS_FULL = first_release(lambda r: r.breakable_full_is_full)
+
+
+def test_breakable_v1_full_descriptors_note() -> None:
+    """V1 before 0.30 captured FULL descriptors as breakable graphs too (gpu_model_runner.py)."""
+    doc = {"cgplan": {"model_runner": "v1", "env": {"VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}}}
+    before = _plan(doc, SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.index(_FULL_IS_FULL) - 1])
+    after = _plan(doc, _FULL_IS_FULL)
+    note = next(n.message for n in before.notes if n.kind == "breakable")
+    assert "no FULL graph is whole" in note
+    assert "no FULL graph is whole" not in next(n.message for n in after.notes if n.kind == "breakable")
+
+
+def test_breakable_withholds_the_memory_figure() -> None:
+    from cgplan.api.plan import plan_file
+
+    result = plan_file(DATA / "corpus" / "breakable-env.yaml")[1]
+    assert result.cost is not None and not result.cost.domain.figure
+    assert any("breakable CUDA graphs" in x for x in result.cost.domain.outside)

@@ -217,7 +217,12 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
         out.append(f"<tr><td>{escape(fam)}</td><td>{c['PIECEWISE']}</td><td>{c['FULL']}</td></tr>")
     out.append(f"<tr><th>total</th><th colspan=2>{plan['total_graphs']}</th></tr></table>")
     pieces = plan.get("piecewise_pieces") or {}
-    if pieces:
+    if pieces and plan.get("breakable_cudagraphs"):
+        out.append(
+            '<p class="muted">a PIECEWISE descriptor is one breakable capture: a CUDA graph per '
+            "segment between attention and KV-cache ops, which run eager</p>"
+        )
+    elif pieces:
         out.append(
             '<p class="muted">a PIECEWISE descriptor is '
             + ", ".join(f"{n} CUDA graphs in the {escape(f)}" for f, n in pieces.items())

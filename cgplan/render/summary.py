@@ -145,6 +145,11 @@ def pieces_line(plan: Plan) -> str | None:
     """What a PIECEWISE descriptor is in CUDA graphs, family by family."""
     if not plan.piecewise_pieces:
         return None
+    if plan.breakable_cudagraphs:
+        return (
+            "(a PIECEWISE descriptor is one breakable capture: a CUDA graph per segment between "
+            "attention and KV-cache ops, which run eager)"
+        )
     if len(plan.piecewise_pieces) == 1:
         return (
             f"(a PIECEWISE descriptor is {plan.piecewise_pieces[0][1]} CUDA graphs: one per compiled piece)"

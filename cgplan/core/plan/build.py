@@ -39,8 +39,10 @@ from cgplan.core.vllm.resolve import (
     Attention,
     ModeDecision,
     attention,
+    breakable_note,
     compilation,
     config_time_mode,
+    cost_withheld,
     model_runner,
     resolve_mode,
     runner_time_mode,
@@ -399,6 +401,8 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     runner_before_sp = model_runner(inp, rules, sp_requested, [], comp) if sp_requested != sp_on else runner
     decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes, comp)
     decision = runner_time_mode(decision, inp, rules, runner, notes)
+    if comp.breakable and decision.mode is not Mode.NONE:
+        notes.append(breakable_note(decision.mode, rules, runner))
     validate_ubatching_backend(inp)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
@@ -488,6 +492,7 @@ def _families(cap: _Captured) -> _Captured:
                     )
                 )
     else:
+        pad = rules.v2_breakable_pads_piecewise_reqs and cap.decision.compilation.breakable
         target = v2_manager(
             sizes,
             max_size,
@@ -498,6 +503,7 @@ def _families(cap: _Captured) -> _Captured:
             rules.v2_candidates,
             loras,
             ubatch,
+            pad,
         )
         graphs["target"] = target.graphs()
         twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
@@ -519,6 +525,7 @@ def _families(cap: _Captured) -> _Captured:
                 _v2_query_lens(inp, rules, k + 1, runs),
                 s,
                 rules.v2_candidates,
+                pad_piecewise_reqs=pad,
             )
             graphs["drafter_prefill"] = _drafter_prefill(
                 prefill.graphs(), rules.drafter_prefill_full, k, s, max_size
@@ -667,6 +674,9 @@ def build_plan(
         piecewise_pieces=_pieces(inp, graphs),
         assumed=assumed_defaults(inp, rules, mode.value, runner),
         kv_bytes_per_token=kv_bytes_per_token(inp),
+        compilation_mode=cap.decision.compilation.name,
+        breakable_cudagraphs=cap.decision.compilation.breakable,
+        cost_withheld=cost_withheld(cap.decision.compilation),
     )
     gaps = find_gaps(plan, ladder, inp)
     plan = replace(plan, gaps=gaps)

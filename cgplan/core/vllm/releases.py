@@ -121,6 +121,9 @@ class VllmRules:
     """V1 with breakable CUDA graphs captures FULL descriptors as real full graphs; before 0.30 the
     BreakableCUDAGraphWrapper took every non-NONE descriptor, FULL ones too, and broke them at
     attention (gpu_model_runner.py `load_model`)."""
+    v2_breakable_pads_piecewise_reqs: bool = False
+    """V2 under breakable CUDA graphs gives PIECEWISE descriptors num_reqs = min(size,
+    max_num_seqs), as FULL ones (`_init_candidates`, 0.26.0; None again from 0.27.1)."""
     v2_piecewise_needs_compiled_model: bool = False
     """V2 drops PIECEWISE when the loaded model has neither a compiled submodule nor breakable
     CUDA graphs (`piecewise_capture_available`, gpu/model_runner.py, 0.30+)."""
@@ -162,6 +165,7 @@ _V0_26 = VllmRules(
     drafter_decode_per_k=False,
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
+    v2_breakable_pads_piecewise_reqs=True,
     # vllm/config/vllm.py `__post_init__`: the inline list of non-compiled classes.
     breakable_architectures=frozenset(
         {
@@ -193,6 +197,7 @@ _r = _release(
             "KimiK3ForConditionalGeneration",
         ),
         dcp_gqa_check="error",
+        v2_breakable_pads_piecewise_reqs=False,
         breakable_architectures=_r.breakable_architectures
         | {"KimiK3ForConditionalGeneration", "KimiK3MTPModel", "KimiLinearForCausalLM"},
     )

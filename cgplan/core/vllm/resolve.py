@@ -265,6 +265,30 @@ def compilation(inp: PlanInput, rules: VllmRules, notes: list[Note]) -> Compilat
     return Compilation(mode, breakable)
 
 
+def breakable_note(mode: Mode, rules: VllmRules, runner: str) -> Note:
+    """What breakable CUDA graphs capture (vllm/compilation/breakable_cudagraph.py): one stream
+    capture per descriptor, ended at every attention/KV-cache op, which runs eager between the
+    segments; V1 before 0.30 captured its FULL descriptors that way too (gpu_model_runner.py
+    `load_model`), V2 and V1 0.30+ capture FULL graphs whole."""
+    text = (
+        "breakable CUDA graphs (VLLM_USE_BREAKABLE_CUDAGRAPH=1, compilation mode NONE): each PIECEWISE "
+        "descriptor is one stream capture broken at every attention and KV-cache op, which runs eager "
+        "between the graph segments, not torch.compile pieces"
+    )
+    if runner == "v1" and not rules.breakable_full_is_full and mode.has_full():
+        text += (
+            f"; model runner V1 in vLLM {rules.version} captures its FULL descriptors the same way "
+            "(the BreakableCUDAGraphWrapper takes every non-NONE descriptor), so no FULL graph is "
+            "whole"
+        )
+    return Note("breakable", text)
+
+
+def cost_withheld(comp: Compilation) -> tuple[str, ...]:
+    """What the cost model has no term for in how the graphs are captured."""
+    return ("breakable CUDA graphs (fitted on torch.compile pieces only)",) if comp.breakable else ()
+
+
 @dataclass(frozen=True)
 class ModeDecision:
     """The config-time mode and whether attention is a splitting op."""

@@ -181,6 +181,11 @@ def plan_to_dict(
         "step_padding": _padding(step_padding(plan)),
         "assumed": [{"key": a.key, "value": a.value, "origin": a.origin} for a in plan.assumed],
         "piecewise_pieces": dict(plan.piecewise_pieces),
+        **(
+            {"compilation_mode": plan.compilation_mode, "breakable_cudagraphs": plan.breakable_cudagraphs}
+            if plan.compilation_mode != "VLLM_COMPILE" or plan.breakable_cudagraphs
+            else {}
+        ),
         "kv_cache": {
             "bytes_per_token": plan.kv_bytes_per_token,
             "graph_memory_tokens": None
