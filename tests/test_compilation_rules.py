@@ -230,7 +230,10 @@ def test_breakable_architecture_boundary() -> None:
     assert (after.compilation_mode, after.breakable_cudagraphs) == ("NONE", True)
     assert after.cudagraph_mode == "FULL_AND_PIECEWISE"
     assert {"breakable_auto", "breakable"} <= set(_kinds(after))
-    assert after.cost_withheld and not before.cost_withheld
+    assert any("breakable" in x for x in after.cost_withheld)
+    # before 0.29 vLLM compiles it, as far as cgplan can tell: an architecture it does not know
+    assert [x for x in before.cost_withheld if "breakable" in x] == []
+    assert any("does not know" in x for x in before.cost_withheld)
 
 
 def test_breakable_opt_out() -> None:

@@ -23,6 +23,7 @@ from cgplan.core.model.spec import (
 )
 from cgplan.core.vllm.attention import KNOWN_BACKENDS
 from cgplan.core.vllm.defaults import serve_defaults
+from cgplan.core.vllm.models import refusal, suffix_runner
 from cgplan.core.vllm.releases import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -61,6 +62,7 @@ _TOP_KEYS = (
     "dbo_prefill_token_threshold",
     "async_scheduling",
     "all2all_backend",
+    "runner",
 )
 # vLLM serve keys that do not change what is captured: accepted and listed.
 IGNORED_TOP_KEYS = (
@@ -102,7 +104,7 @@ IGNORED_TOP_KEYS = (
     "data_parallel_rpc_port",
 )
 # vLLM keys that change capture but that cgplan does not model yet: refused by name.
-UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size",)
+UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size", "convert")
 _SPEC_KEYS = (
     "method",
     "num_speculative_tokens",
@@ -482,7 +484,21 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
 
     archs = hf.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else "LlamaForCausalLM"
+    all_archs = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
     dtype = text.get("torch_dtype") or text.get("dtype")
+    kind = _layer_kinds(hf, text)
+    enc_dec = bool(hf.get("is_encoder_decoder")) or bool(text.get("is_encoder_decoder"))
+    if enc_dec:
+        # Whisper-style configs name the decoder's dimensions (the KV cache and the decode graphs
+        # are the decoder's): d_model, decoder_layers, decoder_attention_heads, decoder_ffn_dim
+        for ours, theirs in (
+            ("hidden_size", "d_model"),
+            ("num_hidden_layers", "decoder_layers"),
+            ("num_attention_heads", "decoder_attention_heads"),
+            ("intermediate_size", "decoder_ffn_dim"),
+        ):
+            if ours not in text and theirs in text:
+                text = {**text, ours: text[theirs]}
     heads = num("num_attention_heads", 32)
     hidden = num("hidden_size", 4096)
     experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts") or 0
@@ -501,8 +517,15 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         shared = text.get("n_shared_experts") or text.get("shared_expert_intermediate_size") or 0
         if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
             shared_layers = layers - dense_layers
+    max_len_key = _max_len_key(text)
     return ModelShape(
         architecture=arch,
+        architectures=all_archs if len(all_archs) > 1 else (),
+        model_type=str(hf["model_type"]) if isinstance(hf.get("model_type"), str) else "",
+        is_encoder_decoder=enc_dec,
+        other_layer_kinds=kind[0],
+        sliding_window_layers=kind[1],
+        sparse_attention=text.get("index_topk") is not None,
         hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
@@ -518,13 +541,82 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         use_mla=bool(text.get("kv_lora_rank")),
         kv_lora_rank=num("kv_lora_rank", 0, minimum=0) if text.get("kv_lora_rank") else 0,
         num_nextn_predict_layers=num("num_nextn_predict_layers", 0, minimum=0),
-        max_position_embeddings=num("max_position_embeddings", 2048, maximum=1 << 31),
-        derived_max_model_len=num("max_position_embeddings", 0, maximum=1 << 31) or None
-        if "max_position_embeddings" in text
-        and not text.get("rope_scaling")
-        and "model_max_length" not in text
+        max_position_embeddings=num(max_len_key, 2048, maximum=1 << 31),
+        derived_max_model_len=num(max_len_key, 0, maximum=1 << 31) or None
+        if max_len_key in text and not text.get("rope_scaling") and "model_max_length" not in text
         else None,
     )
+
+
+# vllm/transformers_utils/model_arch_config_convertor.py `derive_max_model_len_and_key` (the same
+# list in 0.26-0.33): the smallest of these that the config states, model_max_length over all.
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+
+
+def _max_len_key(text: Mapping[str, Any]) -> str:
+    """The config key vLLM derives the default max_model_len from (max_position_embeddings when
+    the config states none: cgplan's default then applies)."""
+    if isinstance(text.get("model_max_length"), int):
+        return "model_max_length"
+    present = [(v, k) for k in _MAX_LEN_KEYS if isinstance(v := text.get(k), int) and not isinstance(v, bool)]
+    return min(present)[1] if present else "max_position_embeddings"
+
+
+# Hybrid and attention-free model types whose configs do not list their layers (vLLM's IsHybrid /
+# IsAttentionFree classes): the kind of their non-attention layers.
+_STATE_MODEL_TYPES = {
+    "mamba": "mamba",
+    "mamba2": "mamba",
+    "falcon_mamba": "mamba",
+    "jamba": "mamba",
+    "zamba": "mamba",
+    "zamba2": "mamba",
+    "bamba": "mamba",
+    "falcon_h1": "mamba",
+    "nemotron_h": "mamba",
+    "granitemoehybrid": "mamba",
+    "plamo2": "mamba",
+    "lfm2": "short_conv",
+    "lfm2_moe": "short_conv",
+    "qwen3_next": "linear_attention",
+    "kimi_linear": "linear_attention",
+    "minimax_text_01": "linear_attention",
+    "minimax_m1": "linear_attention",
+}
+_ATTENTION_LAYERS = ("attention", "full_attention", "sliding_attention")
+
+
+def _layer_kinds(hf: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
+    """(the non-attention layer kinds, the sliding-window layers) a config names, as vLLM's
+    `is_hybrid` reads `layer_types` (a config whose layer_types are all attention is no hybrid)."""
+    layer_types = text.get("layer_types")
+    if isinstance(layer_types, list) and all(isinstance(t, str) for t in layer_types):
+        other = tuple(sorted({t for t in layer_types if t not in _ATTENTION_LAYERS}))
+        return other, sum(t == "sliding_attention" for t in layer_types)
+    blocks = text.get("layers_block_type")
+    if isinstance(blocks, list) and all(isinstance(t, str) for t in blocks):
+        return tuple(sorted({t for t in blocks if t not in _ATTENTION_LAYERS})), 0
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and "M" in pattern:
+        return ("mamba",), 0
+    model_type = hf.get("model_type")
+    if isinstance(model_type, str) and model_type in _STATE_MODEL_TYPES:
+        return (_STATE_MODEL_TYPES[model_type],), 0
+    if any(k in text for k in ("linear_attn_config", "full_attention_interval", "full_attn_interval")):
+        return ("linear_attention",), 0
+    if any(k in text for k in ("ssm_cfg", "mamba_d_state", "mamba_d_conv", "ssm_state_size")):
+        return ("mamba",), 0
+    return (), 0
 
 
 def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
@@ -629,16 +721,20 @@ def parse_config(
         )
     if overrides.model_config is not None:
         given = str(overrides.model_config)
-        shape = read_model_shape(
-            Path("-") if given == "-" else _local_path(given, base_dir, "--model-config"), "--model-config"
-        )
+        model_path = Path("-") if given == "-" else _local_path(given, base_dir, "--model-config")
+        model_key = "--model-config"
     elif cg.get("model_config") is not None:
         mc = cg["model_config"]
         if not isinstance(mc, str) or not mc.strip():
             raise _err("cgplan.model_config", "must be a path", mc, "the model's config.json or its folder")
-        shape = read_model_shape(_local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config")
+        model_path, model_key = _local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config"
     else:
-        shape = read_model_shape(_local_path(model_value, base_dir, "model"), "model")
+        model_path, model_key = _local_path(model_value, base_dir, "model"), "model"
+    shape = read_model_shape(model_path, model_key)
+    runner_kind = _runner(doc.get("runner"), shape, model_path, notes)
+    why = refusal(shape, runner_kind)
+    if why is not None:
+        raise _err(model_key, why)
 
     max_model_len = _int(doc, "max_model_len", "") or shape.max_position_embeddings
     tp = _int(doc, "tensor_parallel_size", "") or 1
@@ -814,6 +910,7 @@ def parse_config(
         all2all_backend=_all2all(doc.get("all2all_backend")),
         compilation_mode=compile_mode,
         env=env,
+        runner=runner_kind,
         defaulted=tuple(
             name
             for name, given in (
@@ -828,6 +925,47 @@ def parse_config(
         ),
     )
     return inp, ignored
+
+
+RUNNERS = ("auto", "generate", "pooling", "draft")
+"""vLLM's `--runner` values."""
+
+
+def _runner(value: object, shape: ModelShape, model_path: Path, notes: list[str]) -> str:
+    """vLLM's runner type: `--runner` as given, or `auto` resolved as `_get_default_runner_type`
+    does: a Sentence Transformers folder (modules.json with a Pooling module) pools, then the
+    architecture (cgplan's known classes generate; another by vLLM's suffix table)."""
+    name = "auto" if value is None else _choice(value, "runner", RUNNERS)
+    if name == "draft":
+        raise _err(
+            "runner",
+            "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it",
+            value,
+            "auto, generate or pooling",
+        )
+    if name != "auto":
+        return name
+    if _sentence_transformers_pooling(model_path):
+        notes.append(
+            "--runner auto read as pooling: the model folder is a Sentence Transformers model (modules.json)"
+        )
+        return "pooling"
+    return suffix_runner(shape.architecture) or "generate"
+
+
+def _sentence_transformers_pooling(model_path: Path) -> bool:
+    """vLLM's `get_pooling_config`: modules.json names a sentence_transformers Pooling module."""
+    try:
+        folder = model_path if model_path.is_dir() else model_path.parent
+        modules = folder / "modules.json"
+        if not modules.is_file():
+            return False
+        doc = read_json(modules, what="modules.json")
+    except (OSError, ValueError, ReadError):
+        return False
+    return isinstance(doc, list) and any(
+        isinstance(m, dict) and m.get("type") == "sentence_transformers.models.Pooling" for m in doc
+    )
 
 
 def _compilation_mode(value: object) -> int | None:

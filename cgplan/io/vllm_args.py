@@ -728,6 +728,8 @@ def _build(
         put("enforce_eager", v.positive, v)
     if (v := values.get("performance_mode")) is not None:
         put("performance_mode", v.raw, v)
+    if (v := values.get("runner")) is not None:
+        put("runner", v.raw, v)
     if (v := values.get("optimization_level")) is not None:
         level = str(v.raw).strip()
         if level not in ("0", "1", "2", "3"):

@@ -37,9 +37,6 @@ class ModelShape:
 
     architecture: str = "LlamaForCausalLM"
     """First entry of `architectures`."""
-    architectures: tuple[str, ...] = field(default=(), metadata=_IF_SET)
-    """Every entry of config.json's `architectures` (vLLM checks any of them against its lists);
-    empty: only `architecture`."""
     hidden_size: int = 4096
     """Model width."""
     num_hidden_layers: int = 32
@@ -81,6 +78,22 @@ class ModelShape:
     derived_max_model_len: int | None = field(default=None, metadata={"fingerprint": False})
     """vLLM's derived maximum when config.json states it plainly (max_position_embeddings, no rope
     scaling): a larger max_model_len is refused. None: not known here, not checked."""
+    architectures: tuple[str, ...] = field(default=(), metadata=_IF_SET)
+    """Every entry of config.json's `architectures` (vLLM checks any of them against its lists);
+    empty: only `architecture`."""
+    model_type: str = field(default="", metadata={"fingerprint": False})
+    """config.json's `model_type` (for messages)."""
+    is_encoder_decoder: bool = field(default=False, metadata=_IF_SET)
+    """vLLM's `is_encoder_decoder(hf_config)`: `is_encoder_decoder` set in config.json or its
+    text_config (Whisper)."""
+    other_layer_kinds: tuple[str, ...] = field(default=(), metadata=_IF_SET)
+    """Layer kinds besides attention the config names (`layer_types`, `layers_block_type`,
+    `hybrid_override_pattern`, Mamba state keys): "linear_attention", "mamba", ... Empty for an
+    attention-only model."""
+    sliding_window_layers: int = field(default=0, metadata=_IF_SET)
+    """Layers `layer_types` marks "sliding_attention" (a second KV-cache group of the same backend)."""
+    sparse_attention: bool = field(default=False, metadata=_IF_SET)
+    """DeepSeek sparse attention (`index_topk` in config.json: DeepSeek-V3.2, GLM-5)."""
 
     @property
     def all_architectures(self) -> tuple[str, ...]:
@@ -178,6 +191,9 @@ class PlanInput:
     """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
     async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
     """`async_scheduling` as given (None = the release's default)."""
+    runner: str = field(default="generate", metadata=_IF_SET)
+    """vLLM's resolved `runner`: "generate" or "pooling" (`--runner`, or its `auto` resolved from
+    the model)."""
     # Compilation (#27): what decides whether vLLM compiles the model, and so which modes survive.
     compilation_mode: int | None = field(default=None, metadata=_IF_SET)
     """`compilation_config.mode` as given, a `CompilationMode` value (index into COMPILATION_MODES);

@@ -34,6 +34,7 @@ from cgplan.core.vllm.graphs import (
     v2_manager,
 )
 from cgplan.core.vllm.ladder import Ladder, capture_ladder
+from cgplan.core.vllm.models import model_caveats
 from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 from cgplan.core.vllm.resolve import (
     Attention,
@@ -403,6 +404,7 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     decision = runner_time_mode(decision, inp, rules, runner, notes)
     if comp.breakable and decision.mode is not Mode.NONE:
         notes.append(breakable_note(decision.mode, rules, runner))
+    notes.extend(Note("model_kind", text) for text in model_caveats(inp.model, rules))
     validate_ubatching_backend(inp)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
@@ -676,7 +678,7 @@ def build_plan(
         kv_bytes_per_token=kv_bytes_per_token(inp),
         compilation_mode=cap.decision.compilation.name,
         breakable_cudagraphs=cap.decision.compilation.breakable,
-        cost_withheld=cost_withheld(cap.decision.compilation),
+        cost_withheld=cost_withheld(cap.decision.compilation) + model_caveats(inp.model, rules),
     )
     gaps = find_gaps(plan, ladder, inp)
     plan = replace(plan, gaps=gaps)

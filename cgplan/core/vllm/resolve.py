@@ -179,6 +179,10 @@ def model_runner(
             _check_v1(inp, rules)
         return inp.model_runner
     default_moe = rules.v2_default_moe_architectures
+    if default_moe is not None and inp.runner != "generate":
+        # _is_default_v2_model_runner_model (0.26-0.28): only the generate runner defaults to V2
+        notes.append(Note("runner", f"the {inp.runner} runner is not a default Model Runner V2 model"))
+        return "v1"
     if default_moe is not None and inp.model.is_moe and inp.model.architecture not in default_moe:
         notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
         return "v1"
@@ -364,9 +368,12 @@ def config_time_mode(
     if comp.mode != VLLM_COMPILE:
         # Nothing is compiled into pieces: set_splitting_ops_for_v1 leaves splitting_ops empty, so
         # attention is no splitting op (breakable graphs break at attention at run time instead).
-        return ModeDecision(
-            normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp)), False, comp
-        )
+        mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        mode = model_kind_mode(mode, inp, notes)
+        if rules.non_compile_keeps_full_decode:  # 0.30+ normalises again after these overrides
+            mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        return ModeDecision(mode, False, comp)
+    mode = model_kind_mode(mode, inp, notes)
     attention_splits = True
     if sp_on:
         # set_splitting_ops_for_v1: SP needs full-graph compilation.
@@ -389,6 +396,30 @@ def config_time_mode(
             )
             mode = Mode.FULL
     return ModeDecision(mode, attention_splits, comp)
+
+
+def model_kind_mode(mode: Mode, inp: PlanInput, notes: list[Note]) -> Mode:
+    """`__post_init__`'s overrides by model kind (vllm/config/vllm.py, every release 0.26-0.33):
+    a pooling model (`pooler_config`, i.e. `--runner pooling`) with full graphs → PIECEWISE; an
+    encoder-decoder model in any mode but NONE and FULL_DECODE_ONLY → FULL_DECODE_ONLY."""
+    if inp.runner == "pooling" and mode.has_full():
+        notes.append(
+            Note(
+                "pooling_mode",
+                "Pooling models do not support full cudagraphs. Overriding cudagraph_mode to PIECEWISE.",
+            )
+        )
+        return Mode.PIECEWISE
+    if inp.model.is_encoder_decoder and mode not in (Mode.NONE, Mode.FULL_DECODE_ONLY):
+        notes.append(
+            Note(
+                "encoder_decoder_mode",
+                f"Encoder-decoder models do not support {mode.value}. "
+                "Overriding cudagraph_mode to FULL_DECODE_ONLY.",
+            )
+        )
+        return Mode.FULL_DECODE_ONLY
+    return mode
 
 
 def runner_time_mode(

@@ -106,6 +106,7 @@ _V0_26 = serve_flags(
         serve_flag("max_cudagraph_capture_size", role=READ),
         serve_flag("attention_backend", role=READ),
         serve_flag("attention_config", "-ac", role=READ),
+        serve_flag("runner", role=READ),  # #27: generate or pooling (auto: from the model)
         # parallelism, LoRA, microbatching (#16)
         serve_flag("pipeline_parallel_size", "-pp", role=READ),
         serve_flag("data_parallel_size", "-dp", role=READ),
@@ -183,6 +184,7 @@ _V0_26 = serve_flags(
         serve_flag("return_tokens_as_token_ids", arity="bool", role=IGNORED),
         # change what vLLM captures, not modelled by cgplan yet: refused unless left at vLLM's default
         serve_flag("prefill_context_parallel_size", "-pcp", role=UNMODELLED, default="1"),
+        serve_flag("convert", role=UNMODELLED, default="auto"),
         # which adapters and which all-to-all kernels: capture-neutral at config time
         serve_flag("lora_modules", arity="many", role=IGNORED),
         serve_flag("max_lora_rank", role=IGNORED),
