@@ -116,6 +116,8 @@ def translate(yaml_path: Path) -> dict:
                 if ck not in CGPLAN_KEY_MAP:
                     raise ValueError(f"{yaml_path.name}: unknown cgplan key {ck!r}")
                 out[CGPLAN_KEY_MAP[ck]] = cv
+        elif key == "kv_transfer_config":  # an EngineArgs field that takes the mapping as it is
+            engine_args[key] = dict(val)
         elif key in ORACLE_SCALAR_KEYS:
             out[key] = val
         elif isinstance(val, (str, int, float, bool)) or val is None:

@@ -14,9 +14,11 @@ from typing import Any, NamedTuple
 from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import (
     COMPILATION_MODES,
+    KV_ROLES,
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
     SPEC_METHODS,
+    KvConnector,
     ModelShape,
     PlanInput,
     SpeculativeSpec,
@@ -63,6 +65,7 @@ _TOP_KEYS = (
     "async_scheduling",
     "all2all_backend",
     "runner",
+    "kv_transfer_config",
 )
 # vLLM serve keys that do not change what is captured: accepted and listed.
 IGNORED_TOP_KEYS = (
@@ -96,7 +99,6 @@ IGNORED_TOP_KEYS = (
     "skip_tokenizer_init",
     "distributed_executor_backend",
     "cudagraph_metrics",
-    "kv_transfer_config",
     "lora_modules",
     "max_lora_rank",
     "data_parallel_size_local",
@@ -911,6 +913,7 @@ def parse_config(
         compilation_mode=compile_mode,
         env=env,
         runner=runner_kind,
+        kv_transfer=_kv_transfer(doc.get("kv_transfer_config"), "kv_transfer_config"),
         defaulted=tuple(
             name
             for name, given in (
@@ -925,6 +928,52 @@ def parse_config(
         ),
     )
     return inp, ignored
+
+
+def _kv_transfer(value: object, path: str) -> KvConnector | None:
+    """`kv_transfer_config` as KVTransferConfig reads it (vllm/config/kv_transfer.py): the role
+    checked with vLLM's words; a MultiConnector's children read the same way."""
+    if value is None:
+        return None
+    section = _mapping(value, path)
+    name = section.get("kv_connector")
+    role = section.get("kv_role")
+    if section.get("kv_connector_module_path") is not None:
+        raise _err(
+            f"{path}.kv_connector_module_path",
+            "an out-of-tree KV connector changes what vLLM captures (its requires_piecewise_for_cudagraph), "
+            "but cgplan does not model it yet; remove it to plan without it",
+            section["kv_connector_module_path"],
+        )
+    if role is not None and role not in KV_ROLES:
+        raise _err(f"{path}.kv_role", f"Unsupported kv_role: {role}. Supported roles are {KV_ROLES}", role)
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise _err(f"{path}.kv_connector", "must be a connector name", name, "e.g. LMCacheConnectorV1")
+    if role is None:
+        raise _err(
+            f"{path}.kv_role",
+            f"Please specify kv_role when kv_connector is set, supported roles are {KV_ROLES}",
+        )
+    if name == "HiSparseConnector":
+        raise _err(
+            f"{path}.kv_connector",
+            "HiSparseConnector changes what vLLM captures (it forces Model Runner V2 and refuses "
+            "cudagraph_mode FULL), but cgplan does not model it yet; remove it to plan without it",
+            name,
+        )
+    extra = _mapping(section.get("kv_connector_extra_config") or {}, f"{path}.kv_connector_extra_config")
+    children: list[KvConnector] = []
+    if name == "MultiConnector":
+        listed = extra.get("connectors") or []
+        if not isinstance(listed, list):
+            raise _err(f"{path}.kv_connector_extra_config.connectors", "must be a list", listed)
+        for i, child in enumerate(listed):
+            got = _kv_transfer(child, f"{path}.kv_connector_extra_config.connectors[{i}]")
+            if got is not None:
+                children.append(got)
+    return KvConnector(name.strip(), role, bool(extra.get("use_layerwise", False)), tuple(children))
 
 
 RUNNERS = ("auto", "generate", "pooling", "draft")

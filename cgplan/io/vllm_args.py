@@ -730,6 +730,12 @@ def _build(
         put("performance_mode", v.raw, v)
     if (v := values.get("runner")) is not None:
         put("runner", v.raw, v)
+    if (v := values.get("kv_transfer_config")) is not None:
+        kt = _json_object(
+            v, human=False, example='{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+        )
+        if kt is not None:
+            put("kv_transfer_config", kt, v)
     if (v := values.get("optimization_level")) is not None:
         level = str(v.raw).strip()
         if level not in ("0", "1", "2", "3"):

@@ -118,6 +118,25 @@ class SpeculativeSpec:
     left out of the fingerprint so that reports made before it was read keep matching)."""
 
 
+KV_ROLES = ("kv_producer", "kv_both", "kv_consumer")
+"""vLLM's `KVRole` values (`get_args(KVRole)`, vllm/config/kv_transfer.py, 0.26-0.33)."""
+
+
+@dataclass(frozen=True)
+class KvConnector:
+    """vLLM's `kv_transfer_config`, the fields its CUDA-graph rule reads."""
+
+    name: str
+    """`kv_connector`: a connector registered in vLLM's KVConnectorFactory."""
+    role: str | None = None
+    """`kv_role` (KV_ROLES); with it the config is a KV-transfer instance."""
+    use_layerwise: bool = False
+    """`kv_connector_extra_config.use_layerwise`, as vLLM tests it (truthiness): LMCache's
+    layer-by-layer transfer."""
+    children: tuple[KvConnector, ...] = ()
+    """MultiConnector's `kv_connector_extra_config.connectors`, each read the same way."""
+
+
 @dataclass(frozen=True)
 class PlanInput:
     """One vLLM serve config plus what vLLM cannot infer off a GPU."""
@@ -191,6 +210,8 @@ class PlanInput:
     """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
     async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
     """`async_scheduling` as given (None = the release's default)."""
+    kv_transfer: KvConnector | None = field(default=None, metadata=_IF_SET)
+    """`kv_transfer_config`'s connector (None: no KV transfer)."""
     runner: str = field(default="generate", metadata=_IF_SET)
     """vLLM's resolved `runner`: "generate" or "pooling" (`--runner`, or its `auto` resolved from
     the model)."""

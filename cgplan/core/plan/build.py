@@ -50,6 +50,7 @@ from cgplan.core.vllm.resolve import (
     sequence_parallel_on,
     uses_dynamic_sd,
     v1_round_sizes,
+    validate_connector,
     validate_parallel,
     validate_ubatching_backend,
 )
@@ -392,6 +393,7 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     rules = policy.apply(rules_for(inp.vllm_version))
     notes: list[Note] = []
     validate_parallel(inp, rules)
+    validate_connector(inp, rules)
     validate_limits(inp)
     inp = _without_dynamic_sd_under_dp(inp, notes)
     runs = _lookup_runs(inp)

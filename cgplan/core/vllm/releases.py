@@ -121,6 +121,10 @@ class VllmRules:
     """V1 with breakable CUDA graphs captures FULL descriptors as real full graphs; before 0.30 the
     BreakableCUDAGraphWrapper took every non-NONE descriptor, FULL ones too, and broke them at
     attention (gpu_model_runner.py `load_model`)."""
+    kv_connectors: frozenset[str] = frozenset()
+    """Connectors registered in `KVConnectorFactory` (vllm/distributed/kv_transfer/kv_connector/
+    factory.py). Only LMCacheConnectorV1 (`use_layerwise`) and MultiConnector (any child that
+    does) override `requires_piecewise_for_cudagraph` in 0.26-0.33."""
     v2_breakable_pads_piecewise_reqs: bool = False
     """V2 under breakable CUDA graphs gives PIECEWISE descriptors num_reqs = min(size,
     max_num_seqs), as FULL ones (`_init_candidates`, 0.26.0; None again from 0.27.1)."""
@@ -166,6 +170,26 @@ _V0_26 = VllmRules(
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
     v2_breakable_pads_piecewise_reqs=True,
+    kv_connectors=frozenset(
+        {
+            "ExampleConnector",
+            "ExampleHiddenStatesConnector",
+            "LMCacheConnectorV1",
+            "LMCacheMPConnector",
+            "NixlConnector",
+            "NixlPullConnector",
+            "NixlPushConnector",
+            "MultiConnector",
+            "MoRIIOConnector",
+            "OffloadingConnector",
+            "DecodeBenchConnector",
+            "MooncakeConnector",
+            "MooncakeStoreConnector",
+            "FlexKVConnectorV1",
+            "SimpleCPUOffloadConnector",
+            "HF3FSKVConnector",
+        }
+    ),
     # vllm/config/vllm.py `__post_init__`: the inline list of non-compiled classes.
     breakable_architectures=frozenset(
         {
@@ -248,6 +272,7 @@ _r = _release(
         non_compile_keeps_full_decode=True,
         v2_piecewise_needs_compiled_model=True,
         breakable_full_is_full=True,
+        kv_connectors=_r.kv_connectors | {"HiSparseConnector"},  # factory.py
         breakable_architectures=_r.breakable_architectures
         | {
             "DeepseekV41ForCausalLM",

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgplan.core.model.modes import CGSupport, Mode
-from cgplan.core.model.spec import COMPILATION_MODES, STOCK_TORCH_COMPILE, VLLM_COMPILE, PlanInput
+from cgplan.core.model.spec import (
+    COMPILATION_MODES,
+    STOCK_TORCH_COMPILE,
+    VLLM_COMPILE,
+    KvConnector,
+    PlanInput,
+)
 from cgplan.core.model.types import Note, Rejected
 from cgplan.core.vllm.attention import cudagraph_support, default_backend
 from cgplan.core.vllm.graphs import round_up
@@ -369,11 +375,11 @@ def config_time_mode(
         # Nothing is compiled into pieces: set_splitting_ops_for_v1 leaves splitting_ops empty, so
         # attention is no splitting op (breakable graphs break at attention at run time instead).
         mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
-        mode = model_kind_mode(mode, inp, notes)
+        mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
         if rules.non_compile_keeps_full_decode:  # 0.30+ normalises again after these overrides
             mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
         return ModeDecision(mode, False, comp)
-    mode = model_kind_mode(mode, inp, notes)
+    mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
     attention_splits = True
     if sp_on:
         # set_splitting_ops_for_v1: SP needs full-graph compilation.
@@ -420,6 +426,44 @@ def model_kind_mode(mode: Mode, inp: PlanInput, notes: list[Note]) -> Mode:
         )
         return Mode.FULL_DECODE_ONLY
     return mode
+
+
+def connector_requires_piecewise(conn: KvConnector) -> bool:
+    """`requires_piecewise_for_cudagraph(kv_connector_extra_config)`: LMCacheConnectorV1 with
+    `use_layerwise`, a MultiConnector with such a child (lmcache_connector.py, multi_connector.py;
+    every other connector keeps the base class's False, 0.26-0.33)."""
+    if conn.name == "LMCacheConnectorV1":
+        return conn.use_layerwise
+    if conn.name == "MultiConnector":
+        return any(connector_requires_piecewise(c) for c in conn.children)
+    return False
+
+
+def validate_connector(inp: PlanInput, rules: VllmRules) -> None:
+    """`KVConnectorFactory.get_connector_class`: a connector must be registered in the release."""
+    todo = [inp.kv_transfer] if inp.kv_transfer is not None else []
+    while todo:
+        conn = todo.pop()
+        if conn.name not in rules.kv_connectors:
+            raise Rejected("kv_transfer_config.kv_connector", f"Unsupported connector type: {conn.name}")
+        todo.extend(conn.children)
+
+
+def connector_mode(mode: Mode, inp: PlanInput, notes: list[Note]) -> Mode:
+    """`__post_init__`: a KV-transfer instance whose connector requires PIECEWISE turns full modes
+    into PIECEWISE (vllm/config/vllm.py, every release 0.26-0.33), in vLLM's words."""
+    conn = inp.kv_transfer
+    if conn is None or conn.role is None or not mode.has_full() or not connector_requires_piecewise(conn):
+        return mode
+    notes.append(
+        Note(
+            "kv_connector_mode",
+            f"KV connector {conn.name} requires PIECEWISE CUDA graph mode due to layerwise async "
+            "operations that cannot be captured in CUDA graphs. "
+            f"Overriding cudagraph_mode from {mode.value} to PIECEWISE.",
+        )
+    )
+    return Mode.PIECEWISE
 
 
 def runner_time_mode(

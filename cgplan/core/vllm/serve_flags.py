@@ -159,7 +159,7 @@ _V0_26 = serve_flags(
         serve_flag("skip_tokenizer_init", arity="bool", role=IGNORED),
         serve_flag("distributed_executor_backend", role=IGNORED),
         serve_flag("cudagraph_metrics", arity="bool", role=IGNORED),
-        serve_flag("kv_transfer_config", role=IGNORED),
+        serve_flag("kv_transfer_config", role=READ),  # #27: connectors that require PIECEWISE
         serve_flag("api_server_count", "-asc", role=IGNORED),
         serve_flag("headless", arity="none", role=IGNORED),
         serve_flag("aggregate_engine_logging", arity="none", role=IGNORED),
