@@ -245,8 +245,12 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
         out.append(
             "<h2>Predicted graph memory</h2><p>capture phase (what vLLM's “took X GiB” counts), per rank: "
             f"<b>{cost['total_mib']:,.0f} MiB</b> ({cost['low_mib']:,.0f}..{cost['high_mib']:,.0f}) "
-            "taken from "
-            "the KV cache"
+            + (
+                "taken from the KV cache"
+                if (plan.get("kv_cache") or {}).get("graph_memory_reserved", True)
+                else "<b>not reserved</b>: capture adds on top of gpu_memory_utilization "
+                f"(lower --gpu-memory-utilization by {cost['high_mib'] / 1024:,.2f} GiB / the GPU's memory)"
+            )
             + (f" = <b>{kv:,} KV-cache tokens</b> at {per_token:,} bytes/token" if kv is not None else "")
             + f" · capture ~{cost['capture_s']:.1f} s · {escape(cost['gpu'])} cost model</p>"
         )

@@ -249,6 +249,9 @@ class Plan:
     breakable_cudagraphs: bool = False
     """VLLM_USE_BREAKABLE_CUDAGRAPH is on: a PIECEWISE descriptor is one stream capture broken at
     every attention/KV-cache op, not torch.compile pieces."""
+    graph_memory_reserved: bool = True
+    """vLLM subtracts its estimate of the graph memory before sizing the KV cache (False: model
+    runner V2 before 0.29, whose estimate is 0: capture adds on top of gpu_memory_utilization)."""
     cost_withheld: tuple[str, ...] = ()
     """Why no memory figure can be given for this plan whatever the coefficients (model kinds and
     capture kinds the cost model has no term for)."""

@@ -55,6 +55,21 @@ from cgplan.core.vllm.resolve import (
     validate_ubatching_backend,
 )
 
+_RESERVES = first_release(lambda r: r.v2_reserves_cudagraph_memory)
+
+
+def graph_memory_not_reserved(rules: VllmRules) -> str:
+    """What model runner V2 before 0.29 does with CUDA-graph memory, and what to set instead."""
+    return (
+        f"graph memory is not reserved: model runner V2 in vLLM {rules.version} estimates CUDA-graph "
+        "memory as 0 before sizing the KV cache (gpu/model_runner.py profile_cudagraph_memory() "
+        "returns 0; vLLM issue #49224), so the KV cache takes the whole gpu_memory_utilization budget "
+        "and capture adds on top of it (an OOM in capture_model() when the GPU is full); lower "
+        "--gpu-memory-utilization by the graph memory's share of the GPU (or give "
+        "--kv-cache-memory-bytes), run model runner V1 (VLLM_USE_V2_MODEL_RUNNER=0), or use vLLM "
+        f"{_RESERVES}+, which reserves it (#49233)"
+    )
+
 
 def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
     """The scheduler's batch → K table as (first, last, K) runs; vLLM's scheduler refuses an
@@ -407,6 +422,8 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     if comp.breakable and decision.mode is not Mode.NONE:
         notes.append(breakable_note(decision.mode, rules, runner))
     notes.extend(Note("model_kind", text) for text in model_caveats(inp.model, rules))
+    if runner == "v2" and not rules.v2_reserves_cudagraph_memory and decision.mode is not Mode.NONE:
+        notes.append(Note("graph_memory_not_reserved", graph_memory_not_reserved(rules)))
     validate_ubatching_backend(inp)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
@@ -678,6 +695,7 @@ def build_plan(
         piecewise_pieces=_pieces(inp, graphs),
         assumed=assumed_defaults(inp, rules, mode.value, runner),
         kv_bytes_per_token=kv_bytes_per_token(inp),
+        graph_memory_reserved=runner != "v2" or rules.v2_reserves_cudagraph_memory or mode is Mode.NONE,
         compilation_mode=cap.decision.compilation.name,
         breakable_cudagraphs=cap.decision.compilation.breakable,
         cost_withheld=cost_withheld(cap.decision.compilation) + model_caveats(inp.model, rules),

@@ -125,6 +125,10 @@ class VllmRules:
     """Connectors registered in `KVConnectorFactory` (vllm/distributed/kv_transfer/kv_connector/
     factory.py). Only LMCacheConnectorV1 (`use_layerwise`) and MultiConnector (any child that
     does) override `requires_piecewise_for_cudagraph` in 0.26-0.33."""
+    v2_reserves_cudagraph_memory: bool = False
+    """V2's `profile_cudagraph_memory` estimates graph memory before the KV cache is sized; before
+    0.29 it returned 0, so capture adds on top of gpu_memory_utilization (vLLM issue #49224,
+    fixed by #49233: gpu/model_runner.py `_profile_cudagraph_memory`)."""
     v2_breakable_pads_piecewise_reqs: bool = False
     """V2 under breakable CUDA graphs gives PIECEWISE descriptors num_reqs = min(size,
     max_num_seqs), as FULL ones (`_init_candidates`, 0.26.0; None again from 0.27.1)."""
@@ -250,6 +254,7 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         v2_default_moe_architectures=None,
+        v2_reserves_cudagraph_memory=True,
         breakable_architectures=_r.breakable_architectures
         | {
             "DeepseekV32ForCausalLM",

@@ -188,8 +188,12 @@ def plan_to_dict(
         ),
         "kv_cache": {
             "bytes_per_token": plan.kv_bytes_per_token,
+            **({} if plan.graph_memory_reserved else {"graph_memory_reserved": False}),
             "graph_memory_tokens": None
-            if plan.kv_bytes_per_token is None or plan.cost is None or not plan.cost.graphs
+            if plan.kv_bytes_per_token is None
+            or plan.cost is None
+            or not plan.cost.graphs
+            or not plan.graph_memory_reserved
             else int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token),
         },
         "gaps": [
