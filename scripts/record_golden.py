@@ -75,6 +75,7 @@ CGPLAN_KEY_MAP = {
     "model_runner": "model_runner",
     "attention_backend": "attention_backend",
     "attention_cudagraph_support": "attn_cg_support",
+    "env": "env",  # vLLM's environment (cgplan.env): set in the oracle's child process
 }
 CGPLAN_IGNORED = {"vllm_version"}
 
@@ -115,6 +116,8 @@ def translate(yaml_path: Path) -> dict:
                 if ck not in CGPLAN_KEY_MAP:
                     raise ValueError(f"{yaml_path.name}: unknown cgplan key {ck!r}")
                 out[CGPLAN_KEY_MAP[ck]] = cv
+        elif key == "kv_transfer_config":  # an EngineArgs field that takes the mapping as it is
+            engine_args[key] = dict(val)
         elif key in ORACLE_SCALAR_KEYS:
             out[key] = val
         elif isinstance(val, (str, int, float, bool)) or val is None:

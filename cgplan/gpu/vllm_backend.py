@@ -150,6 +150,8 @@ def engine_kwargs(inp: PlanInput, raw: dict[str, Any], base_dir: str) -> dict[st
             kw["max_lora_rank"] = raw["max_lora_rank"]
         # Named even at vLLM's default, so the engine captures the LoRA cases the plan was made for.
         cc["cudagraph_specialize_lora"] = inp.cudagraph_specialize_lora
+    if inp.compilation_mode is not None:
+        cc["mode"] = inp.compilation_mode
     if inp.cudagraph_mode is not None:
         cc["cudagraph_mode"] = inp.cudagraph_mode.value
     if inp.max_cudagraph_capture_size is not None:
@@ -655,6 +657,8 @@ def capture_vllm(
         prepare_worker_environment()
     if inp.model_runner in ("v1", "v2"):
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if inp.model_runner == "v2" else "0"
+    for name, value in inp.env:  # the config's vLLM environment (cgplan.env), as planned with
+        os.environ[name] = value
     recorder.armed = False
     tap = _LogTap()
     tap.lines = log_lines

@@ -13,15 +13,19 @@ from typing import Any, NamedTuple
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import (
+    COMPILATION_MODES,
+    KV_ROLES,
     MODEL_RUNNERS,
     PERFORMANCE_MODES,
     SPEC_METHODS,
+    KvConnector,
     ModelShape,
     PlanInput,
     SpeculativeSpec,
 )
 from cgplan.core.vllm.attention import KNOWN_BACKENDS
 from cgplan.core.vllm.defaults import serve_defaults
+from cgplan.core.vllm.models import refusal, suffix_runner
 from cgplan.core.vllm.releases import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -60,6 +64,8 @@ _TOP_KEYS = (
     "dbo_prefill_token_threshold",
     "async_scheduling",
     "all2all_backend",
+    "runner",
+    "kv_transfer_config",
 )
 # vLLM serve keys that do not change what is captured: accepted and listed.
 IGNORED_TOP_KEYS = (
@@ -93,7 +99,6 @@ IGNORED_TOP_KEYS = (
     "skip_tokenizer_init",
     "distributed_executor_backend",
     "cudagraph_metrics",
-    "kv_transfer_config",
     "lora_modules",
     "max_lora_rank",
     "data_parallel_size_local",
@@ -101,7 +106,7 @@ IGNORED_TOP_KEYS = (
     "data_parallel_rpc_port",
 )
 # vLLM keys that change capture but that cgplan does not model yet: refused by name.
-UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size",)
+UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size", "convert")
 _SPEC_KEYS = (
     "method",
     "num_speculative_tokens",
@@ -117,7 +122,6 @@ _CC_KEYS = (
     "max_cudagraph_capture_size",
     "cudagraph_capture_sizes",
     "pass_config",
-    "level",
     "mode",
     "cudagraph_specialize_lora",
 )
@@ -134,7 +138,16 @@ _CGPLAN_KEYS = (
     "attention_backend",
     "attention_cudagraph_support",
     "model_config",
+    "env",
 )
+
+MODELLED_ENV = ("TORCH_COMPILE_DISABLE", "VLLM_USE_BREAKABLE_CUDAGRAPH", "VLLM_USE_V2_MODEL_RUNNER")
+"""vLLM environment variables cgplan reads (`cgplan.env`, or `NAME=value` before a `vllm serve`
+line): VLLM_USE_V2_MODEL_RUNNER is the model runner, the others go to the core as set."""
+UNMODELLED_ENV = ("VLLM_BATCH_INVARIANT", "VLLM_MLA_DISABLE", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+"""vLLM environment variables that change capture or its memory but that cgplan does not model:
+refused by name (VLLM_BATCH_INVARIANT can switch breakable CUDA graphs on in 0.33; VLLM_MLA_DISABLE
+turns MLA off; the profiler estimate decides whether graph memory is taken from the KV cache)."""
 
 
 STDIN = "<stdin>"
@@ -473,7 +486,21 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
 
     archs = hf.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else "LlamaForCausalLM"
+    all_archs = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
     dtype = text.get("torch_dtype") or text.get("dtype")
+    kind = _layer_kinds(hf, text)
+    enc_dec = bool(hf.get("is_encoder_decoder")) or bool(text.get("is_encoder_decoder"))
+    if enc_dec:
+        # Whisper-style configs name the decoder's dimensions (the KV cache and the decode graphs
+        # are the decoder's): d_model, decoder_layers, decoder_attention_heads, decoder_ffn_dim
+        for ours, theirs in (
+            ("hidden_size", "d_model"),
+            ("num_hidden_layers", "decoder_layers"),
+            ("num_attention_heads", "decoder_attention_heads"),
+            ("intermediate_size", "decoder_ffn_dim"),
+        ):
+            if ours not in text and theirs in text:
+                text = {**text, ours: text[theirs]}
     heads = num("num_attention_heads", 32)
     hidden = num("hidden_size", 4096)
     experts = text.get("n_routed_experts") or text.get("num_local_experts") or text.get("num_experts") or 0
@@ -492,8 +519,15 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         shared = text.get("n_shared_experts") or text.get("shared_expert_intermediate_size") or 0
         if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
             shared_layers = layers - dense_layers
+    max_len_key = _max_len_key(text)
     return ModelShape(
         architecture=arch,
+        architectures=all_archs if len(all_archs) > 1 else (),
+        model_type=str(hf["model_type"]) if isinstance(hf.get("model_type"), str) else "",
+        is_encoder_decoder=enc_dec,
+        other_layer_kinds=kind[0],
+        sliding_window_layers=kind[1],
+        sparse_attention=text.get("index_topk") is not None,
         hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
@@ -509,13 +543,82 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         use_mla=bool(text.get("kv_lora_rank")),
         kv_lora_rank=num("kv_lora_rank", 0, minimum=0) if text.get("kv_lora_rank") else 0,
         num_nextn_predict_layers=num("num_nextn_predict_layers", 0, minimum=0),
-        max_position_embeddings=num("max_position_embeddings", 2048, maximum=1 << 31),
-        derived_max_model_len=num("max_position_embeddings", 0, maximum=1 << 31) or None
-        if "max_position_embeddings" in text
-        and not text.get("rope_scaling")
-        and "model_max_length" not in text
+        max_position_embeddings=num(max_len_key, 2048, maximum=1 << 31),
+        derived_max_model_len=num(max_len_key, 0, maximum=1 << 31) or None
+        if max_len_key in text and not text.get("rope_scaling") and "model_max_length" not in text
         else None,
     )
+
+
+# vllm/transformers_utils/model_arch_config_convertor.py `derive_max_model_len_and_key` (the same
+# list in 0.26-0.33): the smallest of these that the config states, model_max_length over all.
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+
+
+def _max_len_key(text: Mapping[str, Any]) -> str:
+    """The config key vLLM derives the default max_model_len from (max_position_embeddings when
+    the config states none: cgplan's default then applies)."""
+    if isinstance(text.get("model_max_length"), int):
+        return "model_max_length"
+    present = [(v, k) for k in _MAX_LEN_KEYS if isinstance(v := text.get(k), int) and not isinstance(v, bool)]
+    return min(present)[1] if present else "max_position_embeddings"
+
+
+# Hybrid and attention-free model types whose configs do not list their layers (vLLM's IsHybrid /
+# IsAttentionFree classes): the kind of their non-attention layers.
+_STATE_MODEL_TYPES = {
+    "mamba": "mamba",
+    "mamba2": "mamba",
+    "falcon_mamba": "mamba",
+    "jamba": "mamba",
+    "zamba": "mamba",
+    "zamba2": "mamba",
+    "bamba": "mamba",
+    "falcon_h1": "mamba",
+    "nemotron_h": "mamba",
+    "granitemoehybrid": "mamba",
+    "plamo2": "mamba",
+    "lfm2": "short_conv",
+    "lfm2_moe": "short_conv",
+    "qwen3_next": "linear_attention",
+    "kimi_linear": "linear_attention",
+    "minimax_text_01": "linear_attention",
+    "minimax_m1": "linear_attention",
+}
+_ATTENTION_LAYERS = ("attention", "full_attention", "sliding_attention")
+
+
+def _layer_kinds(hf: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
+    """(the non-attention layer kinds, the sliding-window layers) a config names, as vLLM's
+    `is_hybrid` reads `layer_types` (a config whose layer_types are all attention is no hybrid)."""
+    layer_types = text.get("layer_types")
+    if isinstance(layer_types, list) and all(isinstance(t, str) for t in layer_types):
+        other = tuple(sorted({t for t in layer_types if t not in _ATTENTION_LAYERS}))
+        return other, sum(t == "sliding_attention" for t in layer_types)
+    blocks = text.get("layers_block_type")
+    if isinstance(blocks, list) and all(isinstance(t, str) for t in blocks):
+        return tuple(sorted({t for t in blocks if t not in _ATTENTION_LAYERS})), 0
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and "M" in pattern:
+        return ("mamba",), 0
+    model_type = hf.get("model_type")
+    if isinstance(model_type, str) and model_type in _STATE_MODEL_TYPES:
+        return (_STATE_MODEL_TYPES[model_type],), 0
+    if any(k in text for k in ("linear_attn_config", "full_attention_interval", "full_attn_interval")):
+        return ("linear_attention",), 0
+    if any(k in text for k in ("ssm_cfg", "mamba_d_state", "mamba_d_conv", "ssm_state_size")):
+        return ("mamba",), 0
+    return (), 0
 
 
 def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
@@ -577,6 +680,25 @@ def parse_config(
         MODEL_RUNNERS,
         fold=True,
     ).lower()
+    env = _env(cg.get("env"), notes)
+    env_runner = dict(env).get("VLLM_USE_V2_MODEL_RUNNER")
+    if env_runner is not None:
+        env = tuple((k, v) for k, v in env if k != "VLLM_USE_V2_MODEL_RUNNER")
+        try:
+            from_env = "v2" if int(env_runner) else "v1"  # envs.py maybe_convert_bool: bool(int(x))
+        except ValueError:
+            raise _err(
+                "cgplan.env.VLLM_USE_V2_MODEL_RUNNER", "must be an integer", env_runner, '"0" or "1"'
+            ) from None
+        if overrides.model_runner is None:
+            if cg.get("model_runner") is not None and runner not in ("auto", from_env):
+                raise _err(
+                    "cgplan.env.VLLM_USE_V2_MODEL_RUNNER",
+                    f"disagrees with cgplan.model_runner {runner}",
+                    env_runner,
+                    "one of the two",
+                )
+            runner = from_env
     backend = cg.get("attention_backend")
     if backend is not None:
         backend = _choice(backend, "cgplan.attention_backend", KNOWN_BACKENDS, fold=True)
@@ -601,16 +723,20 @@ def parse_config(
         )
     if overrides.model_config is not None:
         given = str(overrides.model_config)
-        shape = read_model_shape(
-            Path("-") if given == "-" else _local_path(given, base_dir, "--model-config"), "--model-config"
-        )
+        model_path = Path("-") if given == "-" else _local_path(given, base_dir, "--model-config")
+        model_key = "--model-config"
     elif cg.get("model_config") is not None:
         mc = cg["model_config"]
         if not isinstance(mc, str) or not mc.strip():
             raise _err("cgplan.model_config", "must be a path", mc, "the model's config.json or its folder")
-        shape = read_model_shape(_local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config")
+        model_path, model_key = _local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config"
     else:
-        shape = read_model_shape(_local_path(model_value, base_dir, "model"), "model")
+        model_path, model_key = _local_path(model_value, base_dir, "model"), "model"
+    shape = read_model_shape(model_path, model_key)
+    runner_kind = _runner(doc.get("runner"), shape, model_path, notes)
+    why = refusal(shape, runner_kind)
+    if why is not None:
+        raise _err(model_key, why)
 
     max_model_len = _int(doc, "max_model_len", "") or shape.max_position_embeddings
     tp = _int(doc, "tensor_parallel_size", "") or 1
@@ -664,7 +790,17 @@ def parse_config(
         )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
+    if "level" in cc:
+        # CompilationConfig has no `level` in any release cgplan knows (0.26.0+): pydantic refuses it
+        raise _err(
+            "compilation_config.level",
+            "vLLM's CompilationConfig has no 'level' (the old name of 'mode'); it refuses it as an "
+            "unexpected keyword argument",
+            cc["level"],
+            "compilation_config.mode (0-3 or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE)",
+        )
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)
+    compile_mode = _compilation_mode(cc.get("mode"))
     mode = None
     if cc.get("cudagraph_mode") is not None:
         mode = Mode(
@@ -776,6 +912,10 @@ def parse_config(
         enable_dbo=bool(switches["enable_dbo"]),
         async_scheduling=switches["async_scheduling"],
         all2all_backend=_all2all(doc.get("all2all_backend")),
+        compilation_mode=compile_mode,
+        env=env,
+        runner=runner_kind,
+        kv_transfer=_kv_transfer(doc.get("kv_transfer_config"), "kv_transfer_config"),
         defaulted=tuple(
             name
             for name, given in (
@@ -790,6 +930,145 @@ def parse_config(
         ),
     )
     return inp, ignored
+
+
+def _kv_transfer(value: object, path: str) -> KvConnector | None:
+    """`kv_transfer_config` as KVTransferConfig reads it (vllm/config/kv_transfer.py): the role
+    checked with vLLM's words; a MultiConnector's children read the same way."""
+    if value is None:
+        return None
+    section = _mapping(value, path)
+    name = section.get("kv_connector")
+    role = section.get("kv_role")
+    if section.get("kv_connector_module_path") is not None:
+        raise _err(
+            f"{path}.kv_connector_module_path",
+            "an out-of-tree KV connector changes what vLLM captures (its requires_piecewise_for_cudagraph), "
+            "but cgplan does not model it yet; remove it to plan without it",
+            section["kv_connector_module_path"],
+        )
+    if role is not None and role not in KV_ROLES:
+        raise _err(f"{path}.kv_role", f"Unsupported kv_role: {role}. Supported roles are {KV_ROLES}", role)
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise _err(f"{path}.kv_connector", "must be a connector name", name, "e.g. LMCacheConnectorV1")
+    if role is None:
+        raise _err(
+            f"{path}.kv_role",
+            f"Please specify kv_role when kv_connector is set, supported roles are {KV_ROLES}",
+        )
+    if name == "HiSparseConnector":
+        raise _err(
+            f"{path}.kv_connector",
+            "HiSparseConnector changes what vLLM captures (it forces Model Runner V2 and refuses "
+            "cudagraph_mode FULL), but cgplan does not model it yet; remove it to plan without it",
+            name,
+        )
+    extra = _mapping(section.get("kv_connector_extra_config") or {}, f"{path}.kv_connector_extra_config")
+    children: list[KvConnector] = []
+    if name == "MultiConnector":
+        listed = extra.get("connectors") or []
+        if not isinstance(listed, list):
+            raise _err(f"{path}.kv_connector_extra_config.connectors", "must be a list", listed)
+        for i, child in enumerate(listed):
+            got = _kv_transfer(child, f"{path}.kv_connector_extra_config.connectors[{i}]")
+            if got is not None:
+                children.append(got)
+    return KvConnector(name.strip(), role, bool(extra.get("use_layerwise", False)), tuple(children))
+
+
+RUNNERS = ("auto", "generate", "pooling", "draft")
+"""vLLM's `--runner` values."""
+
+
+def _runner(value: object, shape: ModelShape, model_path: Path, notes: list[str]) -> str:
+    """vLLM's runner type: `--runner` as given, or `auto` resolved as `_get_default_runner_type`
+    does: a Sentence Transformers folder (modules.json with a Pooling module) pools, then the
+    architecture (cgplan's known classes generate; another by vLLM's suffix table)."""
+    name = "auto" if value is None else _choice(value, "runner", RUNNERS)
+    if name == "draft":
+        raise _err(
+            "runner",
+            "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it",
+            value,
+            "auto, generate or pooling",
+        )
+    if name != "auto":
+        return name
+    if _sentence_transformers_pooling(model_path):
+        notes.append(
+            "--runner auto read as pooling: the model folder is a Sentence Transformers model (modules.json)"
+        )
+        return "pooling"
+    return suffix_runner(shape.architecture) or "generate"
+
+
+def _sentence_transformers_pooling(model_path: Path) -> bool:
+    """vLLM's `get_pooling_config`: modules.json names a sentence_transformers Pooling module."""
+    try:
+        folder = model_path if model_path.is_dir() else model_path.parent
+        modules = folder / "modules.json"
+        if not modules.is_file():
+            return False
+        doc = read_json(modules, what="modules.json")
+    except (OSError, ValueError, ReadError):
+        return False
+    return isinstance(doc, list) and any(
+        isinstance(m, dict) and m.get("type") == "sentence_transformers.models.Pooling" for m in doc
+    )
+
+
+def _compilation_mode(value: object) -> int | None:
+    """`compilation_config.mode` as vLLM's `validate_mode_before` reads it: a name (any case) or 0-3."""
+    path = "compilation_config.mode"
+    if value is None:
+        return None
+    expected = "0, 1, 2, 3 or one of " + ", ".join(COMPILATION_MODES)
+    if isinstance(value, str):
+        name = value.strip().upper()
+        if name.isdigit() and len(name) == 1:
+            value = int(name)
+        elif name in COMPILATION_MODES:
+            return COMPILATION_MODES.index(name)
+        else:
+            raise _err(
+                path,
+                f"Invalid compilation mode: {value}. Valid modes are: {', '.join(COMPILATION_MODES)}",
+                value,
+                expected,
+            )
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(COMPILATION_MODES):
+        raise _err(path, "not a CompilationMode", value, expected)
+    return value
+
+
+def _env(value: object, notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """`cgplan.env`: vLLM's environment as `NAME: value`; names cgplan does not read are noted."""
+    if value is None:
+        return ()
+    section = _mapping(value, "cgplan.env")
+    out: dict[str, str] = {}
+    for name, raw in section.items():
+        path = f"cgplan.env.{_key(str(name))}"
+        if not isinstance(name, str) or not name.strip():
+            raise _err("cgplan.env", "variable names must be strings", name)
+        if isinstance(raw, bool) or raw is None or not isinstance(raw, str | int):
+            raise _err(path, "must be the variable's value as a string", raw, 'a string such as "1"')
+        if name in UNMODELLED_ENV:
+            raise _err(
+                path,
+                f"{name} changes what vLLM captures, but cgplan does not model it yet; "
+                "remove it to plan without it",
+                raw,
+            )
+        if name not in MODELLED_ENV:
+            notes.append(
+                f"environment variable {name} is not read by cgplan (it reads {', '.join(MODELLED_ENV)})"
+            )
+            continue
+        out[name] = str(raw)
+    return tuple(sorted(out.items()))
 
 
 def _all2all(value: object) -> str | None:

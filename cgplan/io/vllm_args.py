@@ -213,6 +213,23 @@ class VllmArgs:
 # ------------------------------------------------------------------------------------------ reading
 
 
+_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+
+
+def _env_prefix(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Shell assignments before the command (`TORCH_COMPILE_DISABLE=1 vllm serve ...`, also after
+    `env`): vLLM's environment, which cgplan reads as `cgplan.env`."""
+    env: dict[str, str] = {}
+    i = 0
+    if args[:1] == ["env"]:
+        i = 1
+    while i < len(args) and _ENV_ASSIGNMENT.fullmatch(args[i]):
+        name, _, value = args[i].partition("=")
+        env[name] = value
+        i += 1
+    return env, args[i:] if env or i else args
+
+
 def _strip_program(args: list[str]) -> list[str]:
     """Drop `vllm` and `serve` (or `python -m vllm.entrypoints.openai.api_server`, whose flags are
     serve's); refuse other vLLM subcommands."""
@@ -581,7 +598,8 @@ def read_vllm_args(
     Raises:
         ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
     """
-    args = _move_model_flag(_strip_program(list(argv)))
+    env, rest = _env_prefix(list(argv))
+    args = _move_model_flag(_strip_program(rest))
     for arg in args:
         if arg.startswith("--config="):
             raise _unknown(arg, None, _index(serve_flags_for(vllm_version)))
@@ -620,6 +638,12 @@ def read_vllm_args(
         cg = {**cgplan_section, **parsed.doc.get("cgplan", {})}  # --attention-backend wins over the file
         parsed.doc["cgplan"] = cg
         parsed.where["cgplan"] = f"{PREFIX}:{config_label}:cgplan"
+    if env:  # the command line's environment wins over the file's cgplan.env
+        cg = parsed.doc.setdefault("cgplan", {})
+        file_env = cg.get("env")
+        cg["env"] = {**(file_env if isinstance(file_env, Mapping) else {}), **env}
+        for name in env:
+            parsed.where[f"cgplan.env.{name}"] = f"{PREFIX}:{_short(name)}="
     return parsed
 
 
@@ -704,6 +728,14 @@ def _build(
         put("enforce_eager", v.positive, v)
     if (v := values.get("performance_mode")) is not None:
         put("performance_mode", v.raw, v)
+    if (v := values.get("runner")) is not None:
+        put("runner", v.raw, v)
+    if (v := values.get("kv_transfer_config")) is not None:
+        kt = _json_object(
+            v, human=False, example='{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+        )
+        if kt is not None:
+            put("kv_transfer_config", kt, v)
     if (v := values.get("optimization_level")) is not None:
         level = str(v.raw).strip()
         if level not in ("0", "1", "2", "3"):

@@ -211,7 +211,12 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
         out.append(f"<tr><td>{escape(fam)}</td><td>{c.piecewise}</td><td>{c.full}</td></tr>")
     out.append(f"<tr><th>total</th><th colspan=2>{plan.total_graphs}</th></tr></table>")
     pieces = plan.piecewise_pieces
-    if pieces:
+    if pieces and plan.breakable_cudagraphs:
+        out.append(
+            '<p class="muted">a PIECEWISE descriptor is one breakable capture: a CUDA graph per '
+            "segment between attention and KV-cache ops, which run eager</p>"
+        )
+    elif pieces:
         out.append(
             '<p class="muted">a PIECEWISE descriptor is '
             + ", ".join(f"{n} CUDA graphs in the {escape(f)}" for f, n in pieces.items())
@@ -234,8 +239,13 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
         out.append(
             "<h2>Predicted graph memory</h2><p>capture phase (what vLLM's “took X GiB” counts), per rank: "
             f"<b>{cost.total_mib:,.0f} MiB</b> ({cost.low_mib:,.0f}..{cost.high_mib:,.0f}) "
-            "taken from "
-            "the KV cache"
+            + (
+                "taken from the KV cache"
+                if plan.kv_cache is None or plan.kv_cache.graph_memory_reserved
+                else "<b>not reserved</b>: capture adds on top of gpu_memory_utilization "
+                f"(lower --gpu-memory-utilization by {(cost.high_mib or cost.total_mib or 0.0) / 1024:,.2f} "
+                "GiB / the GPU's memory)"
+            )
             + (f" = <b>{kv:,} KV-cache tokens</b> at {per_token:,} bytes/token" if kv is not None else "")
             + f" · capture ~{cost.capture_s:.1f} s · {escape(cost.gpu)} cost model</p>"
         )

@@ -147,6 +147,11 @@ def pieces_line(plan: Plan) -> str | None:
     """What a PIECEWISE descriptor is in CUDA graphs, family by family."""
     if not plan.piecewise_pieces:
         return None
+    if plan.breakable_cudagraphs:
+        return (
+            "(a PIECEWISE descriptor is one breakable capture: a CUDA graph per segment between "
+            "attention and KV-cache ops, which run eager)"
+        )
     if len(plan.piecewise_pieces) == 1:
         return (
             f"(a PIECEWISE descriptor is {plan.piecewise_pieces[0][1]} CUDA graphs: one per compiled piece)"
@@ -233,7 +238,12 @@ def assumed_lines(plan: Plan) -> list[str]:
 
 def kv_tokens(plan: Plan) -> int | None:
     """KV-cache tokens the predicted capture-phase memory takes on each rank."""
-    if plan.cost is None or not plan.cost.graphs or not plan.kv_bytes_per_token:
+    if (
+        plan.cost is None
+        or not plan.cost.graphs
+        or not plan.kv_bytes_per_token
+        or not plan.graph_memory_reserved
+    ):
         return None
     return int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token)
 
@@ -333,6 +343,16 @@ def fix_details(f: Fix) -> list[str]:
     return lines
 
 
+def _where(plan: Plan, high_mib: float) -> str:
+    """Where the graph memory comes from: the KV cache, or on top of gpu_memory_utilization."""
+    if plan.graph_memory_reserved:
+        return "taken from the KV cache"
+    return (
+        "not reserved: capture adds on top of gpu_memory_utilization; lower --gpu-memory-utilization "
+        f"by {high_mib / 1024:,.2f} GiB / the GPU's memory (see the notes)"
+    )
+
+
 def cost_lines(plan: Plan) -> list[str]:
     """The predicted memory and capture time, in a few lines (nothing without a prediction).
 
@@ -357,7 +377,7 @@ def cost_lines(plan: Plan) -> list[str]:
     )
     lines = [
         f'predicted graph memory{per_rank} (capture phase, as vLLM\'s "took X GiB"): {c.total_mib:,.0f} MiB '
-        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) taken from the KV cache{kv_text} · "
+        f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) {_where(plan, c.high_mib)}{kv_text} · "
         f"capture ~{c.capture_s:.1f} s "
         f"· {c.gpu} cost model"
     ]

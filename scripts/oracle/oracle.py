@@ -636,6 +636,27 @@ def preload() -> None:
             pass
 
 
+def _keep_handler_through_dict_config(handler: logging.Handler) -> None:
+    """vLLM 0.31+ reconfigures its loggers with `logging.config.dictConfig` while building the
+    config (`configure_logging`), which drops handlers added before: put the capture back after
+    every reconfiguration (the log lines of 0.31+ recorded before this were empty)."""
+    import logging.config as lc
+
+    orig = getattr(lc.dictConfig, "_oracle_orig", lc.dictConfig)
+
+    def dict_config(config):
+        orig(config)
+        logger = logging.getLogger("vllm")
+        if handler not in logger.handlers:
+            logger.addHandler(handler)
+
+    dict_config._oracle_orig = orig  # type: ignore[attr-defined]
+    lc.dictConfig = dict_config
+    vlog = sys.modules.get("vllm.logger")
+    if vlog is not None and hasattr(vlog, "dictConfig"):  # `from logging.config import dictConfig`
+        vlog.dictConfig = dict_config
+
+
 def run(cfg: dict) -> dict:
     prepare_env(cfg)
     platform_name = cfg.get("platform", "hopper")
@@ -647,6 +668,7 @@ def run(cfg: dict) -> dict:
     t0 = time.perf_counter()
     cap = LogCapture()
     logging.getLogger("vllm").addHandler(cap)
+    _keep_handler_through_dict_config(cap)
     stderr_buf = io.StringIO()
     try:
         setup_process()

@@ -113,6 +113,38 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigError,
         r":cgplan\.attention_backend: unknown value; did you mean 'FLASH_ATTN'\?",
     ),
+    # compilation (#27): vLLM's CompilationConfig has no `level` in any release
+    "compile-level": (
+        ConfigError,
+        r":compilation_config\.level: vLLM's CompilationConfig has no 'level' \(the old name of 'mode'\); "
+        r"it refuses it as an unexpected keyword argument \(got 3; expected compilation_config\.mode",
+    ),
+    "compile-mode-unknown": (
+        ConfigError,
+        r":compilation_config\.mode: Invalid compilation mode: inductor\. Valid modes are: NONE, "
+        r"STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE",
+    ),
+    "compile-mode-out-of-range": (
+        ConfigError,
+        r":compilation_config\.mode: not a CompilationMode \(got 4; expected 0, 1, 2, 3 or one of",
+    ),
+    "env-unmodelled": (
+        ConfigError,
+        r":cgplan\.env\.VLLM_BATCH_INVARIANT: VLLM_BATCH_INVARIANT changes what vLLM captures, but "
+        r"cgplan does not model it yet",
+    ),
+    "env-bad-value": (
+        ConfigError,
+        r":cgplan\.env\.TORCH_COMPILE_DISABLE: must be the variable's value as a string \(got true",
+    ),
+    "env-runner-conflict": (
+        ConfigError,
+        r":cgplan\.env\.VLLM_USE_V2_MODEL_RUNNER: disagrees with cgplan\.model_runner v1",
+    ),
+    "v2-stock-compile-forced": (
+        ConfigRejected,
+        r"cgplan\.model_runner: Model Runner V2 does not yet support: stock torch\.compile",
+    ),
 }
 
 

@@ -204,7 +204,7 @@ def side_from_plan(
         pool_withheld=withheld,
         graph_sections_bytes=sections,
         model_runner=plan.model_runner,
-        kv_bytes_per_token=plan.kv_bytes_per_token,
+        kv_bytes_per_token=plan.kv_bytes_per_token if plan.graph_memory_reserved else None,
         capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
         expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
         eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,

@@ -334,7 +334,7 @@ def compare(parsed: ParsedLog, inp: PlanInput, plan: Plan) -> tuple[Check, ...]:
         inside = c.low_mib - slack <= took_mib <= c.high_mib + slack
         kv = (
             f"; = {int(c.total_mib * (1 << 20) // plan.kv_bytes_per_token):,} KV-cache tokens predicted"
-            if plan.kv_bytes_per_token
+            if plan.kv_bytes_per_token and plan.graph_memory_reserved
             else ""
         )
         ratio = took_mib / c.total_mib if c.total_mib else 0.0

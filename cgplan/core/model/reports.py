@@ -216,6 +216,8 @@ class KvCache:
     """KV-cache figures of the plan."""
 
     bytes_per_token: int | None = None
+    graph_memory_reserved: bool = True
+    """False: V2 before 0.29 sizes the KV cache without the graphs (capture adds on top)."""
     graph_memory_tokens: int | None = None
     absent: frozenset[str] = NO_KEYS
 
@@ -307,6 +309,8 @@ class PlanDocument:
     step_padding: StepPaddingDoc | None = None
     assumed: tuple[AssumedValue, ...] = ()
     piecewise_pieces: Mapping[str, int] = field(default_factory=dict)
+    compilation_mode: str = "VLLM_COMPILE"
+    breakable_cudagraphs: bool = False
     kv_cache: KvCache | None = None
     gaps: tuple[PlanGap, ...] = ()
     fixes: tuple[PlanFix, ...] = ()

@@ -20,6 +20,13 @@ MODEL_RUNNERS = ("auto", "v1", "v2")
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
 """vLLM's `performance_mode` values."""
 
+COMPILATION_MODES = ("NONE", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE", "VLLM_COMPILE")
+"""vLLM's `CompilationMode` members by value (vllm/config/compilation.py, 0..3 in every release)."""
+VLLM_COMPILE = 3
+"""`CompilationMode.VLLM_COMPILE`: the only mode that compiles the model into pieces."""
+STOCK_TORCH_COMPILE = 1
+"""`CompilationMode.STOCK_TORCH_COMPILE`: `model.compile(fullgraph=True)`, no CUDA-graph wrapper."""
+
 _IF_SET = {"fingerprint": "if_set"}
 """Field metadata: fingerprinted only when it differs from its default."""
 
@@ -71,6 +78,27 @@ class ModelShape:
     derived_max_model_len: int | None = field(default=None, metadata={"fingerprint": False})
     """vLLM's derived maximum when config.json states it plainly (max_position_embeddings, no rope
     scaling): a larger max_model_len is refused. None: not known here, not checked."""
+    architectures: tuple[str, ...] = field(default=(), metadata=_IF_SET)
+    """Every entry of config.json's `architectures` (vLLM checks any of them against its lists);
+    empty: only `architecture`."""
+    model_type: str = field(default="", metadata={"fingerprint": False})
+    """config.json's `model_type` (for messages)."""
+    is_encoder_decoder: bool = field(default=False, metadata=_IF_SET)
+    """vLLM's `is_encoder_decoder(hf_config)`: `is_encoder_decoder` set in config.json or its
+    text_config (Whisper)."""
+    other_layer_kinds: tuple[str, ...] = field(default=(), metadata=_IF_SET)
+    """Layer kinds besides attention the config names (`layer_types`, `layers_block_type`,
+    `hybrid_override_pattern`, Mamba state keys): "linear_attention", "mamba", ... Empty for an
+    attention-only model."""
+    sliding_window_layers: int = field(default=0, metadata=_IF_SET)
+    """Layers `layer_types` marks "sliding_attention" (a second KV-cache group of the same backend)."""
+    sparse_attention: bool = field(default=False, metadata=_IF_SET)
+    """DeepSeek sparse attention (`index_topk` in config.json: DeepSeek-V3.2, GLM-5)."""
+
+    @property
+    def all_architectures(self) -> tuple[str, ...]:
+        """`architectures`, or the one `architecture` when config.json listed no more."""
+        return self.architectures or (self.architecture,)
 
 
 @dataclass(frozen=True)
@@ -88,6 +116,25 @@ class SpeculativeSpec:
     draft_model: ModelShape | None = field(default=None, metadata={"fingerprint": False})
     """The draft model's shape when `speculative_config.model` is a local folder (cost model only;
     left out of the fingerprint so that reports made before it was read keep matching)."""
+
+
+KV_ROLES = ("kv_producer", "kv_both", "kv_consumer")
+"""vLLM's `KVRole` values (`get_args(KVRole)`, vllm/config/kv_transfer.py, 0.26-0.33)."""
+
+
+@dataclass(frozen=True)
+class KvConnector:
+    """vLLM's `kv_transfer_config`, the fields its CUDA-graph rule reads."""
+
+    name: str
+    """`kv_connector`: a connector registered in vLLM's KVConnectorFactory."""
+    role: str | None = None
+    """`kv_role` (KV_ROLES); with it the config is a KV-transfer instance."""
+    use_layerwise: bool = False
+    """`kv_connector_extra_config.use_layerwise`, as vLLM tests it (truthiness): LMCache's
+    layer-by-layer transfer."""
+    children: tuple[KvConnector, ...] = ()
+    """MultiConnector's `kv_connector_extra_config.connectors`, each read the same way."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +210,19 @@ class PlanInput:
     """`all2all_backend` as given (None = allgather_reducescatter); microbatching needs DeepEP/NIXL-EP."""
     async_scheduling: bool | None = field(default=None, metadata=_IF_SET)
     """`async_scheduling` as given (None = the release's default)."""
+    kv_transfer: KvConnector | None = field(default=None, metadata=_IF_SET)
+    """`kv_transfer_config`'s connector (None: no KV transfer)."""
+    runner: str = field(default="generate", metadata=_IF_SET)
+    """vLLM's resolved `runner`: "generate" or "pooling" (`--runner`, or its `auto` resolved from
+    the model)."""
+    # Compilation (#27): what decides whether vLLM compiles the model, and so which modes survive.
+    compilation_mode: int | None = field(default=None, metadata=_IF_SET)
+    """`compilation_config.mode` as given, a `CompilationMode` value (index into COMPILATION_MODES);
+    None: vLLM's default (VLLM_COMPILE above -O0, NONE at -O0)."""
+    env: tuple[tuple[str, str], ...] = field(default=(), metadata=_IF_SET)
+    """vLLM's environment variables that change capture, as set (name, value), sorted: the core
+    reads them as vLLM does (`TORCH_COMPILE_DISABLE == "1"`, `VLLM_USE_BREAKABLE_CUDAGRAPH` set or
+    not). VLLM_USE_V2_MODEL_RUNNER is `model_runner`."""
 
     @property
     def use_ubatching(self) -> bool:
@@ -187,3 +247,7 @@ class PlanInput:
     def uniform_decode_query_len(self) -> int:
         """Tokens per request in a uniform decode step: 1 + K."""
         return 1 + self.num_speculative_tokens
+
+    def env_value(self, name: str) -> str | None:
+        """The value of vLLM environment variable `name` in this config, None when it is unset."""
+        return next((v for k, v in self.env if k == name), None)

@@ -246,3 +246,15 @@ class Plan:
     kv_bytes_per_token: int | None = None
     """KV-cache bytes one token takes on each rank, over the target's and the drafter's layers
     (None: not known for this attention kind, e.g. MLA)."""
+    compilation_mode: str = "VLLM_COMPILE"
+    """vLLM's `CompilationMode` after its config-time overrides (NONE under TORCH_COMPILE_DISABLE,
+    breakable CUDA graphs, -O0, ...)."""
+    breakable_cudagraphs: bool = False
+    """VLLM_USE_BREAKABLE_CUDAGRAPH is on: a PIECEWISE descriptor is one stream capture broken at
+    every attention/KV-cache op, not torch.compile pieces."""
+    graph_memory_reserved: bool = True
+    """vLLM subtracts its estimate of the graph memory before sizing the KV cache (False: model
+    runner V2 before 0.29, whose estimate is 0: capture adds on top of gpu_memory_utilization)."""
+    cost_withheld: tuple[str, ...] = ()
+    """Why no memory figure can be given for this plan whatever the coefficients (model kinds and
+    capture kinds the cost model has no term for)."""

@@ -35,22 +35,43 @@ from cgplan.core.vllm.graphs import (
     v2_manager,
 )
 from cgplan.core.vllm.ladder import Ladder, capture_ladder
+from cgplan.core.vllm.models import model_caveats
 from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
 from cgplan.core.vllm.resolve import (
     Attention,
     ModeDecision,
     attention,
+    breakable_note,
+    compilation,
     config_time_mode,
+    cost_withheld,
     deepep_high_throughput_off,
     model_runner,
     resolve_mode,
+    runner_time_mode,
     sequence_parallel_on,
     uses_dynamic_sd,
     v1_round_sizes,
+    validate_connector,
     validate_parallel,
     validate_speculative,
     validate_ubatching_backend,
 )
+
+_RESERVES = first_release(lambda r: r.v2_reserves_cudagraph_memory)
+
+
+def graph_memory_not_reserved(rules: VllmRules) -> str:
+    """What model runner V2 before 0.29 does with CUDA-graph memory, and what to set instead."""
+    return (
+        f"graph memory is not reserved: model runner V2 in vLLM {rules.version} estimates CUDA-graph "
+        "memory as 0 before sizing the KV cache (gpu/model_runner.py profile_cudagraph_memory() "
+        "returns 0; vLLM issue #49224), so the KV cache takes the whole gpu_memory_utilization budget "
+        "and capture adds on top of it (an OOM in capture_model() when the GPU is full); lower "
+        "--gpu-memory-utilization by the graph memory's share of the GPU (or give "
+        "--kv-cache-memory-bytes), run model runner V1 (VLLM_USE_V2_MODEL_RUNNER=0), or use vLLM "
+        f"{_RESERVES}+, which reserves it (#49233)"
+    )
 
 
 def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
@@ -460,14 +481,22 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     notes: list[Note] = []
     validate_parallel(inp, rules)
     validate_speculative(inp)
+    validate_connector(inp, rules)
     validate_limits(inp, rules)
     inp = _without_dynamic_sd_under_dp(inp, notes)
     runs = _lookup_runs(inp)
+    comp = compilation(inp, rules, notes)
     sp_on = sequence_parallel_on(inp, rules, notes)
-    runner = model_runner(inp, rules, sp_on, notes)
+    runner = model_runner(inp, rules, sp_on, notes, comp)
     sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
-    runner_before_sp = model_runner(inp, rules, sp_requested, []) if sp_requested != sp_on else runner
-    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes)
+    runner_before_sp = model_runner(inp, rules, sp_requested, [], comp) if sp_requested != sp_on else runner
+    decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes, comp)
+    decision = runner_time_mode(decision, inp, rules, runner, notes)
+    if comp.breakable and decision.mode is not Mode.NONE:
+        notes.append(breakable_note(decision.mode, rules, runner))
+    notes.extend(Note("model_kind", text) for text in model_caveats(inp.model, rules))
+    if runner == "v2" and not rules.v2_reserves_cudagraph_memory and decision.mode is not Mode.NONE:
+        notes.append(Note("graph_memory_not_reserved", graph_memory_not_reserved(rules)))
     validate_ubatching_backend(inp)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
@@ -573,6 +602,7 @@ def _families(cap: _Captured) -> _Captured:
                     )
                 )
     else:
+        pad = rules.v2_breakable_pads_piecewise_reqs and cap.decision.compilation.breakable
         target = v2_manager(
             sizes,
             max_size,
@@ -583,6 +613,7 @@ def _families(cap: _Captured) -> _Captured:
             rules.v2_candidates,
             loras,
             ubatch,
+            pad,
         )
         graphs["target"] = target.graphs()
         twins = sum(1 for g in graphs["target"] if g.num_ubatches > 1)
@@ -636,6 +667,7 @@ def _families(cap: _Captured) -> _Captured:
                 _v2_query_lens(inp, rules, k + 1, runs),
                 s,
                 rules.v2_candidates,
+                pad_piecewise_reqs=pad,
             )
             graphs["drafter_prefill"] = _drafter_prefill(
                 prefill.graphs(), rules.drafter_prefill_full, k, s, max_size
@@ -793,6 +825,10 @@ def build_plan(
         piecewise_pieces=_pieces(inp, graphs),
         assumed=assumed_defaults(inp, rules, mode.value, runner),
         kv_bytes_per_token=kv_bytes_per_token(inp),
+        graph_memory_reserved=runner != "v2" or rules.v2_reserves_cudagraph_memory or mode is Mode.NONE,
+        compilation_mode=cap.decision.compilation.name,
+        breakable_cudagraphs=cap.decision.compilation.breakable,
+        cost_withheld=cost_withheld(cap.decision.compilation) + model_caveats(inp.model, rules),
     )
     gaps = find_gaps(plan, ladder, inp)
     plan = replace(plan, gaps=gaps)

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from cgplan.core.model.modes import Mode
-from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.spec import VLLM_COMPILE, PlanInput
 from cgplan.core.model.types import Fix, Gap, Graph, Plan, Rejected, StepPadding
 from cgplan.core.plan.budgets import MIB_PER_GIB, FixBudgets
 from cgplan.core.vllm.ladder import Ladder, capture_ladder, request_counts, token_grid
 from cgplan.core.vllm.releases import DecodeSizes, VllmRules, first_release, rules_for
+from cgplan.core.vllm.resolve import compile_off_cause
 
 if TYPE_CHECKING:
     from cgplan.core.predict.cost import CostCoefficients, CostTotals
@@ -244,6 +245,10 @@ def max_origin(inp: PlanInput, ladder: Ladder) -> str:
     return why
 
 
+_COMPILE_OFF_NOTES = ("non_compile", "v2_stock_compile", "v1_stock_compile")
+"""Notes of a config-time decision that turned CUDA graphs off because nothing is compiled."""
+
+
 def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: int, a: int, b: int) -> str:
     lo_tokens, hi_tokens = a * ql, b * ql
     span = f"{lo_tokens}" if a == b else f"{lo_tokens}..{hi_tokens}"
@@ -258,6 +263,15 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
                 "on an MoE model (vLLM turns graphs off; use deepep_low_latency, nixl_ep or "
                 "allgather_reducescatter for decode graphs)"
             )
+        off = next((n for n in plan.notes if n.kind in _COMPILE_OFF_NOTES), None)
+        if inp is not None and off is not None:
+            if off.kind == "non_compile":
+                return (
+                    f"CUDA graphs are off: {compile_off_cause(inp)} compiles nothing and vLLM "
+                    f"{plan.vllm_version} turns a piecewise cudagraph_mode into NONE"
+                )
+            runner = plan.model_runner
+            return f"CUDA graphs are off: compilation mode STOCK_TORCH_COMPILE on model runner {runner}"
         if inp is not None and inp.optimization_level == 0:
             return f"CUDA graphs are off: -O0 selects cudagraph_mode NONE in vLLM {plan.vllm_version}"
         return "CUDA graphs are off (enforce_eager, cudagraph_mode NONE or -O0)"
@@ -465,6 +479,11 @@ def _mode_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
             what.append("cudagraph_mode FULL_AND_PIECEWISE")
         if inp.optimization_level == 0:
             on, what = replace(on, optimization_level=2), [*what, "-O2"]
+        if inp.compilation_mode is not None and inp.compilation_mode != VLLM_COMPILE:
+            on, what = (
+                replace(on, compilation_mode=VLLM_COMPILE),
+                [*what, "compilation_config.mode VLLM_COMPILE"],
+            )
         if what:
             yield _Candidate(tuple(what), on)
         return
@@ -592,6 +611,8 @@ def _budget_breaks(
 
 def _compilation_json(inp: PlanInput) -> dict[str, object]:
     cc: dict[str, object] = {}
+    if inp.compilation_mode is not None:
+        cc["mode"] = inp.compilation_mode
     if inp.cudagraph_mode is not None:
         cc["cudagraph_mode"] = inp.cudagraph_mode.value
     if inp.cudagraph_capture_sizes is not None:
@@ -645,7 +666,7 @@ def fix_flags(
         words.append(("--speculative-config", json.dumps(sc, separators=(",", ":"))))
     cc_before, cc_after = _compilation_json(before), _compilation_json(after)
     if cc_before != cc_after:
-        keys = ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
+        keys = ("mode", "cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
         change += [
             (f"compilation_config.{k}", cc_after.get(k)) for k in keys if cc_before.get(k) != cc_after.get(k)
         ]

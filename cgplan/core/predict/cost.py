@@ -163,6 +163,7 @@ def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
     kinds = [k for k in model_kinds(inp.target) if k not in c.fitted_model_kinds]
     if kinds:
         withhold.append(f"{'+'.join(kinds).upper()} layers (fitted: {'/'.join(c.fitted_model_kinds)} only)")
+    withhold += inp.withheld
     if inp.attention_backend not in c.split_kv_backends:
         withhold.append(
             f"attention backend {inp.attention_backend} (measured: {'/'.join(c.split_kv_backends)})"
@@ -253,6 +254,8 @@ class CostInput:
     decode_context_parallel_size: int = 1
     features: tuple[tuple[str, bool], ...] = ()
     """Other features the fit did not see (name, on): EP, LoRA, DBO."""
+    withheld: tuple[str, ...] = ()
+    """What the model has no term for in this plan (Plan.cost_withheld): no figure."""
 
 
 def predict_cost(
@@ -705,7 +708,11 @@ def check_coefficients(observations: Sequence[CostObservation], c: CostCoefficie
 
 
 def cost_input_for(
-    inp: PlanInput, model_runner: str, attention_backend: str, gpu: str | None = None
+    inp: PlanInput,
+    model_runner: str,
+    attention_backend: str,
+    gpu: str | None = None,
+    withheld: tuple[str, ...] = (),
 ) -> CostInput:
     """The cost model's view of a planned config."""
     spec = inp.speculative
@@ -724,6 +731,7 @@ def cost_input_for(
             ("LoRA", inp.enable_lora),
             ("DBO/microbatching", inp.use_ubatching),
         ),
+        withheld=withheld,
     )
 
 
@@ -731,7 +739,9 @@ def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction
     """Predict the capture cost of `plan` (made from `inp`) on each rank."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
     return predict_cost(
-        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+        graphs,
+        cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform, plan.cost_withheld),
+        c,
     )
 
 
@@ -739,5 +749,7 @@ def plan_cost_totals(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostTot
     """`plan_cost(plan, inp, c)`'s total_mib and capture_s (`predict_totals`)."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
     return predict_totals(
-        graphs, cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform), c
+        graphs,
+        cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform, plan.cost_withheld),
+        c,
     )

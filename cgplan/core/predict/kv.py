@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cgplan.core.model.spec import ModelShape, PlanInput
 from cgplan.core.predict.cost import DTYPE_BYTES, drafter_shape
+from cgplan.core.vllm.models import kv_unknown
 
 
 def _layer_bytes(shape: ModelShape, tp: int) -> int:
@@ -19,8 +20,9 @@ def _layer_bytes(shape: ModelShape, tp: int) -> int:
 def kv_bytes_per_token(inp: PlanInput) -> int | None:
     """Bytes one token of KV cache takes on each rank (target layers plus the drafter's own
     layers under EAGLE/MTP/draft_model; ngram drafts without a model). None for MLA models
-    (their latent cache is not modelled here)."""
-    if inp.model.use_mla:
+    (their latent cache is not modelled here) and where `kv_unknown` (an encoder-decoder's cross
+    attention, sliding-window groups, an architecture cgplan does not know)."""
+    if inp.model.use_mla or kv_unknown(inp.model):
         return None
     tp = inp.tensor_parallel_size
     total = inp.model.num_hidden_layers * _layer_bytes(inp.model, tp)

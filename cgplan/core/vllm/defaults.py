@@ -11,6 +11,7 @@ from cgplan.core.model.modes import Platform
 from cgplan.core.model.spec import PlanInput
 from cgplan.core.model.types import Assumed
 from cgplan.core.vllm.releases import VllmRules
+from cgplan.core.vllm.resolve import LEVEL_DEFAULT_MODE, compilation, compile_off_cause
 
 
 def serve_defaults(
@@ -86,12 +87,21 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
             )
         )
     if "cudagraph_mode" in names and not inp.enforce_eager:
+        comp = compilation(inp, rules, [])
+        level_mode = LEVEL_DEFAULT_MODE[inp.optimization_level].value
+        if mode == level_mode:
+            after = ""
+        elif comp.mode != 3 and not comp.breakable and inp.optimization_level > 0:
+            after = (
+                f" {level_mode}, overridden because {compile_off_cause(inp)} compiles nothing (see the notes)"
+            )
+        else:
+            after = " (after the attention backend's downgrade)"
         out.append(
             Assumed(
                 "cudagraph_mode",
                 mode,
-                f"the -O{inp.optimization_level} default of vLLM {rules.version}"
-                + (" (after the attention backend's downgrade)" if mode != "FULL_AND_PIECEWISE" else ""),
+                f"the -O{inp.optimization_level} default of vLLM {rules.version}{after}",
             )
         )
     if inp.model_runner == "auto":

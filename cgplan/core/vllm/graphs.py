@@ -247,7 +247,10 @@ class V2Manager:
         candidates: V2Candidates,
         loras: tuple[int, ...] = NO_LORA,
         ubatch: Microbatching | None = None,
+        pad_piecewise_reqs: bool = False,
     ) -> None:
+        """`pad_piecewise_reqs`: PIECEWISE mixed descriptors pad requests like FULL ones,
+        min(size, max_num_seqs) (0.26.0 under breakable CUDA graphs, `use_breakable_cg`)."""
         self.mode = mode
         self.s = max_num_seqs
         self.loras = loras
@@ -281,7 +284,7 @@ class V2Manager:
         new_desc = partial(tuple.__new__, _Desc)  # a _Desc of all six fields, made in C
         # a decode graph at query length ql holds tokens = round_up(size, ql) <= limit tokens
         limit = min(max_decode_tokens, max_size)
-        mixed_full = mixed_mode is Mode.FULL
+        mixed_full = mixed_mode is Mode.FULL or (pad_piecewise_reqs and mixed_mode is Mode.PIECEWISE)
         for size in sorted(sizes):
             for lora in loras:
                 if with_decode:
@@ -436,6 +439,7 @@ def v2_manager(
     candidates: V2Candidates,
     loras: tuple[int, ...] = NO_LORA,
     ubatch: Microbatching | None = None,
+    pad_piecewise_reqs: bool = False,
 ) -> V2Manager:
     """`V2Manager(...)`, shared by every plan that asks for the same one (a manager never changes
     once built): a plan's target and EAGLE drafter-prefill managers are often the same, and so
@@ -447,13 +451,33 @@ def v2_manager(
     max_num_seqs >= max(max_size, sizes)."""
     widest = max(max_size, *sizes) if sizes else max_size
     s = min(max_num_seqs, widest)
-    key = (sizes, max_size, mode, decode_query_len, tuple(decode_query_lens), s, candidates, loras, ubatch)
+    key = (
+        sizes,
+        max_size,
+        mode,
+        decode_query_len,
+        tuple(decode_query_lens),
+        s,
+        candidates,
+        loras,
+        ubatch,
+        pad_piecewise_reqs,
+    )
     got = _MANAGERS.get(key)
     if got is None:
         if len(_MANAGERS) >= 256:
             _MANAGERS.clear()
         got = _MANAGERS[key] = V2Manager(
-            sizes, max_size, mode, decode_query_len, decode_query_lens, s, candidates, loras, ubatch
+            sizes,
+            max_size,
+            mode,
+            decode_query_len,
+            decode_query_lens,
+            s,
+            candidates,
+            loras,
+            ubatch,
+            pad_piecewise_reqs,
         )
     return got
 

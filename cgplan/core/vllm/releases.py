@@ -116,6 +116,39 @@ class VllmRules:
     scheduled budget max_num_batched_tokens − drafting slots × max_num_seqs must stay above 0),
     "delta" (0.28–0.32: max_num_batched_tokens must exceed the drafting slots per request) or
     "lookahead" (0.33+: it must exceed `num_lookahead_tokens`, K for EAGLE, MTP and draft models)."""
+    # Compilation and breakable CUDA graphs (issue 27): vllm/config/vllm.py `__post_init__`.
+    breakable_architectures: frozenset[str] = frozenset()
+    """Architectures for which vLLM sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 unless the variable is set
+    (their classes carry no `@support_torch_compile`): inline in `__post_init__` (0.26-0.28), then
+    `DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES` (0.29+). Recorded from each wheel's code by
+    scripts/oracle/breakable_archs.py into tests/data/oracle-breakable/."""
+    breakable_logs_compile_off: bool = True
+    """Breakable CUDA graphs log "VLLM_USE_BREAKABLE_CUDAGRAPH is set, disabling vLLM's
+    torch.compile pipeline. Equivalent to -cc.mode=none." (0.26-0.27; 0.28+ switch silently)."""
+    breakable_full_is_full: bool = False
+    """V1 with breakable CUDA graphs captures FULL descriptors as real full graphs; before 0.30 the
+    BreakableCUDAGraphWrapper took every non-NONE descriptor, FULL ones too, and broke them at
+    attention (gpu_model_runner.py `load_model`)."""
+    kv_connectors: frozenset[str] = frozenset()
+    """Connectors registered in `KVConnectorFactory` (vllm/distributed/kv_transfer/kv_connector/
+    factory.py). Only LMCacheConnectorV1 (`use_layerwise`) and MultiConnector (any child that
+    does) override `requires_piecewise_for_cudagraph` in 0.26-0.33."""
+    v2_reserves_cudagraph_memory: bool = False
+    """V2's `profile_cudagraph_memory` estimates graph memory before the KV cache is sized; before
+    0.29 it returned 0, so capture adds on top of gpu_memory_utilization (vLLM issue #49224,
+    fixed by #49233: gpu/model_runner.py `_profile_cudagraph_memory`)."""
+    v2_breakable_pads_piecewise_reqs: bool = False
+    """V2 under breakable CUDA graphs gives PIECEWISE descriptors num_reqs = min(size,
+    max_num_seqs), as FULL ones (`_init_candidates`, 0.26.0; None again from 0.27.1)."""
+    v2_piecewise_needs_compiled_model: bool = False
+    """V2 drops PIECEWISE when the loaded model has neither a compiled submodule nor breakable
+    CUDA graphs (`piecewise_capture_available`, gpu/model_runner.py, 0.30+)."""
+    v2_stock_compile_unsupported: bool = True
+    """V2 lacks "stock torch.compile" (`_get_v2_model_runner_unsupported_features`, 0.26-0.31):
+    `auto` falls back to V1, `v2` is refused."""
+    v2_stock_compile_no_graphs: bool = False
+    """V2 with STOCK_TORCH_COMPILE turns CUDA graphs off at config time
+    (`_disable_cudagraphs_for_v2_stock_torch_compile`, 0.32+)."""
     # What-if knobs (cgplan.core.plan.policies): upstream values in every release.
     decode_sizes_capped: bool = True
     """Uniform-decode sizes are kept only up to the inferred maximum (vllm#54418's cap)."""
@@ -148,6 +181,38 @@ _V0_26 = VllmRules(
     drafter_decode_per_k=False,
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
+    v2_breakable_pads_piecewise_reqs=True,
+    kv_connectors=frozenset(
+        {
+            "ExampleConnector",
+            "ExampleHiddenStatesConnector",
+            "LMCacheConnectorV1",
+            "LMCacheMPConnector",
+            "NixlConnector",
+            "NixlPullConnector",
+            "NixlPushConnector",
+            "MultiConnector",
+            "MoRIIOConnector",
+            "OffloadingConnector",
+            "DecodeBenchConnector",
+            "MooncakeConnector",
+            "MooncakeStoreConnector",
+            "FlexKVConnectorV1",
+            "SimpleCPUOffloadConnector",
+            "HF3FSKVConnector",
+        }
+    ),
+    # vllm/config/vllm.py `__post_init__`: the inline list of non-compiled classes.
+    breakable_architectures=frozenset(
+        {
+            "DeepSeekV4MTPModel",
+            "DeepseekV4ForCausalLM",
+            "InklingForCausalLM",
+            "InklingForConditionalGeneration",
+            "MiniMaxM3SparseForCausalLM",
+            "MiniMaxM3SparseForConditionalGeneration",
+        }
+    ),
 )
 
 RELEASES: dict[str, VllmRules] = {}
@@ -168,12 +233,16 @@ _r = _release(
             "KimiK3ForConditionalGeneration",
         ),
         dcp_gqa_check="error",
+        v2_breakable_pads_piecewise_reqs=False,
+        breakable_architectures=_r.breakable_architectures
+        | {"KimiK3ForConditionalGeneration", "KimiK3MTPModel", "KimiLinearForCausalLM"},
     )
 )
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (vllm#49390); a ≥160 GiB serve tier;
 # FlashInfer's SM12x XQA decode; `_set_max_num_scheduled_tokens` no longer subtracts the drafting
 # slots of every request, it refuses a budget at or below one request's; V2's init_speculator routes
-# multi-layer MTP to MultiModuleMTPSpeculator (vllm/v1/worker/gpu/spec_decode/__init__.py).
+# multi-layer MTP to MultiModuleMTPSpeculator (vllm/v1/worker/gpu/spec_decode/__init__.py);
+# breakable CUDA graphs switch compilation off without a warning.
 _r = _release(
     replace(
         _r,
@@ -184,10 +253,12 @@ _r = _release(
         serve_b200_batched_tokens=16384,
         flashinfer_xqa_sm12x=True,
         v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
+        breakable_logs_compile_off=False,
     )
 )
 # vllm#50488 + vllm#54418: request-count decode sizes capped at the ceiling; V2 manager reads
-# the dense lookup and keeps per-mode candidate ranges; V2 is the default runner.
+# the dense lookup and keeps per-mode candidate ranges; V2 is the default runner;
+# DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES (vllm/config/vllm.py) replaces the inline list.
 _r = _release(
     replace(
         _r,
@@ -196,15 +267,41 @@ _r = _release(
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,
         v2_default_moe_architectures=None,
+        v2_reserves_cudagraph_memory=True,
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "DeepseekV32ForCausalLM",
+            "DeepseekV32MTPModel",
+            "Dots3NoteForCausalLM",
+            "Dots3NoteMTPModel",
+            "GlmMoeDsaForCausalLM",
+            "HYV4ForCausalLM",
+            "HYV4MTPModel",
+        },
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
 # DBO on V2: `_get_dbo_unsupported_features` and microbatched twins; the threshold check.
+# V2's `piecewise_capture_available`; V1's breakable wrapper takes PIECEWISE only.
 _r = _release(
     replace(
         _r,
         version="0.30.0",
         non_compile_keeps_full_decode=True,
+        v2_piecewise_needs_compiled_model=True,
+        breakable_full_is_full=True,
+        kv_connectors=_r.kv_connectors | {"HiSparseConnector"},  # factory.py
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "DeepseekV41ForCausalLM",
+            "DeepseekV4ForConditionalGeneration",
+            "Glm5NextForCausalLM",
+            "Glm5NextForConditionalGeneration",
+            "Glm5NextMTPModel",
+            "Qwen4ExpForCausalLM",
+            "Qwen4ExpForConditionalGeneration",
+            "Qwen4ExpMTP",
+        },
         flashinfer_xqa_sm90=True,
         v2_dbo_check="ubatching",
         v2_eagle3_pp_unsupported=False,
@@ -225,10 +322,13 @@ _r = _release(
     )
 )
 # The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
+# `_disable_cudagraphs_for_v2_stock_torch_compile`.
 _r = _release(
     replace(
         _r,
         version="0.32.0",
+        v2_stock_compile_no_graphs=True,
+        v2_stock_compile_unsupported=False,
         sequence_parallel=False,
         v2_tiers=V2Tiers.DENSE_LOOKUP_IF_Q_GT_K,
         drafter_decode_per_k=True,
@@ -245,6 +345,15 @@ _r = _release(
         flashinfer_fa2_native_below_sm90=True,
         v1_pp_async_message="async",
         spec_budget_check="lookahead",
+        breakable_architectures=_r.breakable_architectures
+        | {
+            "AliceAIForCausalLM",
+            "BeamForCausalLM",
+            "MuseSpark1xForCausalLM",
+            "MuseSparkForConditionalGeneration",
+            "Step5ForCausalLM",
+            "Step5ForConditionalGeneration",
+        },
     )
 )
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgplan.core.model.modes import CGSupport, Mode
-from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.spec import (
+    COMPILATION_MODES,
+    STOCK_TORCH_COMPILE,
+    VLLM_COMPILE,
+    KvConnector,
+    PlanInput,
+)
 from cgplan.core.model.types import Note, Rejected
 from cgplan.core.vllm.attention import cudagraph_support, default_backend
 from cgplan.core.vllm.graphs import round_up
@@ -193,9 +199,15 @@ def validate_ubatching_backend(inp: PlanInput) -> None:
         )
 
 
-def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note]) -> str:
-    """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides."""
+def model_runner(
+    inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note], comp: Compilation | None = None
+) -> str:
+    """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides (`comp`: the compilation mode
+    after `__post_init__`'s overrides; default: computed here)."""
     unsupported: list[str] = []
+    comp = comp if comp is not None else compilation(inp, rules, [])
+    if rules.v2_stock_compile_unsupported and comp.mode == STOCK_TORCH_COMPILE:
+        unsupported.append("stock torch.compile")
     method = inp.speculative.method if inp.speculative else None
     if method in rules.v2_runner_unsupported_methods:
         unsupported.append(rules.v2_runner_unsupported_methods[method])
@@ -215,6 +227,10 @@ def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note
             _check_v1(inp, rules)
         return inp.model_runner
     default_moe = rules.v2_default_moe_architectures
+    if default_moe is not None and inp.runner != "generate":
+        # _is_default_v2_model_runner_model (0.26-0.28): only the generate runner defaults to V2
+        notes.append(Note("runner", f"the {inp.runner} runner is not a default Model Runner V2 model"))
+        return "v1"
     if default_moe is not None and inp.model.is_moe and inp.model.architecture not in default_moe:
         notes.append(Note("runner", f"{inp.model.architecture} is not a default Model Runner V2 model"))
         return "v1"
@@ -243,15 +259,139 @@ def _check_v1(inp: PlanInput, rules: VllmRules) -> None:
 
 
 @dataclass(frozen=True)
+class Compilation:
+    """How vLLM compiles the model: its `CompilationMode` after `VllmConfig.__post_init__`."""
+
+    mode: int
+    """`CompilationMode` value (COMPILATION_MODES)."""
+    breakable: bool
+    """Breakable CUDA graphs are on (VLLM_USE_BREAKABLE_CUDAGRAPH=1, given or auto-enabled)."""
+
+    @property
+    def name(self) -> str:
+        """vLLM's member name."""
+        return COMPILATION_MODES[self.mode]
+
+
+def compilation(inp: PlanInput, rules: VllmRules, notes: list[Note]) -> Compilation:
+    """`VllmConfig.__post_init__`'s compilation mode, in vLLM's order: enforce_eager,
+    TORCH_COMPILE_DISABLE, breakable CUDA graphs (auto-enabled for the release's non-compiled
+    architectures unless the variable is set), then the -O level's default (vllm/config/vllm.py)."""
+    mode = inp.compilation_mode
+    if inp.enforce_eager:
+        mode = 0
+    if inp.env_value("TORCH_COMPILE_DISABLE") == "1":
+        notes.append(
+            Note(
+                "torch_compile_disable",
+                "TORCH_COMPILE_DISABLE is set, disabling torch.compile. "
+                "This is equivalent to setting -cc.mode=none",
+            )
+        )
+        mode = 0
+    breakable_env = inp.env_value("VLLM_USE_BREAKABLE_CUDAGRAPH")
+    archs = rules.breakable_architectures.intersection(inp.model.all_architectures)
+    if breakable_env is None and archs:
+        notes.append(
+            Note(
+                "breakable_auto",
+                "Auto-enabling VLLM_USE_BREAKABLE_CUDAGRAPH=1. Set VLLM_USE_BREAKABLE_CUDAGRAPH=0 "
+                f"to opt out. ({', '.join(sorted(archs))} carries no @support_torch_compile in "
+                f"vLLM {rules.version})",
+            )
+        )
+        breakable_env = "1"
+    breakable = breakable_env == "1"  # envs.py: os.environ.get(..., "0") == "1"
+    if breakable:
+        if rules.breakable_logs_compile_off:
+            notes.append(
+                Note(
+                    "breakable_compile_off",
+                    "VLLM_USE_BREAKABLE_CUDAGRAPH is set, disabling vLLM's torch.compile pipeline. "
+                    "Equivalent to -cc.mode=none.",
+                )
+            )
+        mode = 0
+    if mode is None:
+        mode = VLLM_COMPILE if inp.optimization_level > 0 else 0
+    return Compilation(mode, breakable)
+
+
+def breakable_note(mode: Mode, rules: VllmRules, runner: str) -> Note:
+    """What breakable CUDA graphs capture (vllm/compilation/breakable_cudagraph.py): one stream
+    capture per descriptor, ended at every attention/KV-cache op, which runs eager between the
+    segments; V1 before 0.30 captured its FULL descriptors that way too (gpu_model_runner.py
+    `load_model`), V2 and V1 0.30+ capture FULL graphs whole."""
+    text = (
+        "breakable CUDA graphs (VLLM_USE_BREAKABLE_CUDAGRAPH=1, compilation mode NONE): each PIECEWISE "
+        "descriptor is one stream capture broken at every attention and KV-cache op, which runs eager "
+        "between the graph segments, not torch.compile pieces"
+    )
+    if runner == "v1" and not rules.breakable_full_is_full and mode.has_full():
+        text += (
+            f"; model runner V1 in vLLM {rules.version} captures its FULL descriptors the same way "
+            "(the BreakableCUDAGraphWrapper takes every non-NONE descriptor), so no FULL graph is "
+            "whole"
+        )
+    return Note("breakable", text)
+
+
+def cost_withheld(comp: Compilation) -> tuple[str, ...]:
+    """What the cost model has no term for in how the graphs are captured."""
+    return ("breakable CUDA graphs (fitted on torch.compile pieces only)",) if comp.breakable else ()
+
+
+@dataclass(frozen=True)
 class ModeDecision:
     """The config-time mode and whether attention is a splitting op."""
 
     mode: Mode
     attention_splits: bool
+    compilation: Compilation = Compilation(VLLM_COMPILE, False)
+    """The compilation mode the decision was made under."""
+
+
+def normalize_piecewise(
+    mode: Mode, comp: Compilation, rules: VllmRules, notes: list[Note], cause: str
+) -> Mode:
+    """`_normalize_piecewise_cudagraph_mode` (0.30+; inline before): a piecewise mode without
+    VLLM_COMPILE and without breakable CUDA graphs becomes NONE (0.26-0.29) or loses its piecewise
+    half (`without_piecewise()`, 0.30+), in vLLM's own words."""
+    if comp.mode == VLLM_COMPILE or comp.breakable or not mode.has_piecewise():
+        return mode
+    if rules.non_compile_keeps_full_decode:
+        new = mode.without_piecewise()
+        text = (
+            f"Cudagraph mode {mode.value} is not compatible with compilation mode {comp.mode}. "
+            f"Overriding to {new.value}."
+        )
+    else:
+        new = Mode.NONE
+        # sic: vLLM 0.26-0.29 print no space after the period
+        text = (
+            f"Cudagraph mode {mode.value} is not compatible with compilation mode {comp.mode}."
+            "Overriding to NONE."
+        )
+    notes.append(Note("non_compile", f"{text} ({cause}: nothing is compiled into pieces)"))
+    return new
+
+
+def compile_off_cause(inp: PlanInput) -> str:
+    """Why vLLM compiles nothing, in the config's own terms (the compilation mode is not VLLM_COMPILE)."""
+    if inp.env_value("TORCH_COMPILE_DISABLE") == "1":
+        return "TORCH_COMPILE_DISABLE=1"
+    if inp.compilation_mode is not None:
+        return f"compilation_config.mode {COMPILATION_MODES[inp.compilation_mode]}"
+    return "-O0"
 
 
 def config_time_mode(
-    inp: PlanInput, rules: VllmRules, runner_before_sp: str, sp_on: bool, notes: list[Note]
+    inp: PlanInput,
+    rules: VllmRules,
+    runner_before_sp: str,
+    sp_on: bool,
+    notes: list[Note],
+    comp: Compilation | None = None,
 ) -> ModeDecision:
     """`VllmConfig.__post_init__`'s mode, in vLLM's order: level default, dynamic-SD
     override, the non-VLLM_COMPILE normalisation, then SP's full-graph forcing.
@@ -259,8 +399,9 @@ def config_time_mode(
     `runner_before_sp` is the runner as the dynamic-SD override sees it: vLLM evaluates
     `use_v2_model_runner` there before the SP heuristic may switch `enable_sp` off.
     """
+    comp = comp if comp is not None else compilation(inp, rules, [])
     if inp.enforce_eager:
-        return ModeDecision(Mode.NONE, True)
+        return ModeDecision(Mode.NONE, True, comp)
     mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
     if uses_dynamic_sd(inp) and mode.has_full() and runner_before_sp == "v1":
         notes.append(
@@ -272,15 +413,15 @@ def config_time_mode(
             )
         )
         mode = Mode.PIECEWISE
-    if inp.optimization_level == 0:
-        # -O0 compiles nothing: no piecewise graphs, and attention is no splitting op.
-        if mode.has_piecewise():
-            new = mode.without_piecewise() if rules.non_compile_keeps_full_decode else Mode.NONE
-            notes.append(
-                Note("non_compile", f"-O0 (no VLLM_COMPILE): cudagraph_mode {mode.value} → {new.value}")
-            )
-            mode = new
-        return ModeDecision(mode, False)
+    if comp.mode != VLLM_COMPILE:
+        # Nothing is compiled into pieces: set_splitting_ops_for_v1 leaves splitting_ops empty, so
+        # attention is no splitting op (breakable graphs break at attention at run time instead).
+        mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
+        if rules.non_compile_keeps_full_decode:  # 0.30+ normalises again after these overrides
+            mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        return ModeDecision(mode, False, comp)
+    mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
     attention_splits = True
     if sp_on:
         # set_splitting_ops_for_v1: SP needs full-graph compilation.
@@ -302,7 +443,104 @@ def config_time_mode(
                 )
             )
             mode = Mode.FULL
-    return ModeDecision(mode, attention_splits)
+    return ModeDecision(mode, attention_splits, comp)
+
+
+def model_kind_mode(mode: Mode, inp: PlanInput, notes: list[Note]) -> Mode:
+    """`__post_init__`'s overrides by model kind (vllm/config/vllm.py, every release 0.26-0.33):
+    a pooling model (`pooler_config`, i.e. `--runner pooling`) with full graphs → PIECEWISE; an
+    encoder-decoder model in any mode but NONE and FULL_DECODE_ONLY → FULL_DECODE_ONLY."""
+    if inp.runner == "pooling" and mode.has_full():
+        notes.append(
+            Note(
+                "pooling_mode",
+                "Pooling models do not support full cudagraphs. Overriding cudagraph_mode to PIECEWISE.",
+            )
+        )
+        return Mode.PIECEWISE
+    if inp.model.is_encoder_decoder and mode not in (Mode.NONE, Mode.FULL_DECODE_ONLY):
+        notes.append(
+            Note(
+                "encoder_decoder_mode",
+                f"Encoder-decoder models do not support {mode.value}. "
+                "Overriding cudagraph_mode to FULL_DECODE_ONLY.",
+            )
+        )
+        return Mode.FULL_DECODE_ONLY
+    return mode
+
+
+def connector_requires_piecewise(conn: KvConnector) -> bool:
+    """`requires_piecewise_for_cudagraph(kv_connector_extra_config)`: LMCacheConnectorV1 with
+    `use_layerwise`, a MultiConnector with such a child (lmcache_connector.py, multi_connector.py;
+    every other connector keeps the base class's False, 0.26-0.33)."""
+    if conn.name == "LMCacheConnectorV1":
+        return conn.use_layerwise
+    if conn.name == "MultiConnector":
+        return any(connector_requires_piecewise(c) for c in conn.children)
+    return False
+
+
+def validate_connector(inp: PlanInput, rules: VllmRules) -> None:
+    """`KVConnectorFactory.get_connector_class`: a connector must be registered in the release."""
+    todo = [inp.kv_transfer] if inp.kv_transfer is not None else []
+    while todo:
+        conn = todo.pop()
+        if conn.name not in rules.kv_connectors:
+            raise Rejected("kv_transfer_config.kv_connector", f"Unsupported connector type: {conn.name}")
+        todo.extend(conn.children)
+
+
+def connector_mode(mode: Mode, inp: PlanInput, notes: list[Note]) -> Mode:
+    """`__post_init__`: a KV-transfer instance whose connector requires PIECEWISE turns full modes
+    into PIECEWISE (vllm/config/vllm.py, every release 0.26-0.33), in vLLM's words."""
+    conn = inp.kv_transfer
+    if conn is None or conn.role is None or not mode.has_full() or not connector_requires_piecewise(conn):
+        return mode
+    notes.append(
+        Note(
+            "kv_connector_mode",
+            f"KV connector {conn.name} requires PIECEWISE CUDA graph mode due to layerwise async "
+            "operations that cannot be captured in CUDA graphs. "
+            f"Overriding cudagraph_mode from {mode.value} to PIECEWISE.",
+        )
+    )
+    return Mode.PIECEWISE
+
+
+def runner_time_mode(
+    decision: ModeDecision, inp: PlanInput, rules: VllmRules, runner: str, notes: list[Note]
+) -> ModeDecision:
+    """What the model runner does with the config-time mode before any graph exists: V2 turns
+    CUDA graphs off under STOCK_TORCH_COMPILE (`_disable_cudagraphs_for_v2_stock_torch_compile`,
+    0.32+); V1 under STOCK_TORCH_COMPILE compiles with `model.compile(fullgraph=True)` and returns
+    from `load_model` before any CUDA-graph wrapper (gpu_model_runner.py, every release), so its
+    dispatcher's keys are never captured."""
+    mode, comp = decision.mode, decision.compilation
+    if comp.mode != STOCK_TORCH_COMPILE or mode is Mode.NONE:
+        return decision
+    if runner == "v2" and rules.v2_stock_compile_no_graphs:
+        notes.append(
+            Note(
+                "v2_stock_compile",
+                "CUDA graphs are not supported with stock torch.compile in Model Runner V2. "
+                f"Overriding cudagraph_mode {mode.value} to NONE.",
+            )
+        )
+        return ModeDecision(Mode.NONE, decision.attention_splits, comp)
+    if runner == "v1":
+        notes.append(
+            Note(
+                "v1_stock_compile",
+                f"compilation mode STOCK_TORCH_COMPILE on model runner V1: vLLM keeps cudagraph_mode "
+                f"{mode.value} in its config, but `load_model` compiles the model with "
+                "model.compile(fullgraph=True) and returns before wrapping it in a CUDA-graph wrapper "
+                "(vllm/v1/worker/gpu_model_runner.py): no CUDA graph is captured, every batch runs "
+                'eager (docs/planner.md, "Compilation off")',
+            )
+        )
+        return ModeDecision(Mode.NONE, decision.attention_splits, comp)
+    return decision
 
 
 def deepep_high_throughput_off(inp: PlanInput, decision: ModeDecision, notes: list[Note]) -> ModeDecision:

@@ -106,6 +106,7 @@ _V0_26 = serve_flags(
         serve_flag("max_cudagraph_capture_size", role=READ),
         serve_flag("attention_backend", role=READ),
         serve_flag("attention_config", "-ac", role=READ),
+        serve_flag("runner", role=READ),  # issue 27: generate or pooling (auto: from the model)
         # parallelism, LoRA, microbatching (issue 16)
         serve_flag("pipeline_parallel_size", "-pp", role=READ),
         serve_flag("data_parallel_size", "-dp", role=READ),
@@ -158,7 +159,7 @@ _V0_26 = serve_flags(
         serve_flag("skip_tokenizer_init", arity="bool", role=IGNORED),
         serve_flag("distributed_executor_backend", role=IGNORED),
         serve_flag("cudagraph_metrics", arity="bool", role=IGNORED),
-        serve_flag("kv_transfer_config", role=IGNORED),
+        serve_flag("kv_transfer_config", role=READ),  # #27: connectors that require PIECEWISE
         serve_flag("api_server_count", "-asc", role=IGNORED),
         serve_flag("headless", arity="none", role=IGNORED),
         serve_flag("aggregate_engine_logging", arity="none", role=IGNORED),
@@ -183,6 +184,7 @@ _V0_26 = serve_flags(
         serve_flag("return_tokens_as_token_ids", arity="bool", role=IGNORED),
         # change what vLLM captures, not modelled by cgplan yet: refused unless left at vLLM's default
         serve_flag("prefill_context_parallel_size", "-pcp", role=UNMODELLED, default="1"),
+        serve_flag("convert", role=UNMODELLED, default="auto"),
         # which adapters and which all-to-all kernels: capture-neutral at config time
         serve_flag("lora_modules", arity="many", role=IGNORED),
         serve_flag("max_lora_rank", role=IGNORED),

@@ -185,10 +185,19 @@ def plan_to_dict(
         "step_padding": _padding(step_padding(plan)),
         "assumed": [{"key": a.key, "value": a.value, "origin": a.origin} for a in plan.assumed],
         "piecewise_pieces": dict(plan.piecewise_pieces),
+        **(
+            {"compilation_mode": plan.compilation_mode, "breakable_cudagraphs": plan.breakable_cudagraphs}
+            if plan.compilation_mode != "VLLM_COMPILE" or plan.breakable_cudagraphs
+            else {}
+        ),
         "kv_cache": {
             "bytes_per_token": plan.kv_bytes_per_token,
+            **({} if plan.graph_memory_reserved else {"graph_memory_reserved": False}),
             "graph_memory_tokens": None
-            if plan.kv_bytes_per_token is None or plan.cost is None or not plan.cost.graphs
+            if plan.kv_bytes_per_token is None
+            or plan.cost is None
+            or not plan.cost.graphs
+            or not plan.graph_memory_reserved
             else int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token),
         },
         "gaps": [

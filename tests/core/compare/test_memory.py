@@ -126,4 +126,8 @@ def test_logs_config_compares_took_with_the_prediction() -> None:
     cmp = compare_with_config(parsed, ROOT / "configs" / "gpu" / f"{name}.yaml")
     check = next(c for c in cmp.checks if c.name == "graph memory (capture phase, GiB)")
     assert check.log == round(parsed.capture_took_gib or 0, 2) and check.agrees
-    assert "KV-cache tokens" in check.detail and "band" in check.detail
+    # vLLM 0.26.0 on model runner V2 reserves no graph memory (#27, vLLM issue #49224): its own log
+    # line says the KV cache got the whole budget (94.87 GiB) and the 0.75 GiB of CUDA graphs came on
+    # top ("Desired GPU memory utilization is (0.8, 111.84 GiB) ... 0.75 GiB for CUDAGraph memory"),
+    # so the graphs cost no KV-cache tokens here
+    assert "KV-cache tokens" not in check.detail and "band" in check.detail
