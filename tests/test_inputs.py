@@ -128,6 +128,7 @@ def test_gate_diff_sweep_logs_take_model_config(
         ("0.33", "0.33.0", "vLLM 0.33 read as 0.33.0"),
         ("v0.33.0", "0.33.0", None),
         ("0.27.5", "0.27.1", "vLLM 0.27.5 planned with 0.27.1's rules"),
+        ("0.27.0", "0.27.0", None),
     ],
 )
 def test_release_spellings(
@@ -144,12 +145,13 @@ def test_release_spellings(
 
 
 @pytest.mark.parametrize(
-    ("given", "near"), [("0.27.0", "0.27.1"), ("0.25.0", SUPPORTED_VERSIONS[0]), ("0.99", LATEST_VERSION)]
+    ("given", "near"), [("0.25.0", SUPPORTED_VERSIONS[0]), ("0.99", LATEST_VERSION)]
 )
 def test_unknown_release_suggests_the_next_by_version_order(
     given: str, near: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """0.27.0 suggested 0.32.0 (string similarity); the next release by version order is 0.27.1."""
+    """0.27.0 (before it had an entry) suggested 0.32.0 by string similarity; the suggestion is
+    the next release by version order (the nearest one where there is no next)."""
     code, _, err = run(monkeypatch, capsys, "plan", str(EXAMPLE), "--vllm-version", given)
     assert code == 2
     assert f"--vllm-version: no rules for vLLM {given}; did you mean '{near}'?" in err

@@ -102,7 +102,7 @@ class VllmRules:
     """ParallelConfig refuses DBO thresholds below the microbatch count (0.30+)."""
     dcp_gqa_check: str = "assert"
     """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads: as an assertion
-    (0.26.0) or a ValueError with flag advice (0.27.1+)."""
+    (0.26.0) or a ValueError with flag advice (0.27.0+)."""
     v1_pp_async_message: str = "unsupported"
     """V1 + PP + async scheduling: "unsupported" (`_validate_v1_model_runner`, 0.31–0.32) or
     "async" (the async-scheduling check fails first, 0.33)."""
@@ -151,10 +151,12 @@ def _release(rules: VllmRules) -> VllmRules:
 
 
 _r = _release(_V0_26)
+# vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: Kimi K3 joins the default-V2 MoE list;
+# config/model.py: DCP on a GQA model is refused with a ValueError and flag advice.
 _r = _release(
     replace(
         _r,
-        version="0.27.1",
+        version="0.27.0",
         v2_default_moe_architectures=(
             *(_r.v2_default_moe_architectures or ()),
             "KimiK3ForConditionalGeneration",
@@ -162,6 +164,10 @@ _r = _release(
         dcp_gqa_check="error",
     )
 )
+# 0.27.1 changes no capture rule: against 0.27.0 its config/, compilation/, v1/worker/ and
+# v1/cudagraph_dispatcher.py are byte-identical (only _version.py and qwen3_dspark.py's
+# quant_config pass-through differ).
+_r = _release(replace(_r, version="0.27.1"))
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (#49390); a ≥160 GiB serve tier;
 # FlashInfer's SM12x XQA decode.
 _r = _release(
