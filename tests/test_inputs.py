@@ -144,9 +144,7 @@ def test_release_spellings(
     assert (note in err) if note else ("note: vLLM" not in err)
 
 
-@pytest.mark.parametrize(
-    ("given", "near"), [("0.25.0", SUPPORTED_VERSIONS[0]), ("0.99", LATEST_VERSION)]
-)
+@pytest.mark.parametrize(("given", "near"), [("0.25.0", SUPPORTED_VERSIONS[0]), ("0.99", LATEST_VERSION)])
 def test_unknown_release_suggests_the_next_by_version_order(
     given: str, near: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
