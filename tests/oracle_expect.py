@@ -82,6 +82,11 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
     cfg, rt = doc["config"], doc["runtime"]
     q = cfg["uniform_decode_query_len"]
     v2 = bool(cfg["use_v2_model_runner"])
+    if cfg.get("speculative_method") == "dspark" and not v2:
+        # VLLM_USE_V2_MODEL_RUNNER=0 before 0.29 (0.29+ refuses it at config time): the V1 runner
+        # takes dspark for an EAGLE proposer (use_eagle() includes it; vllm/config/vllm.py: "V1
+        # can't run dspark"), which the oracle cannot run; cgplan refuses it as not modelled
+        return {"error": "dspark on model runner V1 (not modelled)"}
     dyn = doc.get("dynamic_sd")
     out: dict[str, Any] = {
         "vllm_version": doc["_recorded"]["vllm_version"],
@@ -109,6 +114,9 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         # vLLM's V2 StandaloneARSpeculator.init_cudagraph_manager is `pass` ("CUDA
         # graph not yet supported for standalone AR speculator",
         # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py): no graphs.
+        if "speculator" in side:
+            # DFlash / DSpark: the speculator's own query manager (oracle.v2_parallel_speculator)
+            out["graphs"]["drafter_query"] = _v2_graphs(side["speculator"]["query"]["capture"])
         if "drafter_prefill" in side and cfg.get("speculative_method") != "draft_model":
             out["graphs"]["drafter_prefill"] = _v2_graphs(side["drafter_prefill"]["capture"])
             decode = _v2_graphs(side["drafter_decode"]["capture"])
@@ -127,6 +135,10 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
             # adapter keys are never captured (H200 run: benchmarks/results/h200/lora/).
             drafter = _v1_graphs(side["drafter"]["capture"], 1)
             out["graphs"]["drafter"] = [g for g in drafter if not g["num_active_loras"]]
+            if "dummy_run_tokens" in side["drafter"]:
+                # DFlash: keys above what max_query_tokens pads to are never captured
+                top = max(side["drafter"]["dummy_run_tokens"], default=0)
+                out["graphs"]["drafter"] = [g for g in out["graphs"]["drafter"] if g["num_tokens"] <= top]
         out["uniform_decode"] = {str(q): _ranges(side["target"]["uniform_decode_dispatch"], "reqs")}
         out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
         if "uniform_decode_dispatch_lora1" in side["target"]:

@@ -105,6 +105,31 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigError,
         r":cgplan\.attention_backend: unknown value; did you mean 'FLASH_ATTN'\?",
     ),
+    # suffix decoding, DFlash, DSpark (#31): SpeculativeConfig's words, or what cgplan does not model
+    "suffix-tree-depth-zero": (
+        ConfigError,
+        r":speculative_config\.suffix_decoding_max_tree_depth: "
+        r"suffix_decoding_max_tree_depth=0 must be >= 1$",
+    ),
+    "suffix-min-token-prob": (
+        ConfigError,
+        r":speculative_config\.suffix_decoding_min_token_prob: suffix_decoding_min_token_prob=1\.5 must be "
+        r"in \[0, 1\]$",
+    ),
+    "adaptive-not-dspark": (
+        ConfigRejected,
+        r":speculative_config\.enable_adaptive_verification: "
+        r"Adaptive verification only supported with DSpark$",
+    ),
+    "dflash-no-draft": (
+        ConfigRejected,
+        r":speculative_config\.model: dflash without a local draft folder .*cgplan does not model it yet$",
+    ),
+    "dspark-adaptive": (
+        ConfigRejected,
+        r":speculative_config\.enable_adaptive_verification: DSpark's adaptive verification .*"
+        r"cgplan does not model it yet$",
+    ),
 }
 
 

@@ -17,10 +17,11 @@ from cgplan.core.model.spec import (
     PERFORMANCE_MODES,
     SPEC_METHODS,
     ModelShape,
+    ParallelDraft,
     PlanInput,
     SpeculativeSpec,
 )
-from cgplan.core.vllm.attention import KNOWN_BACKENDS
+from cgplan.core.vllm.attention import BACKEND_NAMES
 from cgplan.core.vllm.defaults import serve_defaults
 from cgplan.core.vllm.releases import (
     LATEST_VERSION,
@@ -111,6 +112,11 @@ _SPEC_KEYS = (
     "prompt_lookup_max",
     "prompt_lookup_min",
     "draft_tensor_parallel_size",
+    "enable_adaptive_verification",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor",
+    "suffix_decoding_min_token_prob",
 )
 _CC_KEYS = (
     "cudagraph_mode",
@@ -417,6 +423,77 @@ def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
     return read_model_shape(folder, "speculative_config.model")
 
 
+def _suffix_checks(sc: dict[str, Any]) -> int:
+    """SpeculativeConfig._validate_suffix_decoding's value checks, in its words; the tree depth."""
+    where = "speculative_config"
+    depth = _int(sc, "suffix_decoding_max_tree_depth", where, minimum=-MAX_REASONABLE)
+    depth = 24 if depth is None else depth
+    if depth < 1:
+        raise ConfigError(
+            f"{where}.suffix_decoding_max_tree_depth", f"suffix_decoding_max_tree_depth={depth} must be >= 1"
+        )
+    cached = _int(sc, "suffix_decoding_max_cached_requests", where, minimum=-MAX_REASONABLE)
+    if cached is not None and cached < 0:
+        raise ConfigError(
+            f"{where}.suffix_decoding_max_cached_requests",
+            f"suffix_decoding_max_cached_requests={cached} must be >= 0",
+        )
+    for key, lo, hi, rule in (
+        ("suffix_decoding_max_spec_factor", 0.0, None, "must be >= 0"),
+        ("suffix_decoding_min_token_prob", 0.0, 1.0, "must be in [0, 1]"),
+    ):
+        value = sc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _err(f"{where}.{key}", "must be a number", value)
+        if value < lo or (hi is not None and value > hi):
+            raise ConfigError(f"{where}.{key}", f"{key}={value} {rule}")
+    return depth
+
+
+def _parallel_draft(value: object, base_dir: Path) -> ParallelDraft | None:
+    """The fields of a DFlash / DSpark draft's config.json its speculator reads; None without a
+    local folder (the core says what it does not model then)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        return None
+    try:
+        folder = Path(value).expanduser()
+        if not folder.is_absolute():
+            folder = base_dir / folder
+        cfg_file = folder / "config.json"
+        if not cfg_file.is_file():
+            return None
+        raw = read_json(cfg_file, what="draft config.json")
+    except (OSError, ValueError, RuntimeError, ReadError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    shape = read_model_shape(folder, "speculative_config.model")
+
+    def flag(name: str, doc: dict[str, Any] = raw) -> bool | None:
+        got = doc.get(name)
+        return got if isinstance(got, bool) else None
+
+    got = raw.get("dflash_config")
+    dflash: dict[str, Any] = got if isinstance(got, dict) else {}
+    layer_types = raw.get("layer_types")
+    block = raw.get("dspark_block_size")
+    return ParallelDraft(
+        architecture=shape.architecture,
+        model_type=str(raw.get("model_type") or ""),
+        head_dim=shape.head_dim,
+        num_key_value_heads=shape.num_key_value_heads,
+        num_hidden_layers=shape.num_hidden_layers,
+        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list) else (),
+        is_causal=flag("is_causal"),
+        dflash_causal=flag("causal", dflash),
+        dspark_bonus_anchor=flag("dspark_bonus_anchor"),
+        sample_from_anchor=flag("sample_from_anchor"),
+        dspark_block_size=block if isinstance(block, int) and not isinstance(block, bool) else None,
+    )
+
+
 def _local_path(text: str, base_dir: Path, path: str) -> Path:
     """A path from the config: `~` expanded, a relative one from `base_dir`."""
     try:
@@ -579,7 +656,7 @@ def parse_config(
     ).lower()
     backend = cg.get("attention_backend")
     if backend is not None:
-        backend = _choice(backend, "cgplan.attention_backend", KNOWN_BACKENDS, fold=True)
+        backend = _choice(backend, "cgplan.attention_backend", tuple(BACKEND_NAMES), fold=True)
     support_name = cg.get("attention_cudagraph_support")
     support = None
     if support_name is not None:
@@ -642,6 +719,10 @@ def parse_config(
             )
         method = _choice(sc["method"], "speculative_config.method", SPEC_METHODS)
         k = _int(sc, "num_speculative_tokens", "speculative_config")
+        if method == "suffix":
+            depth = _suffix_checks(sc)
+            if k is None:
+                k = depth  # _validate_suffix_decoding: the tree depth is K's limit
         if k is None:
             if method == "mtp" and shape.num_nextn_predict_layers:
                 k = shape.num_nextn_predict_layers
@@ -661,6 +742,12 @@ def parse_config(
             sched,
             bool(_bool(sc, "enforce_eager", "speculative_config")),
             draft_model=_draft_shape(sc.get("model"), base_dir),
+            parallel_draft=(
+                _parallel_draft(sc.get("model"), base_dir) if method in ("dflash", "dspark") else None
+            ),
+            enable_adaptive_verification=bool(
+                _bool(sc, "enable_adaptive_verification", "speculative_config")
+            ),
         )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")

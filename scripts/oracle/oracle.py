@@ -495,6 +495,56 @@ def _backend_support(backend_cls, vllm_config, use_mla: bool):
         )
 
 
+_CHOSEN: dict = {}
+"""The backend class resolve_attention_cg_support chose (the parallel drafters' layers use it too)."""
+
+PARALLEL_DRAFTERS = ("dflash", "dspark")
+"""Methods whose V2 speculator is built by `init_speculator` and captures its own query graphs."""
+
+
+def _draft_backend_cls(vllm_config, cfg: dict):
+    """The backend of a parallel drafter's layers: the forced one, else the first importable of
+    the platform's priority list for a dense, possibly non-causal draft (`_get_backend_priorities`
+    with `use_non_causal`, which the draft's `attn_vllm_config` sets from
+    `dflash_has_any_non_causal`: SM100 prefers FLASH_ATTN then)."""
+    from vllm.model_executor.models.qwen3_dflash import dflash_has_any_non_causal
+    from vllm.platforms import cuda as vcuda
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    sc = vllm_config.speculative_config
+    non_causal = bool(dflash_has_any_non_causal(sc.draft_model_config.hf_config))
+    if cfg.get("attention_backend"):
+        return AttentionBackendEnum[cfg["attention_backend"]].get_class(), non_causal
+    pri = vcuda._get_backend_priorities(
+        False, current_platform.get_device_capability(), use_non_causal=non_causal
+    )
+    for b in pri:
+        try:
+            return b.get_class(), non_causal
+        except Exception:
+            continue
+    return _CHOSEN.get("backend_cls"), non_causal
+
+
+def _draft_spec_support(backend_cls, vllm_config, draft_model_config):
+    """The support level `backend_cls`'s builder reports for a draft layer: the KV spec of the
+    draft model (its heads, head size), `vllm_config` as the caller passes it to the builder (the
+    runner's own for its attention groups, the speculator's `attn_vllm_config` in `set_attn`)."""
+    from vllm.config import set_current_vllm_config
+    from vllm.v1 import kv_cache_interface as kvi
+
+    builder = backend_cls.get_builder_cls()
+    spec = kvi.FullAttentionSpec(
+        block_size=vllm_config.cache_config.block_size or 16,
+        num_kv_heads=draft_model_config.get_num_kv_heads(vllm_config.parallel_config),
+        head_size=draft_model_config.get_head_size(),
+        dtype=draft_model_config.dtype,
+    )
+    with set_current_vllm_config(vllm_config):
+        return builder.get_cudagraph_support(vllm_config, spec)
+
+
 def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
     """Pick the attention backend and read its CUDA-graph support level.
 
@@ -585,6 +635,7 @@ def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
         info["note"] = "no backend resolved; assumed ALWAYS"
         return AttentionCGSupport.ALWAYS, None
     info["backend"] = backend_cls.get_name()
+    _CHOSEN["backend_cls"] = backend_cls
     support, err = _backend_support(backend_cls, vllm_config, use_mla)
     if err:
         info["cg_support_note"] = err
@@ -610,6 +661,11 @@ def setup_process() -> None:
 
     if hasattr(vcv, "HAS_TRITON"):
         vcv.HAS_TRITON = True
+    # Suffix decoding needs Arctic Inference (`_validate_suffix_decoding`); plan as on a GPU host
+    # that has it installed (cgplan notes the assumption).
+    import vllm.config.speculative as vcs
+
+    vcs.has_arctic_inference = lambda: True
     _SETUP_DONE = True
 
 
@@ -774,6 +830,19 @@ def resolve_runtime(vllm_config, cfg: dict, out: dict) -> dict:
         kwargs["tensor_parallel_size"] = vllm_config.parallel_config.tensor_parallel_size
     if "max_num_reqs" in sig.parameters:
         kwargs["max_num_reqs"] = vllm_config.scheduler_config.max_num_seqs
+    sc = vllm_config.speculative_config
+    if sc is not None and sc.method in PARALLEL_DRAFTERS and _CHOSEN.get("backend_cls"):
+        # init_attn_backend takes the minimum over every attention group of the runner's KV
+        # cache config, the parallel drafter's layers included (built with the runner's config)
+        draft_cls, non_causal = _draft_backend_cls(vllm_config, cfg)
+        _CHOSEN["draft_backend_cls"] = draft_cls
+        draft = _draft_spec_support(draft_cls, vllm_config, sc.draft_model_config)
+        out["attention"]["draft_layers_backend"] = draft_cls.get_name()
+        out["attention"]["draft_non_causal"] = non_causal
+        out["attention"]["draft_layers_cg_support"] = draft.name
+        if not cfg.get("attn_cg_support") and draft.value < support.value:
+            support = draft
+            out["attention"]["cg_support_with_draft_layers"] = draft.name
     with set_current_vllm_config(vllm_config):
         mode = cc.resolve_cudagraph_mode_and_sizes(support, backend_name, q, **kwargs)
     rt["resolved_cudagraph_mode"] = mode_name(mode)
@@ -812,6 +881,19 @@ def v1_dispatchers(vllm_config, mode, q: int, cfg: dict) -> dict:
         ddisp.initialize_cudagraph_keys(dmode)
         d = summarize_v1(ddisp, vllm_config, 1, cfg, drafter=True)
         d["mode"] = mode_name(dmode)
+        if sc.method == "dflash":
+            # DFlashProposer.dummy_run drafts min(num_tokens, max_query_tokens) query tokens,
+            # max_query_tokens = max_batch_size * (1 + num_speculative_tokens) (v1/spec_decode/
+            # dflash.py); the graphs the runner's capture loop makes through it are what its own
+            # dispatcher pads those counts to
+            most = vllm_config.scheduler_config.max_num_seqs * (1 + sc.num_speculative_tokens)
+            d["max_query_tokens"] = most
+            padded = set()
+            for size in vllm_config.compilation_config.cudagraph_capture_sizes or []:
+                m, bd = ddisp.dispatch(min(size, most), uniform_decode=False)
+                if mode_name(m) != "NONE":
+                    padded.add(bd.num_tokens)
+            d["dummy_run_tokens"] = sorted(padded)
         res["drafter"] = d
     return res
 
@@ -1068,7 +1150,9 @@ def v2_managers(vllm_config, mode, q: int, cfg: dict) -> dict:
         res["target"]["manager_class"] = cls.__name__
 
         # Drafter (EAGLE / MTP / draft model): autoregressive speculator.
-        if sc is not None and (sc.use_eagle() or sc.uses_draft_model()):
+        if sc is not None and sc.method in PARALLEL_DRAFTERS:
+            res["speculator"] = v2_parallel_speculator(vllm_config, mode)
+        elif sc is not None and (sc.use_eagle() or sc.uses_draft_model()):
             spec_cls = None
             for modname in (
                 "vllm.v1.worker.gpu.spec_decode.target_dependent_ar.cudagraph_utils",
@@ -1094,6 +1178,43 @@ def v2_managers(vllm_config, mode, q: int, cfg: dict) -> dict:
                 res["drafter_decode"] = summarize_v2(dec, vllm_config, [1], dispatch=False)
                 res["drafter_decode"]["captured_only_if_num_speculative_tokens_gt_1"] = True
     return res
+
+
+def v2_parallel_speculator(vllm_config, mode) -> dict:
+    """The V2 speculator vLLM's own `init_speculator` builds (DFlash, DSpark), its cudagraph
+    manager made by its own `init_cudagraph_manager(mode)` after the draft attention's support
+    level is set as `set_attn` sets it (the chosen backend's builder on the draft's KV spec, under
+    the speculator's `attn_vllm_config`)."""
+    import inspect
+
+    import torch
+    from vllm.v1.worker.gpu.attn_utils import AttentionCGSupportInfo
+    from vllm.v1.worker.gpu.spec_decode import init_speculator
+
+    args = [vllm_config, torch.device("cpu")]
+    if "req_states" in inspect.signature(init_speculator).parameters:
+        args.append(None)  # the ngram speculator's; the parallel drafters do not read it
+    sp = init_speculator(*args)
+    out: dict = {
+        "class": type(sp).__name__,
+        "num_query_per_req": sp.num_query_per_req,
+        "enable_adaptive_verification": bool(getattr(sp, "enable_adaptive_verification", False)),
+    }
+    backend_cls = _CHOSEN.get("draft_backend_cls") or _CHOSEN.get("backend_cls")
+    attn_vc = getattr(sp, "attn_vllm_config", vllm_config)
+    support = _draft_spec_support(backend_cls, attn_vc, sp.draft_model_config)
+    out["draft_attention"] = {
+        "backend": backend_cls.get_name(),
+        "use_non_causal": bool(getattr(attn_vc.attention_config, "use_non_causal", False)),
+        "cg_support": support.name,
+    }
+    sp.attn_cg_support = AttentionCGSupportInfo(support, backend_cls.get_name())
+    sp.init_cudagraph_manager(mode)
+    mgr = sp.query_cudagraph_manager
+    out["manager_class"] = type(mgr).__name__
+    out["decode_query_len"] = mgr.decode_query_len
+    out["query"] = summarize_v2(mgr, vllm_config, [mgr.decode_query_len], dispatch=False)
+    return out
 
 
 def _dump(out: dict, fh, compact: bool) -> None:

@@ -29,7 +29,12 @@ def serve_defaults(
     ...                max_num_seqs=None, max_num_batched_tokens=None, performance_mode=None)
     (1024, 8192)
     """
-    if platform is Platform.AMPERE:
+    # get_batch_defaults: >= 160 GiB the large tier; >= 70 GiB, not an A100 and (0.33+) not a GB10
+    # (`is_gb10`: the memory but not the compute of a large GPU) the H100 tier; else the small one
+    small = platform in (Platform.AMPERE, Platform.RTX_5090) or (
+        platform is Platform.GB10 and rules.gb10_small_tier
+    )
+    if small:
         default_b, default_s = 2048, 256
     elif platform is Platform.BLACKWELL:
         default_b, default_s = rules.serve_b200_batched_tokens, 1024
@@ -106,4 +111,6 @@ _USUAL_GPU = {
     Platform.BLACKWELL: "B200",
     Platform.AMPERE: "A100-80GB",
     Platform.RTX_BLACKWELL: "RTX PRO 6000",
+    Platform.RTX_5090: "RTX 5090",
+    Platform.GB10: "GB10 (DGX Spark)",
 }
