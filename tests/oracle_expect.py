@@ -96,6 +96,9 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         "max_capture_size": rt["max_cudagraph_capture_size"],
         "dynamic_sd": None if not dyn else {"lookup": dyn.get("lookup_ranges")},
         "attention_backend": doc.get("attention", {}).get("backend"),
+        # the scheduler limits after vllm serve's defaults (the GPU's serve tier: GB10, RTX 5090)
+        "max_num_seqs": cfg["max_num_seqs"],
+        "max_num_batched_tokens": cfg["max_num_batched_tokens"],
         "attention_cudagraph_support": doc.get("attention", {}).get("cg_support"),
     }
     if v2:

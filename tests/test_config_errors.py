@@ -125,6 +125,16 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigRejected,
         r":speculative_config\.model: dflash without a local draft folder .*cgplan does not model it yet$",
     ),
+    # encoder and decoder-replay graphs (#31): refused by name, never "unknown key"
+    "mm-encoder-on": (
+        ConfigError,
+        r":compilation_config\.cudagraph_mm_encoder: encoder CUDA graphs .* cgplan does not model them yet",
+    ),
+    "decoder-replay": (
+        ConfigError,
+        r":compilation_config\.cudagraph_decoder_replay: changes what vLLM captures, "
+        r"but cgplan does not model",
+    ),
     "dspark-adaptive": (
         ConfigRejected,
         r":speculative_config\.enable_adaptive_verification: DSpark's adaptive verification .*"

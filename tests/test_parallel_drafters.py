@@ -94,3 +94,25 @@ def test_dynamic_sd_with_a_parallel_drafter_is_refused_by_name(tmp_path: Path) -
     )
     with pytest.raises(ConfigError, match="dynamic speculative decoding with method dflash: cgplan does not"):
         build_plan(load_config(cfg).input, with_fixes=False)
+
+
+NEW_CORPUS = ("dflash-", "dspark-", "suffix-", "gb10-", "rtx5090-", "b12x-")
+REFUSED = sorted(
+    p
+    for p in (DATA / "oracle").glob("*.json.gz")
+    if p.name.startswith(NEW_CORPUS) and (lambda d: d.get("error") or d.get("runtime_error"))(_doc(p))
+)
+
+
+@pytest.mark.parametrize("record", REFUSED, ids=[p.name.removesuffix(".json.gz") for p in REFUSED])
+def test_refusals_are_in_vllms_words(record: Path) -> None:
+    """Where vLLM refuses one of these configs, cgplan refuses it with vLLM's own sentence (the
+    pydantic wrapper and the exception class aside)."""
+    doc = _doc(record)
+    said = str(doc.get("error") or doc.get("runtime_error"))
+    rec = doc["_recorded"]
+    cfg = load_config(DATA / "corpus" / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"]))
+    with pytest.raises(ConfigError) as info:
+        build_plan(cfg.input, with_fixes=False)
+    problem = info.value.problem
+    assert problem in said, (problem, said)

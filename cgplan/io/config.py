@@ -131,7 +131,18 @@ _CC_UNMODELLED = (
     "splitting_ops",
     "use_inductor_graph_partition",
     "compile_sizes",
+    # the multimodal encoder's CUDA graphs (token budgets as powers of two; V2 from vLLM PR 49852)
+    "encoder_cudagraph_token_budgets",
+    "encoder_cudagraph_max_vision_items_per_batch",
+    "encoder_cudagraph_max_frames_per_batch",
+    # YOCO decoder-replay graphs (DeepSeek-V4.1, vLLM 0.32+: a family of their own)
+    "cudagraph_decoder_replay",
+    "decoder_replay_cudagraph_capture_sizes",
+    "decoder_replay_trim_threshold",
 )
+_CC_DEFAULT_OFF = ("cudagraph_mm_encoder",)
+"""Graph families cgplan does not model, accepted at vLLM's default (off: a text model captures no
+encoder graphs) and refused by name when turned on."""
 _PASS_KEYS = ("enable_sp", "sp_min_token_num", "fuse_gemm_comms")
 _CGPLAN_KEYS = (
     "vllm_version",
@@ -751,6 +762,15 @@ def parse_config(
         )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
+    for key in _CC_DEFAULT_OFF:
+        if key in cc and _bool(cc, key, "compilation_config"):
+            raise _err(
+                f"compilation_config.{key}",
+                "encoder CUDA graphs (the multimodal encoder's own family) change what vLLM captures, "
+                "but cgplan does not model them yet; remove it to plan without them",
+                cc[key],
+            )
+    cc = {k: v for k, v in cc.items() if k not in _CC_DEFAULT_OFF}
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)
     mode = None
     if cc.get("cudagraph_mode") is not None:

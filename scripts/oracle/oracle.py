@@ -39,6 +39,8 @@ PLATFORMS = {
     "blackwell": ((10, 0), "NVIDIA B200", 180 * (1 << 30)),
     "ampere": ((8, 0), "NVIDIA A100-SXM4-80GB", 80 * (1 << 30)),
     "rtx-blackwell": ((12, 0), "NVIDIA RTX PRO 6000 Blackwell", 96 * (1 << 30)),
+    "rtx-5090": ((12, 0), "NVIDIA GeForce RTX 5090", 32 * (1 << 30)),
+    "gb10": ((12, 1), "NVIDIA GB10", 128 * (1 << 30)),
 }
 
 
@@ -515,6 +517,11 @@ def _draft_backend_cls(vllm_config, cfg: dict):
     sc = vllm_config.speculative_config
     non_causal = bool(dflash_has_any_non_causal(sc.draft_model_config.hf_config))
     if cfg.get("attention_backend"):
+        if cfg["attention_backend"] in VALIDATED_BACKENDS:
+            # the draft's layers go through the selector with the draft's head size, non-causal
+            validate_selected_backend(
+                cfg["attention_backend"], vllm_config, sc.draft_model_config, False, non_causal
+            )
         return AttentionBackendEnum[cfg["attention_backend"]].get_class(), non_causal
     pri = vcuda._get_backend_priorities(
         False, current_platform.get_device_capability(), use_non_causal=non_causal
@@ -525,6 +532,65 @@ def _draft_backend_cls(vllm_config, cfg: dict):
         except Exception:
             continue
     return _CHOSEN.get("backend_cls"), non_causal
+
+
+VALIDATED_BACKENDS = ("B12X",)
+"""Forced backends the oracle holds to vLLM's own `validate_configuration` (the selector's check of
+a selected backend, `CudaPlatform.get_attn_backend_cls`): those cgplan learned after the corpus of
+the older ones was recorded without it."""
+
+
+def _stub_b12x_kernels() -> None:
+    """B12X's `supports_combination` asks for the b12x kernels (`pip install vllm[b12x]`): a GPU
+    host serving with it has them; answer as that host does."""
+    try:
+        import vllm.v1.attention.backends.b12x as vb12x
+    except Exception:
+        return
+
+    class _Kernels:
+        @staticmethod
+        def is_supported() -> bool:
+            return True
+
+    vb12x.get_b12x_paged_attention = lambda: _Kernels()
+
+
+def validate_selected_backend(name: str, vllm_config, model_config, use_mla: bool, non_causal: bool) -> None:
+    """The selector's check of a selected backend, in its words (ValueError)."""
+    import inspect
+
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    selected = AttentionBackendEnum[name]
+    cls = selected.get_class()
+    if name == "B12X":
+        _stub_b12x_kernels()
+    cache = vllm_config.cache_config
+    args = dict(
+        head_size=model_config.get_head_size(),
+        dtype=model_config.dtype,
+        kv_cache_dtype=cache.cache_dtype,
+        block_size=cache.block_size if getattr(cache, "user_specified_block_size", False) else None,
+        use_mla=use_mla,
+        has_sink=False,
+        use_sparse=False,
+        use_mm_prefix=False,
+        use_per_head_quant_scales=False,
+        device_capability=current_platform.get_device_capability(),
+        attn_type="decoder",
+        has_sliding_window=False,
+        use_non_causal=non_causal,
+        use_dcp=vllm_config.parallel_config.decode_context_parallel_size > 1,
+        use_pcp=vllm_config.parallel_config.prefill_context_parallel_size > 1,
+    )
+    params = inspect.signature(cls.validate_configuration).parameters
+    reasons = cls.validate_configuration(**{k: v for k, v in args.items() if k in params})
+    if reasons:
+        raise ValueError(
+            f"Selected backend {selected} is not valid for this configuration. Reason: {reasons}"
+        )
 
 
 def _draft_spec_support(backend_cls, vllm_config, draft_model_config):
@@ -616,6 +682,9 @@ def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
     if cfg.get("attention_backend"):
         backend_cls = AttentionBackendEnum[cfg["attention_backend"]].get_class()
         info["chosen_by"] = "config attention_backend"
+        if cfg["attention_backend"] in VALIDATED_BACKENDS:
+            validate_selected_backend(cfg["attention_backend"], vllm_config, model_config, use_mla, False)
+            info["validated"] = True
     elif policy == "first_priority":
         skipped = []
         for b in pri:

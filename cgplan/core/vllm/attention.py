@@ -41,67 +41,62 @@ KNOWN_BACKENDS: tuple[str, ...] = (
 )
 """Backends whose support level cgplan knows (`AttentionBackendEnum` names)."""
 
-_FIRST = "0.26.0"
 BACKEND_NAMES: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "FLASH_ATTN",
-            "FLASH_ATTN_DIFFKV",
-            "TRITON_ATTN",
-            "TRITON_ATTN_DIFFKV",
-            "ROCM_ATTN",
-            "ROCM_AITER_MLA",
-            "ROCM_AITER_TRITON_MLA",
-            "ROCM_AITER_FA",
-            "ROCM_AITER_MLA_SPARSE",
-            "XPU_MLA_SPARSE",
-            "TORCH_SDPA",
-            "FLASHINFER",
-            "FLASHINFER_MLA",
-            "TOKENSPEED_MLA",
-            "FLASHINFER_MLA_SPARSE",
-            "FLASHINFER_MLA_SPARSE_SM120",
-            "TRITON_MLA",
-            "CUTLASS_MLA",
-            "FLASHMLA",
-            "FLASHMLA_SPARSE",
-            "FLASHMLA_SPARSE_DSV4",
-            "FLASHINFER_MLA_SPARSE_DSV4",
-            "ROCM_FLASHMLA_SPARSE_DSV4",
-            "FLASH_ATTN_MLA",
-            "FLASH_ATTN_MLA_SPARSE",
-            "MINIMAX_M3_SPARSE",
-            "NO_ATTENTION",
-            "FLEX_ATTENTION",
-            "HPC_ATTN",
-            "ROCM_AITER_UNIFIED_ATTN",
-            "CPU_ATTN",
-            "TURBOQUANT",
-            "CUSTOM",
-        ),
-        _FIRST,
-    ),
-    "CUTLASS_MSA": "0.27.0",
-    "TRITON_MSA": "0.27.0",
-    "CPU_MLA": "0.28.0",
-    "AMX_MLA": "0.29.0",
+    "FLASH_ATTN": "0.26.0",
+    "FLASH_ATTN_DIFFKV": "0.26.0",
+    "TRITON_ATTN": "0.26.0",
+    "TRITON_ATTN_DIFFKV": "0.26.0",
     "TRITON_FLASH_ATTN": "0.30.0",
+    "ROCM_ATTN": "0.26.0",
+    "ROCM_SEGMENTED_ATTN": "0.32.0",
+    "ROCM_AITER_MLA": "0.26.0",
+    "ROCM_AITER_TRITON_MLA": "0.26.0",
+    "ROCM_AITER_FA": "0.26.0",
+    "ROCM_AITER_MLA_SPARSE": "0.26.0",
+    "XPU_MLA_SPARSE": "0.26.0",
+    "TORCH_SDPA": "0.26.0",
+    "FLASHINFER": "0.26.0",
     "TRITON_FLASHINFER": "0.30.0",
+    "FLASHINFER_MLA": "0.26.0",
+    "TOKENSPEED_MLA": "0.26.0",
+    "FLASHINFER_MLA_SPARSE": "0.26.0",
+    "FLASHINFER_MLA_SPARSE_SM120": "0.26.0",
     "FLASHINFER_MLA_SPARSE_SM90": "0.30.0",
+    "TRITON_MLA": "0.26.0",
+    "CUTLASS_MLA": "0.26.0",
+    "FLASHMLA": "0.26.0",
+    "FLASHMLA_SPARSE": "0.26.0",
+    "FLASHMLA_SPARSE_DSV4": "0.26.0",
+    "FLASHINFER_MLA_SPARSE_DSV4": "0.26.0",
+    "ROCM_FLASHMLA_SPARSE_DSV4": "0.26.0",
     "FLASHMLA_SPARSE_DSV41": "0.30.0",
     "FLASHINFER_MLA_SPARSE_DSV41": "0.30.0",
-    "B12X": "0.30.0",  # vLLM PR 52017
-    "FLASHMLA_MEGA_ATTN_DSV41": "0.31.0",
-    "ROCM_SEGMENTED_ATTN": "0.32.0",
-    "ULTRAQUANT": "0.32.0",
     "ROCM_FLASHMLA_SPARSE_DSV41": "0.33.0",
+    "FLASHMLA_MEGA_ATTN_DSV41": "0.31.0",
+    "B12X": "0.30.0",  # vLLM PR 52017
+    "FLASH_ATTN_MLA": "0.26.0",
+    "FLASH_ATTN_MLA_SPARSE": "0.26.0",
     "FLASH_ATTN_MLA_SPARSE_FA4": "0.33.0",
+    "MINIMAX_M3_SPARSE": "0.26.0",
+    "CUTLASS_MSA": "0.27.0",
+    "TRITON_MSA": "0.27.0",
     "STEP5_DSA": "0.33.0",
+    "NO_ATTENTION": "0.26.0",
+    "FLEX_ATTENTION": "0.26.0",
+    "HPC_ATTN": "0.26.0",
+    "ROCM_AITER_UNIFIED_ATTN": "0.26.0",
+    "CPU_ATTN": "0.26.0",
+    "CPU_MLA": "0.28.0",
+    "AMX_MLA": "0.29.0",
+    "TURBOQUANT": "0.26.0",
     "ROCM_OCTAVE": "0.33.0",
+    "ULTRAQUANT": "0.32.0",
+    "CUSTOM": "0.26.0",
 }
-"""Every `AttentionBackendEnum` name (vllm/v1/attention/backends/registry.py) and the first release
-whose enum has it (none was removed up to 0.33.0): a name outside it is unknown; one a release lacks
-or whose support level cgplan does not know is refused by name."""
+"""Every `AttentionBackendEnum` name (vllm/v1/attention/backends/registry.py), in the enum's order,
+with the first release whose enum has it (none was removed up to 0.33.0, and each release's enum is
+this order less the names it lacks): a name outside it is unknown; one a release lacks, or whose
+support level cgplan does not know, is refused by name."""
 
 # B12xPagedAttentionBackend (vllm/v1/attention/backends/b12x.py, 0.30+): paged causal attention of
 # consumer Blackwell, bf16 queries, four head sizes; its builder reports UNIFORM_BATCH.
@@ -118,6 +113,7 @@ def backend_refusal(
     version: str,
     *,
     non_causal: bool = False,
+    dcp: bool = False,
 ) -> str | None:
     """Why the release refuses or cgplan cannot plan a forced backend; None when it plans.
 
@@ -127,9 +123,11 @@ def backend_refusal(
     """
     from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 
-    since = BACKEND_NAMES[backend]
-    if SUPPORTED_VERSIONS.index(version) < SUPPORTED_VERSIONS.index(since):
-        return f"vLLM {version} has no {backend} attention backend (AttentionBackendEnum has it from {since})"
+    at = SUPPORTED_VERSIONS.index(version)
+    if at < SUPPORTED_VERSIONS.index(BACKEND_NAMES[backend]):
+        # AttentionBackendEnum's lookup of the name (registry.py), in its words
+        names = [n for n, since in BACKEND_NAMES.items() if SUPPORTED_VERSIONS.index(since) <= at]
+        return f"Unknown attention backend: '{backend}'. Valid options are: {', '.join(names)}"
     if backend not in KNOWN_BACKENDS:
         return f"the {backend} attention backend's CUDA-graph support: cgplan does not model it yet"
     if backend == "B12X":
@@ -144,6 +142,8 @@ def backend_refusal(
             reasons.append("compute capability not supported")
         if non_causal:
             reasons.append("non-causal attention not supported")
+        if dcp:
+            reasons.append("DCP not supported")
         if dtype != "bfloat16":  # supports_combination's own reason comes last
             reasons.append("b12x currently requires bfloat16 queries")
         if reasons:

@@ -1,8 +1,8 @@
 """`vllm serve`'s scheduler defaults (EngineArgs `_set_default_max_num_seqs_and_batched_tokens_args`).
 
 vLLM picks them from the device's memory and name under UsageContext.OPENAI_API_SERVER;
-cgplan picks them from the platform family, which stands for its usual GPU (H200, B200,
-A100-80GB, RTX PRO 6000).
+cgplan picks them from the platform family, which stands for its usual GPU (H200, B200, GB10,
+A100-80GB, RTX PRO 6000, RTX 5090).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
             Assumed(
                 "max_num_seqs",
                 str(inp.max_num_seqs),
-                f"vllm serve's default on {inp.platform.value} (as on an {usual}; vLLM {rules.version} "
+                f"vllm serve's default on {inp.platform.value} (as on {usual}; vLLM {rules.version} "
                 "EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)"
                 + (
                     ", doubled by performance_mode throughput" if inp.performance_mode == "throughput" else ""
@@ -86,7 +86,7 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
             Assumed(
                 "max_num_batched_tokens",
                 str(inp.max_num_batched_tokens),
-                f"vllm serve's default on {inp.platform.value} (as on an {usual}), at most "
+                f"vllm serve's default on {inp.platform.value} (as on {usual}), at most "
                 "max_num_seqs × max_model_len",
             )
         )
@@ -107,10 +107,10 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
 
 
 _USUAL_GPU = {
-    Platform.HOPPER: "H200",
-    Platform.BLACKWELL: "B200",
-    Platform.AMPERE: "A100-80GB",
-    Platform.RTX_BLACKWELL: "RTX PRO 6000",
-    Platform.RTX_5090: "RTX 5090",
-    Platform.GB10: "GB10 (DGX Spark)",
+    Platform.HOPPER: "an H200",
+    Platform.BLACKWELL: "a B200",
+    Platform.AMPERE: "an A100-80GB",
+    Platform.RTX_BLACKWELL: "an RTX PRO 6000",
+    Platform.RTX_5090: "an RTX 5090",
+    Platform.GB10: "a GB10 (DGX Spark)",
 }

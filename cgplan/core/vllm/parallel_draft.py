@@ -92,6 +92,7 @@ def check_speculative(inp: PlanInput, rules: VllmRules) -> None:
             False,
             rules.version,
             non_causal=non_causal(draft, rules),
+            dcp=inp.decode_context_parallel_size > 1,
         )
         if refusal is not None:
             raise Rejected("cgplan.attention_backend", refusal)

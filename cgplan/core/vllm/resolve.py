@@ -287,7 +287,13 @@ def attention(inp: PlanInput, rules: VllmRules) -> Attention:
     if inp.attention_backend is not None:
         m = inp.model
         refusal = backend_refusal(
-            inp.attention_backend, inp.platform, m.head_dim, m.dtype, m.use_mla, rules.version
+            inp.attention_backend,
+            inp.platform,
+            m.head_dim,
+            m.dtype,
+            m.use_mla,
+            rules.version,
+            dcp=inp.decode_context_parallel_size > 1,
         )
         if refusal is not None:
             raise Rejected("cgplan.attention_backend", refusal)
