@@ -28,7 +28,7 @@ class BarFamily:
     pattern: re.Pattern[str]
     """Matches the whole bar description; group `mode` is the CUDA-graph runtime mode."""
     manager: str
-    """Plan family the bar counts: target, drafter_prefill, drafter_decode."""
+    """Plan family the bar counts: target, drafter_prefill, drafter_decode, drafter_query."""
     runner: str
     """Model runner that prints it: v1 or v2."""
 
@@ -167,6 +167,12 @@ _V0_26 = LogFormat(
         ),
         BarFamily(
             _re(r"^Capturing decode CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter_decode", "v2"
+        ),
+        # DFlashSpeculator.capture: f"Capturing {self._speculator_name.lower()} CUDA graphs" (DSpark's too)
+        BarFamily(
+            _re(r"^Capturing (?:dflash|dspark) CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"),
+            "drafter_query",
+            "v2",
         ),
     ),
     metrics_header=_re(r"CUDAGraph Config Settings:"),
