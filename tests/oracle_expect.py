@@ -125,6 +125,11 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
     cfg, rt = doc["config"], doc["runtime"]
     q = cfg["uniform_decode_query_len"]
     v2 = bool(cfg["use_v2_model_runner"])
+    if cfg.get("speculative_method") == "dspark" and not v2:
+        # VLLM_USE_V2_MODEL_RUNNER=0 before 0.29 (0.29+ refuses it at config time): the V1 runner
+        # takes dspark for an EAGLE proposer (use_eagle() includes it; vllm/config/vllm.py: "V1
+        # can't run dspark"), which the oracle cannot run; cgplan refuses it as not modelled
+        return {"error": "dspark on model runner V1 (not modelled)"}
     dyn = doc.get("dynamic_sd")
     out: dict[str, Any] = {
         "vllm_version": doc["_recorded"]["vllm_version"],
@@ -134,6 +139,9 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         "max_capture_size": rt["max_cudagraph_capture_size"],
         "dynamic_sd": None if not dyn else {"lookup": dyn.get("lookup_ranges")},
         "attention_backend": doc.get("attention", {}).get("backend"),
+        # the scheduler limits after vllm serve's defaults (the GPU's serve tier: GB10, RTX 5090)
+        "max_num_seqs": cfg["max_num_seqs"],
+        "max_num_batched_tokens": cfg["max_num_batched_tokens"],
         "attention_cudagraph_support": doc.get("attention", {}).get("cg_support"),
     }
     if v2:
@@ -151,7 +159,10 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
             return {"error": "AssertionError: AssertionError"}
         if "speculator_error" in side:
             raise AssertionError(f"the oracle could not build vLLM's speculator: {side['speculator_error']}")
-        if "speculator_class" in side:
+        if "speculator" in side:
+            # DFlash / DSpark: the speculator's own query manager (oracle.v2_parallel_speculator)
+            out["graphs"]["drafter_query"] = _v2_graphs(side["speculator"]["query"]["capture"])
+        elif "speculator_class" in side:
             out["graphs"].update(_v2_speculator(side, cfg["num_speculative_tokens"]))
         elif "drafter_prefill" in side and cfg.get("speculative_method") != "draft_model":
             # Records made before the oracle built vLLM's own speculator (init_speculator): it
@@ -181,6 +192,11 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
                 }
                 for m, t, r, la in side["drafter"]["captured"]
             ]
+            if "dummy_run_tokens" in side["drafter"]:
+                # DFlash: DFlashProposer.dummy_run drafts at most max_query_tokens, so keys above
+                # what that pads to (the proposer's own dispatcher) are never captured
+                top = max(side["drafter"]["dummy_run_tokens"], default=0)
+                out["graphs"]["drafter"] = [g for g in out["graphs"]["drafter"] if g["num_tokens"] <= top]
         elif "drafter" in side:
             # Records made before the oracle ran the capture loop: it listed the V1 proposer's
             # dispatcher keys, one set per LoRA case; vLLM captures drafter graphs only through the
@@ -188,6 +204,10 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
             # for the adapter cases when cudagraph_specialize_lora is on (vllm#28334).
             drafter = _v1_graphs(side["drafter"]["capture"], 1)
             out["graphs"]["drafter"] = [g for g in drafter if not g["num_active_loras"]]
+            if "dummy_run_tokens" in side["drafter"]:
+                # DFlash: keys above what max_query_tokens pads to are never captured
+                top = max(side["drafter"]["dummy_run_tokens"], default=0)
+                out["graphs"]["drafter"] = [g for g in out["graphs"]["drafter"] if g["num_tokens"] <= top]
         out["uniform_decode"] = {str(q): _ranges(side["target"]["uniform_decode_dispatch"], "reqs")}
         out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
         if "uniform_decode_dispatch_lora1" in side["target"]:

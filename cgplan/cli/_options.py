@@ -44,7 +44,8 @@ PlatformOpt = Annotated[
     str | None,
     typer.Option(
         "--platform",
-        help="hopper, blackwell, ampere, rtx-blackwell, or a GPU name (H200, B200, L40S, RTX PRO 6000...).",
+        help="hopper, blackwell, ampere, rtx-blackwell, rtx-5090, gb10, or a GPU name (H200, B200, L40S, "
+        "RTX PRO 6000, RTX 5090, GB10...).",
         autocompletion=_complete_platforms,
     ),
 ]

@@ -20,10 +20,11 @@ from cgplan.core.model.spec import (
     SPEC_METHODS,
     KvConnector,
     ModelShape,
+    ParallelDraft,
     PlanInput,
     SpeculativeSpec,
 )
-from cgplan.core.vllm.attention import KNOWN_BACKENDS
+from cgplan.core.vllm.attention import BACKEND_NAMES
 from cgplan.core.vllm.defaults import serve_defaults
 from cgplan.core.vllm.models import refusal, suffix_runner
 from cgplan.core.vllm.releases import (
@@ -116,6 +117,11 @@ _SPEC_KEYS = (
     "prompt_lookup_max",
     "prompt_lookup_min",
     "draft_tensor_parallel_size",
+    "enable_adaptive_verification",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor",
+    "suffix_decoding_min_token_prob",
 )
 _CC_KEYS = (
     "cudagraph_mode",
@@ -129,7 +135,18 @@ _CC_UNMODELLED = (
     "splitting_ops",
     "use_inductor_graph_partition",
     "compile_sizes",
+    # the multimodal encoder's CUDA graphs (token budgets as powers of two; V2 from vLLM PR 49852)
+    "encoder_cudagraph_token_budgets",
+    "encoder_cudagraph_max_vision_items_per_batch",
+    "encoder_cudagraph_max_frames_per_batch",
+    # YOCO decoder-replay graphs (DeepSeek-V4.1, vLLM 0.32+: a family of their own)
+    "cudagraph_decoder_replay",
+    "decoder_replay_cudagraph_capture_sizes",
+    "decoder_replay_trim_threshold",
 )
+_CC_DEFAULT_OFF = ("cudagraph_mm_encoder",)
+"""Graph families cgplan does not model, accepted at vLLM's default (off: a text model captures no
+encoder graphs) and refused by name when turned on."""
 _PASS_KEYS = ("enable_sp", "sp_min_token_num", "fuse_gemm_comms")
 _CGPLAN_KEYS = (
     "vllm_version",
@@ -430,6 +447,77 @@ def _draft_shape(value: object, base_dir: Path) -> ModelShape | None:
     return read_model_shape(folder, "speculative_config.model")
 
 
+def _suffix_checks(sc: dict[str, Any]) -> int:
+    """SpeculativeConfig._validate_suffix_decoding's value checks, in its words; the tree depth."""
+    where = "speculative_config"
+    depth = _int(sc, "suffix_decoding_max_tree_depth", where, minimum=-MAX_REASONABLE)
+    depth = 24 if depth is None else depth
+    if depth < 1:
+        raise ConfigError(
+            f"{where}.suffix_decoding_max_tree_depth", f"suffix_decoding_max_tree_depth={depth} must be >= 1"
+        )
+    cached = _int(sc, "suffix_decoding_max_cached_requests", where, minimum=-MAX_REASONABLE)
+    if cached is not None and cached < 0:
+        raise ConfigError(
+            f"{where}.suffix_decoding_max_cached_requests",
+            f"suffix_decoding_max_cached_requests={cached} must be >= 0",
+        )
+    for key, lo, hi, rule in (
+        ("suffix_decoding_max_spec_factor", 0.0, None, "must be >= 0"),
+        ("suffix_decoding_min_token_prob", 0.0, 1.0, "must be in [0, 1]"),
+    ):
+        value = sc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _err(f"{where}.{key}", "must be a number", value)
+        if value < lo or (hi is not None and value > hi):
+            raise ConfigError(f"{where}.{key}", f"{key}={value} {rule}")
+    return depth
+
+
+def _parallel_draft(value: object, base_dir: Path) -> ParallelDraft | None:
+    """The fields of a DFlash / DSpark draft's config.json its speculator reads; None without a
+    local folder (the core says what it does not model then)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        return None
+    try:
+        folder = Path(value).expanduser()
+        if not folder.is_absolute():
+            folder = base_dir / folder
+        cfg_file = folder / "config.json"
+        if not cfg_file.is_file():
+            return None
+        raw = read_json(cfg_file, what="draft config.json")
+    except (OSError, ValueError, RuntimeError, ReadError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    shape = read_model_shape(folder, "speculative_config.model")
+
+    def flag(name: str, doc: dict[str, Any] = raw) -> bool | None:
+        got = doc.get(name)
+        return got if isinstance(got, bool) else None
+
+    got = raw.get("dflash_config")
+    dflash: dict[str, Any] = got if isinstance(got, dict) else {}
+    layer_types = raw.get("layer_types")
+    block = raw.get("dspark_block_size")
+    return ParallelDraft(
+        architecture=shape.architecture,
+        model_type=str(raw.get("model_type") or ""),
+        head_dim=shape.head_dim,
+        num_key_value_heads=shape.num_key_value_heads,
+        num_hidden_layers=shape.num_hidden_layers,
+        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list) else (),
+        is_causal=flag("is_causal"),
+        dflash_causal=flag("causal", dflash),
+        dspark_bonus_anchor=flag("dspark_bonus_anchor"),
+        sample_from_anchor=flag("sample_from_anchor"),
+        dspark_block_size=block if isinstance(block, int) and not isinstance(block, bool) else None,
+    )
+
+
 def _local_path(text: str, base_dir: Path, path: str) -> Path:
     """A path from the config: `~` expanded, a relative one from `base_dir`."""
     try:
@@ -701,7 +789,7 @@ def parse_config(
             runner = from_env
     backend = cg.get("attention_backend")
     if backend is not None:
-        backend = _choice(backend, "cgplan.attention_backend", KNOWN_BACKENDS, fold=True)
+        backend = _choice(backend, "cgplan.attention_backend", tuple(BACKEND_NAMES), fold=True)
     support_name = cg.get("attention_cudagraph_support")
     support = None
     if support_name is not None:
@@ -768,6 +856,10 @@ def parse_config(
             )
         method = _choice(sc["method"], "speculative_config.method", SPEC_METHODS)
         k = _int(sc, "num_speculative_tokens", "speculative_config")
+        if method == "suffix":
+            depth = _suffix_checks(sc)
+            if k is None:
+                k = depth  # _validate_suffix_decoding: the tree depth is K's limit
         if k is None:
             if method == "mtp" and shape.num_nextn_predict_layers:
                 k = shape.num_nextn_predict_layers
@@ -787,6 +879,12 @@ def parse_config(
             sched,
             bool(_bool(sc, "enforce_eager", "speculative_config")),
             draft_model=_draft_shape(sc.get("model"), base_dir),
+            parallel_draft=(
+                _parallel_draft(sc.get("model"), base_dir) if method in ("dflash", "dspark") else None
+            ),
+            enable_adaptive_verification=bool(
+                _bool(sc, "enable_adaptive_verification", "speculative_config")
+            ),
         )
 
     cc = _mapping(doc.get("compilation_config") or {}, "compilation_config")
@@ -799,6 +897,15 @@ def parse_config(
             cc["level"],
             "compilation_config.mode (0-3 or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, VLLM_COMPILE)",
         )
+    for key in _CC_DEFAULT_OFF:
+        if key in cc and _bool(cc, key, "compilation_config"):
+            raise _err(
+                f"compilation_config.{key}",
+                "encoder CUDA graphs (the multimodal encoder's own family) change what vLLM captures, "
+                "but cgplan does not model them yet; remove it to plan without them",
+                cc[key],
+            )
+    cc = {k: v for k, v in cc.items() if k not in _CC_DEFAULT_OFF}
     _check_keys(cc, _CC_KEYS, "compilation_config", unmodelled=_CC_UNMODELLED)
     compile_mode = _compilation_mode(cc.get("mode"))
     mode = None

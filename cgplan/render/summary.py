@@ -14,6 +14,7 @@ FAMILY_LABELS = {
     "drafter": "drafter (V1, PIECEWISE)",
     "drafter_prefill": "drafter prefill",
     "drafter_decode": "drafter decode",
+    "drafter_query": "drafter query (DFlash/DSpark)",
 }
 
 

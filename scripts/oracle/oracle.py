@@ -39,6 +39,8 @@ PLATFORMS = {
     "blackwell": ((10, 0), "NVIDIA B200", 180 * (1 << 30)),
     "ampere": ((8, 0), "NVIDIA A100-SXM4-80GB", 80 * (1 << 30)),
     "rtx-blackwell": ((12, 0), "NVIDIA RTX PRO 6000 Blackwell", 96 * (1 << 30)),
+    "rtx-5090": ((12, 0), "NVIDIA GeForce RTX 5090", 32 * (1 << 30)),
+    "gb10": ((12, 1), "NVIDIA GB10", 128 * (1 << 30)),
 }
 
 
@@ -499,6 +501,118 @@ def _backend_support(backend_cls, vllm_config, use_mla: bool):
 
 _CHOSEN_BACKEND: dict = {}
 """The attention backend class `resolve_attention_cg_support` chose (read by the speculator)."""
+_CHOSEN: dict = {}
+"""The backend class resolve_attention_cg_support chose (the parallel drafters' layers use it too)."""
+
+PARALLEL_DRAFTERS = ("dflash", "dspark")
+"""Methods whose V2 speculator is built by `init_speculator` and captures its own query graphs."""
+
+
+def _draft_backend_cls(vllm_config, cfg: dict):
+    """The backend of a parallel drafter's layers: the forced one, else the first importable of
+    the platform's priority list for a dense, possibly non-causal draft (`_get_backend_priorities`
+    with `use_non_causal`, which the draft's `attn_vllm_config` sets from
+    `dflash_has_any_non_causal`: SM100 prefers FLASH_ATTN then)."""
+    from vllm.model_executor.models.qwen3_dflash import dflash_has_any_non_causal
+    from vllm.platforms import cuda as vcuda
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    sc = vllm_config.speculative_config
+    non_causal = bool(dflash_has_any_non_causal(sc.draft_model_config.hf_config))
+    if cfg.get("attention_backend"):
+        if cfg["attention_backend"] in VALIDATED_BACKENDS:
+            # the draft's layers go through the selector with the draft's head size, non-causal
+            validate_selected_backend(
+                cfg["attention_backend"], vllm_config, sc.draft_model_config, False, non_causal
+            )
+        return AttentionBackendEnum[cfg["attention_backend"]].get_class(), non_causal
+    pri = vcuda._get_backend_priorities(
+        False, current_platform.get_device_capability(), use_non_causal=non_causal
+    )
+    for b in pri:
+        try:
+            return b.get_class(), non_causal
+        except Exception:
+            continue
+    return _CHOSEN.get("backend_cls"), non_causal
+
+
+VALIDATED_BACKENDS = ("B12X",)
+"""Forced backends the oracle holds to vLLM's own `validate_configuration` (the selector's check of
+a selected backend, `CudaPlatform.get_attn_backend_cls`): those cgplan learned after the corpus of
+the older ones was recorded without it."""
+
+
+def _stub_b12x_kernels() -> None:
+    """B12X's `supports_combination` asks for the b12x kernels (`pip install vllm[b12x]`): a GPU
+    host serving with it has them; answer as that host does."""
+    try:
+        import vllm.v1.attention.backends.b12x as vb12x
+    except Exception:
+        return
+
+    class _Kernels:
+        @staticmethod
+        def is_supported() -> bool:
+            return True
+
+    vb12x.get_b12x_paged_attention = lambda: _Kernels()
+
+
+def validate_selected_backend(name: str, vllm_config, model_config, use_mla: bool, non_causal: bool) -> None:
+    """The selector's check of a selected backend, in its words (ValueError)."""
+    import inspect
+
+    from vllm.platforms import current_platform
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    selected = AttentionBackendEnum[name]
+    cls = selected.get_class()
+    if name == "B12X":
+        _stub_b12x_kernels()
+    cache = vllm_config.cache_config
+    args = dict(
+        head_size=model_config.get_head_size(),
+        dtype=model_config.dtype,
+        kv_cache_dtype=cache.cache_dtype,
+        block_size=cache.block_size if getattr(cache, "user_specified_block_size", False) else None,
+        use_mla=use_mla,
+        has_sink=False,
+        use_sparse=False,
+        use_mm_prefix=False,
+        use_per_head_quant_scales=False,
+        device_capability=current_platform.get_device_capability(),
+        attn_type="decoder",
+        has_sliding_window=False,
+        use_non_causal=non_causal,
+        use_dcp=vllm_config.parallel_config.decode_context_parallel_size > 1,
+        use_pcp=vllm_config.parallel_config.prefill_context_parallel_size > 1,
+    )
+    params = inspect.signature(cls.validate_configuration).parameters
+    reasons = cls.validate_configuration(**{k: v for k, v in args.items() if k in params})
+    if reasons:
+        raise ValueError(
+            f"Selected backend {selected} is not valid for this configuration. Reason: {reasons}"
+        )
+
+
+def _draft_spec_support(backend_cls, vllm_config, draft_model_config):
+    """The support level `backend_cls`'s builder reports for a draft layer: the KV spec of the
+    draft model (its heads, head size), `vllm_config` as the caller passes it to the builder (the
+    runner's own for its attention groups, the speculator's `attn_vllm_config` in `set_attn`)."""
+    from vllm.config import set_current_vllm_config
+    from vllm.v1 import kv_cache_interface as kvi
+
+    builder = backend_cls.get_builder_cls()
+    spec = kvi.FullAttentionSpec(
+        block_size=vllm_config.cache_config.block_size or 16,
+        num_kv_heads=draft_model_config.get_num_kv_heads(vllm_config.parallel_config),
+        head_size=draft_model_config.get_head_size(),
+        dtype=draft_model_config.dtype,
+    )
+    with set_current_vllm_config(vllm_config):
+        return builder.get_cudagraph_support(vllm_config, spec)
 
 
 def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
@@ -572,6 +686,9 @@ def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
     if cfg.get("attention_backend"):
         backend_cls = AttentionBackendEnum[cfg["attention_backend"]].get_class()
         info["chosen_by"] = "config attention_backend"
+        if cfg["attention_backend"] in VALIDATED_BACKENDS:
+            validate_selected_backend(cfg["attention_backend"], vllm_config, model_config, use_mla, False)
+            info["validated"] = True
     elif policy == "first_priority":
         skipped = []
         for b in pri:
@@ -592,6 +709,7 @@ def resolve_attention_cg_support(vllm_config, cfg: dict, out: dict):
         return AttentionCGSupport.ALWAYS, None
     info["backend"] = backend_cls.get_name()
     _CHOSEN_BACKEND["cls"] = backend_cls
+    _CHOSEN["backend_cls"] = backend_cls
     support, err = _backend_support(backend_cls, vllm_config, use_mla)
     if err:
         info["cg_support_note"] = err
@@ -617,6 +735,11 @@ def setup_process() -> None:
 
     if hasattr(vcv, "HAS_TRITON"):
         vcv.HAS_TRITON = True
+    # Suffix decoding needs Arctic Inference (`_validate_suffix_decoding`); plan as on a GPU host
+    # that has it installed (cgplan notes the assumption).
+    import vllm.config.speculative as vcs
+
+    vcs.has_arctic_inference = lambda: True
     _SETUP_DONE = True
 
 
@@ -803,6 +926,19 @@ def resolve_runtime(vllm_config, cfg: dict, out: dict) -> dict:
         kwargs["tensor_parallel_size"] = vllm_config.parallel_config.tensor_parallel_size
     if "max_num_reqs" in sig.parameters:
         kwargs["max_num_reqs"] = vllm_config.scheduler_config.max_num_seqs
+    sc = vllm_config.speculative_config
+    if sc is not None and sc.method in PARALLEL_DRAFTERS and _CHOSEN.get("backend_cls"):
+        # init_attn_backend takes the minimum over every attention group of the runner's KV
+        # cache config, the parallel drafter's layers included (built with the runner's config)
+        draft_cls, non_causal = _draft_backend_cls(vllm_config, cfg)
+        _CHOSEN["draft_backend_cls"] = draft_cls
+        draft = _draft_spec_support(draft_cls, vllm_config, sc.draft_model_config)
+        out["attention"]["draft_layers_backend"] = draft_cls.get_name()
+        out["attention"]["draft_non_causal"] = non_causal
+        out["attention"]["draft_layers_cg_support"] = draft.name
+        if not cfg.get("attn_cg_support") and draft.value < support.value:
+            support = draft
+            out["attention"]["cg_support_with_draft_layers"] = draft.name
     with set_current_vllm_config(vllm_config):
         mode = cc.resolve_cudagraph_mode_and_sizes(support, backend_name, q, **kwargs)
     rt["resolved_cudagraph_mode"] = mode_name(mode)
@@ -840,6 +976,19 @@ def v1_dispatchers(vllm_config, mode, q: int, cfg: dict) -> dict:
         d = summarize_v1(ddisp, vllm_config, 1, cfg, drafter=True)
         d["mode"] = mode_name(ddisp.cudagraph_mode)
         d["captured"] = v1_drafter_captured(disp, ddisp, vllm_config)
+        if sc.method == "dflash":
+            # DFlashProposer.dummy_run drafts min(num_tokens, max_query_tokens) query tokens,
+            # max_query_tokens = max_batch_size * (1 + num_speculative_tokens) (v1/spec_decode/
+            # dflash.py); the graphs the runner's capture loop makes through it are what its own
+            # dispatcher pads those counts to
+            most = vllm_config.scheduler_config.max_num_seqs * (1 + sc.num_speculative_tokens)
+            d["max_query_tokens"] = most
+            padded = set()
+            for size in vllm_config.compilation_config.cudagraph_capture_sizes or []:
+                m, bd = ddisp.dispatch(min(size, most), uniform_decode=False)
+                if mode_name(m) != "NONE":
+                    padded.add(bd.num_tokens)
+            d["dummy_run_tokens"] = sorted(padded)
         res["drafter"] = d
     return res
 
@@ -1157,8 +1306,11 @@ def v2_managers(vllm_config, mode, q: int, cfg: dict) -> dict:
         res["target"]["manager_class"] = cls.__name__
 
         # The speculator vLLM's own init_speculator builds, and its own init_cudagraph_manager
-        # (model_runner calls it with the target's resolved mode).
-        if sc is not None:
+        # (model_runner calls it with the target's resolved mode); DFlash and DSpark with the
+        # draft attention's support level set as `set_attn` sets it.
+        if sc is not None and sc.method in PARALLEL_DRAFTERS:
+            res["speculator"] = v2_parallel_speculator(vllm_config, mode)
+        elif sc is not None:
             res.update(v2_speculator(vllm_config, mode))
     return res
 
@@ -1380,6 +1532,43 @@ def _fake_attention_layer(vllm_config, backend_cls):
     for k, v in attrs.items():
         object.__setattr__(layer, k, v)
     return layer
+
+
+def v2_parallel_speculator(vllm_config, mode) -> dict:
+    """The V2 speculator vLLM's own `init_speculator` builds (DFlash, DSpark), its cudagraph
+    manager made by its own `init_cudagraph_manager(mode)` after the draft attention's support
+    level is set as `set_attn` sets it (the chosen backend's builder on the draft's KV spec, under
+    the speculator's `attn_vllm_config`)."""
+    import inspect
+
+    import torch
+    from vllm.v1.worker.gpu.attn_utils import AttentionCGSupportInfo
+    from vllm.v1.worker.gpu.spec_decode import init_speculator
+
+    args = [vllm_config, torch.device("cpu")]
+    if "req_states" in inspect.signature(init_speculator).parameters:
+        args.append(None)  # the ngram speculator's; the parallel drafters do not read it
+    sp = init_speculator(*args)
+    out: dict = {
+        "class": type(sp).__name__,
+        "num_query_per_req": sp.num_query_per_req,
+        "enable_adaptive_verification": bool(getattr(sp, "enable_adaptive_verification", False)),
+    }
+    backend_cls = _CHOSEN.get("draft_backend_cls") or _CHOSEN.get("backend_cls")
+    attn_vc = getattr(sp, "attn_vllm_config", vllm_config)
+    support = _draft_spec_support(backend_cls, attn_vc, sp.draft_model_config)
+    out["draft_attention"] = {
+        "backend": backend_cls.get_name(),
+        "use_non_causal": bool(getattr(attn_vc.attention_config, "use_non_causal", False)),
+        "cg_support": support.name,
+    }
+    sp.attn_cg_support = AttentionCGSupportInfo(support, backend_cls.get_name())
+    sp.init_cudagraph_manager(mode)
+    mgr = sp.query_cudagraph_manager
+    out["manager_class"] = type(mgr).__name__
+    out["decode_query_len"] = mgr.decode_query_len
+    out["query"] = summarize_v2(mgr, vllm_config, [mgr.decode_query_len], dispatch=False)
+    return out
 
 
 def _dump(out: dict, fh, compact: bool) -> None:

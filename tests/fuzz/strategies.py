@@ -259,10 +259,18 @@ spec_section = Section(
         "num_speculative_tokens": st.one_of(st.integers(1, 20), count),
         "num_speculative_tokens_per_batch_size": st.one_of(schedule, schedule, schedule, bad_schedule),
         "enforce_eager": st.booleans(),
-        "model": st.text(max_size=10),
+        "model": st.one_of(
+            st.text(max_size=10),
+            st.sampled_from(["configs/models/tiny-dflash", "configs/models/tiny-dspark"]),
+        ),
         "prompt_lookup_max": small,
         "prompt_lookup_min": small,
         "draft_tensor_parallel_size": small,
+        "enable_adaptive_verification": st.booleans(),
+        "suffix_decoding_max_tree_depth": st.one_of(st.integers(-2, 40), count),
+        "suffix_decoding_max_cached_requests": st.one_of(st.integers(-2, 20000), count),
+        "suffix_decoding_max_spec_factor": st.one_of(st.floats(-1, 4), count),
+        "suffix_decoding_min_token_prob": st.one_of(st.floats(-0.5, 1.5), count),
     }
 )
 pass_section = Section(
@@ -271,6 +279,7 @@ pass_section = Section(
 cc_section = Section(
     {
         "cudagraph_mode": st.sampled_from([m.value for m in Mode] + [m.value.lower() for m in Mode]),
+        "cudagraph_mm_encoder": st.booleans(),
         "max_cudagraph_capture_size": st.one_of(st.integers(1, 2100), count),
         "cudagraph_capture_sizes": st.lists(st.one_of(st.integers(1, 2100), count), min_size=1, max_size=24),
         "pass_config": pass_section,

@@ -145,6 +145,41 @@ CASES: dict[str, tuple[type[ConfigError], str]] = {
         ConfigRejected,
         r"cgplan\.model_runner: Model Runner V2 does not yet support: stock torch\.compile",
     ),
+    # suffix decoding, DFlash, DSpark (#31): SpeculativeConfig's words, or what cgplan does not model
+    "suffix-tree-depth-zero": (
+        ConfigError,
+        r":speculative_config\.suffix_decoding_max_tree_depth: "
+        r"suffix_decoding_max_tree_depth=0 must be >= 1$",
+    ),
+    "suffix-min-token-prob": (
+        ConfigError,
+        r":speculative_config\.suffix_decoding_min_token_prob: suffix_decoding_min_token_prob=1\.5 must be "
+        r"in \[0, 1\]$",
+    ),
+    "adaptive-not-dspark": (
+        ConfigRejected,
+        r":speculative_config\.enable_adaptive_verification: "
+        r"Adaptive verification only supported with DSpark$",
+    ),
+    "dflash-no-draft": (
+        ConfigRejected,
+        r":speculative_config\.model: dflash without a local draft folder .*cgplan does not model it yet$",
+    ),
+    # encoder and decoder-replay graphs (#31): refused by name, never "unknown key"
+    "mm-encoder-on": (
+        ConfigError,
+        r":compilation_config\.cudagraph_mm_encoder: encoder CUDA graphs .* cgplan does not model them yet",
+    ),
+    "decoder-replay": (
+        ConfigError,
+        r":compilation_config\.cudagraph_decoder_replay: changes what vLLM captures, "
+        r"but cgplan does not model",
+    ),
+    "dspark-adaptive": (
+        ConfigRejected,
+        r":speculative_config\.enable_adaptive_verification: DSpark's adaptive verification .*"
+        r"cgplan does not model it yet$",
+    ),
 }
 
 

@@ -242,8 +242,8 @@ def test_sweep_reads_releases_as_every_command_does(
         assert code == 0 and json.loads(out) == json.loads(want), (spelled, err)
     _, _, err = run(monkeypatch, capsys, *base, "--vllm-version", "0.33.1")
     assert "note: vLLM 0.33.1 planned with 0.33.0's rules" in err
-    code, _, err = run(monkeypatch, capsys, *base, "--vllm-version", "0.27.0")
-    assert code == 2 and "did you mean '0.27.1'?" in err
+    code, _, err = run(monkeypatch, capsys, *base, "--vllm-version", "0.25.0")
+    assert code == 2 and f"did you mean '{SUPPORTED_VERSIONS[0]}'?" in err
 
 
 @pytest.mark.parametrize(

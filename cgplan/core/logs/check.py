@@ -280,7 +280,9 @@ def compare(parsed: ParsedLog, inp: PlanInput, plan: Plan) -> tuple[Check, ...]:
     if capture_bars:
         logged_counts = parsed.graph_counts()
         comparable = (
-            ["target"] if plan.model_runner == "v1" else ["target", "drafter_prefill", "drafter_decode"]
+            ["target"]
+            if plan.model_runner == "v1"
+            else ["target", "drafter_prefill", "drafter_decode", "drafter_query"]
         )
         for manager in _dedupe([*comparable, *logged_counts]):
             for mode in ("PIECEWISE", "FULL"):

@@ -73,6 +73,10 @@ class Platform(str, Enum):
     BLACKWELL = "blackwell"
     AMPERE = "ampere"
     RTX_BLACKWELL = "rtx-blackwell"
+    RTX_5090 = "rtx-5090"
+    """Consumer SM120 (RTX 5090, 32 GiB): vLLM's small-GPU serve defaults."""
+    GB10 = "gb10"
+    """SM121 (DGX Spark, 128 GiB unified): the H100 serve tier until vLLM 0.33 keeps it small."""
 
     @property
     def compute_capability(self) -> tuple[int, int]:
@@ -90,6 +94,8 @@ _CAPABILITY: dict[Platform, tuple[int, int]] = {
     Platform.BLACKWELL: (10, 0),
     Platform.AMPERE: (8, 0),
     Platform.RTX_BLACKWELL: (12, 0),
+    Platform.RTX_5090: (12, 0),
+    Platform.GB10: (12, 1),
 }
 
 

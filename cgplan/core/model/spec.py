@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
 
-SPEC_METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model")
+SPEC_METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model", "dflash", "dspark", "suffix")
 """Speculative methods cgplan models (vLLM's `speculative_config.method`)."""
 
 MODEL_RUNNERS = ("auto", "v1", "v2")
@@ -102,6 +102,35 @@ class ModelShape:
 
 
 @dataclass(frozen=True)
+class ParallelDraft:
+    """What vLLM's DFlash and DSpark speculators read from the draft's config.json to build their
+    query graphs (the `speculative_config.model` folder; None where a field is absent)."""
+
+    architecture: str
+    """First entry of `architectures`: picks the speculator (`init_speculator`)."""
+    model_type: str = ""
+    """`model_type`."""
+    head_dim: int = 128
+    """Per-head width of the draft's attention layers (their KV spec: the backend's support)."""
+    num_key_value_heads: int = 8
+    """KV heads of the draft's attention layers."""
+    num_hidden_layers: int = 1
+    """Draft layers (DFlash's causality is resolved per layer)."""
+    layer_types: tuple[str, ...] = ()
+    """`layer_types` ("sliding_attention" / "full_attention"), empty when absent."""
+    is_causal: bool | None = None
+    """`is_causal`: overrides every layer's causality (read from vLLM 0.28)."""
+    dflash_causal: bool | None = None
+    """`dflash_config.causal`: overrides every layer's causality."""
+    dspark_bonus_anchor: bool | None = None
+    """`dspark_bonus_anchor`: DSpark's 1 + N fill-in block (vLLM 0.26's flag)."""
+    sample_from_anchor: bool | None = None
+    """`sample_from_anchor`: DSpark's anchor-as-first N-slot block (vLLM 0.27+'s flag)."""
+    dspark_block_size: int | None = None
+    """`dspark_block_size`: DSpark refuses a smaller num_speculative_tokens."""
+
+
+@dataclass(frozen=True)
 class SpeculativeSpec:
     """vLLM's `speculative_config`, the fields that shape capture."""
 
@@ -116,6 +145,11 @@ class SpeculativeSpec:
     draft_model: ModelShape | None = field(default=None, metadata={"fingerprint": False})
     """The draft model's shape when `speculative_config.model` is a local folder (cost model only;
     left out of the fingerprint so that reports made before it was read keep matching)."""
+    parallel_draft: ParallelDraft | None = field(default=None, metadata=_IF_SET)
+    """DFlash / DSpark: the draft's config.json fields their speculators read (None otherwise)."""
+    enable_adaptive_verification: bool = field(default=False, metadata=_IF_SET)
+    """`speculative_config.enable_adaptive_verification` (DSpark, vLLM 0.28+): the target verifies
+    a variable number of drafts per request through varlen decode graphs."""
 
 
 KV_ROLES = ("kv_producer", "kv_both", "kv_consumer")

@@ -22,6 +22,7 @@ from cgplan.core.plan.gaps import FixSearch, find_gaps, propose_fixes
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
 from cgplan.core.predict.cost import drafter_shape
 from cgplan.core.predict.kv import kv_bytes_per_token
+from cgplan.core.vllm import parallel_draft
 from cgplan.core.vllm.attention import draft_decode_metadata_update
 from cgplan.core.vllm.defaults import assumed_defaults
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges
@@ -481,6 +482,7 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     notes: list[Note] = []
     validate_parallel(inp, rules)
     validate_speculative(inp)
+    parallel_draft.check_speculative(inp, rules)
     validate_connector(inp, rules)
     validate_limits(inp, rules)
     inp = _without_dynamic_sd_under_dp(inp, notes)
@@ -488,6 +490,16 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     comp = compilation(inp, rules, notes)
     sp_on = sequence_parallel_on(inp, rules, notes)
     runner = model_runner(inp, rules, sp_on, notes, comp)
+    parallel_draft.check_runner(inp, rules, runner)
+    if inp.speculative is not None and inp.speculative.method == "suffix":
+        notes.append(
+            Note(
+                "suffix_arctic_inference",
+                "suffix decoding drafts on the CPU through Arctic Inference (`pip install "
+                "arctic-inference==0.1.1`, which vLLM requires for it): planned as on a host that has "
+                "it; no drafter graphs",
+            )
+        )
     sp_requested = rules.sequence_parallel and inp.enable_sp and inp.tensor_parallel_size > 1
     runner_before_sp = model_runner(inp, rules, sp_requested, [], comp) if sp_requested != sp_on else runner
     decision = config_time_mode(inp, rules, runner_before_sp, sp_on, notes, comp)
@@ -537,7 +549,24 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     notes.extend(ladder.notes)
     decision = deepep_high_throughput_off(inp, decision, notes)
     attn = attention(inp, rules)
-    mode = resolve_mode(decision, attn, q, notes)
+    spec = inp.speculative
+    resolve_attn = attn
+    parallel = spec is not None and spec.method in parallel_draft.PARALLEL_DRAFTERS
+    if spec is not None and parallel and inp.attention_cudagraph_support is None:
+        # init_attn_backend's level is the minimum over the runner's attention groups, the draft's
+        # layers (their own head size) among them
+        draft = parallel_draft.draft_support(inp, rules, as_speculator=False)
+        if draft < attn.support:
+            resolve_attn = Attention(attn.backend, draft)
+            notes.append(
+                Note(
+                    "draft_layers_support",
+                    f"the {spec.method} draft's attention layers report {draft.name} "
+                    f"({parallel_draft.draft_backend(inp, rules)}, their own head size): "
+                    "the runner's cudagraph mode is resolved with the lower level",
+                )
+            )
+    mode = resolve_mode(decision, resolve_attn, q, notes)
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
         sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
@@ -559,7 +588,7 @@ def _families(cap: _Captured) -> _Captured:
     if runner == "v1":
         target = V1Dispatcher(sizes, max_size, mode, q, s, loras)
         graphs["target"] = _v1_microbatched(inp, target.graphs(), notes)
-        if spec is not None and spec.method != "ngram":
+        if spec is not None and spec.method not in ("ngram", "suffix"):
             drafter_mode = (
                 Mode.PIECEWISE
                 if not spec.enforce_eager and mode.mixed_mode() in (Mode.PIECEWISE, Mode.FULL)
@@ -592,6 +621,22 @@ def _families(cap: _Captured) -> _Captured:
                         "cudagraphs'), so no drafter graph is captured",
                     )
                 )
+            if spec.method == "dflash" and graphs["drafter"]:
+                # DFlashProposer.dummy_run drafts min(num_tokens, max_query_tokens) query tokens:
+                # a key above the size that many tokens pad to is never captured nor replayed
+                most = parallel_draft.v1_query_tokens(inp)
+                pad = next((x for x in sorted(sizes) if x >= most), None)
+                if pad is not None:
+                    kept = tuple(g for g in graphs["drafter"] if g.num_tokens <= pad)
+                    if len(kept) < len(graphs["drafter"]):
+                        notes.append(
+                            Note(
+                                "dflash_v1_query_cap",
+                                f"DFlash on model runner V1 drafts at most max_num_seqs x (1+K) = {most} "
+                                f"query tokens: drafter graphs above {pad} tokens are never captured",
+                            )
+                        )
+                    graphs["drafter"] = kept
             if inp.enable_lora and not drafter_loras and drafter_mode is not Mode.NONE:
                 notes.append(
                     Note(
@@ -656,6 +701,24 @@ def _families(cap: _Captured) -> _Captured:
                     f"multi-module MTP speculator captures its whole draft in one {mm_mode.value} "
                     f"manager at query length {k_spec + 1} ({len(graphs['drafter'])} graphs)",
                 )
+            )
+        elif spec is not None and spec.method in parallel_draft.PARALLEL_DRAFTERS:
+            dq = parallel_draft.query_len(spec, rules)
+            support = parallel_draft.draft_support(inp, rules, as_speculator=True)
+            dmode = parallel_draft.drafter_mode(mode, support)
+            if mode.decode_mode() is Mode.FULL and dmode is Mode.NONE:
+                notes.append(
+                    Note(
+                        "drafter_eager",
+                        f"{'DFlash' if spec.method == 'dflash' else 'DSpark'} draft attention "
+                        f"({parallel_draft.draft_backend(inp, rules)}, {support.name}) does not support full "
+                        "CUDA graphs; running the draft eagerly.",
+                    )
+                )
+            graphs["drafter_query"] = (
+                v2_manager(sizes, max_size, dmode, dq, [dq], s, rules.v2_candidates).graphs()
+                if dmode is not Mode.NONE
+                else ()
             )
         elif spec is not None and spec.method in rules.v2_drafter_methods:
             k = spec.num_speculative_tokens

@@ -110,6 +110,9 @@ OUTSIDE_BAND_FACTOR = 2.0
 (docs/cost-model.md). Used where the model's terms still apply but were not measured: another
 GPU, dtype, TP above the validated maximum, a width outside the fitted range, PP/DP/DCP/EP/LoRA/
 DBO (per-rank shards are modelled, their allocator behaviour was not measured)."""
+UNMEASURED_METHODS = ("dflash", "dspark", "suffix")
+"""Speculative methods no capture of which was measured: the band is widened (their graphs are
+FULL/PIECEWISE graphs of the draft's or the target's shape, as the terms assume)."""
 NO_FIGURE_KINDS = ("moe", "mla")
 """Model kinds the model has no term for: the figure is withheld. An MoE+MLA deployment reported a
 9.64 GiB pool where the dense terms give 478 MiB (issue 16): no band would be honest."""
@@ -716,6 +719,7 @@ def cost_input_for(
 ) -> CostInput:
     """The cost model's view of a planned config."""
     spec = inp.speculative
+    method = spec.method if spec else ""
     return CostInput(
         target=inp.model,
         drafter=drafter_shape(inp.model, spec.draft_model if spec else None, spec.method if spec else None),
@@ -730,6 +734,8 @@ def cost_input_for(
             ("EP", inp.enable_expert_parallel),
             ("LoRA", inp.enable_lora),
             ("DBO/microbatching", inp.use_ubatching),
+            # no capture of these drafters (DFlash/DSpark query graphs) or of suffix decoding was measured
+            (f"speculative method {method}", method in UNMEASURED_METHODS),
         ),
         withheld=withheld,
     )

@@ -19,15 +19,16 @@ def _layer_bytes(shape: ModelShape, tp: int) -> int:
 
 def kv_bytes_per_token(inp: PlanInput) -> int | None:
     """Bytes one token of KV cache takes on each rank (target layers plus the drafter's own
-    layers under EAGLE/MTP/draft_model; ngram drafts without a model). None for MLA models
-    (their latent cache is not modelled here) and where `kv_unknown` (an encoder-decoder's cross
-    attention, sliding-window groups, an architecture cgplan does not know)."""
+    layers under EAGLE/MTP/draft_model/DFlash/DSpark; ngram and suffix decoding draft without a
+    model). None for MLA models (their latent cache is not modelled here) and where `kv_unknown`
+    (an encoder-decoder's cross attention, sliding-window groups, an architecture cgplan does not
+    know)."""
     if inp.model.use_mla or kv_unknown(inp.model):
         return None
     tp = inp.tensor_parallel_size
     total = inp.model.num_hidden_layers * _layer_bytes(inp.model, tp)
     spec = inp.speculative
-    if spec is not None and spec.method != "ngram":
+    if spec is not None and spec.method not in ("ngram", "suffix"):
         d = drafter_shape(inp.model, spec.draft_model, spec.method)
         if d.use_mla:
             return None

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
+from cgplan.core.model.modes import GPU_NAME_TO_PLATFORM
 from cgplan.core.model.predictions import FixLatency, GapLatency, LatencyPrediction
 from cgplan.core.model.spec import ModelShape, PlanInput
 
@@ -287,6 +288,10 @@ def domain_caveats(
     plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name."""
     m = inp.model
     out: list[str] = []
+    measured_on = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
+    if measured_on is None or inp.platform is not measured_on:
+        # a step time is the measured GPU's: another platform (GB10, an RTX 5090, B200...) differs
+        out.append(f"GPU platform {inp.platform.value} was not measured (the step times are {c.gpu}'s)")
     # The runners dispatch differently (V1: one PIECEWISE drafter family, no drafter decode
     # graphs), so a fit on one runner's steps says little about the other's.
     measured = c.measured_with.lower()

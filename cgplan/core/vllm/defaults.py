@@ -1,8 +1,8 @@
 """`vllm serve`'s scheduler defaults (EngineArgs `_set_default_max_num_seqs_and_batched_tokens_args`).
 
 vLLM picks them from the device's memory and name under UsageContext.OPENAI_API_SERVER;
-cgplan picks them from the platform family, which stands for its usual GPU (H200, B200,
-A100-80GB, RTX PRO 6000).
+cgplan picks them from the platform family, which stands for its usual GPU (H200, B200, GB10,
+A100-80GB, RTX PRO 6000, RTX 5090).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ def serve_defaults(
     ...                max_num_seqs=None, max_num_batched_tokens=None, performance_mode=None)
     (1024, 8192)
     """
-    if platform is Platform.AMPERE:
+    # get_batch_defaults: >= 160 GiB the large tier; >= 70 GiB, not an A100 and (0.33+) not a GB10
+    # (`is_gb10`: the memory but not the compute of a large GPU) the H100 tier; else the small one
+    small = platform in (Platform.AMPERE, Platform.RTX_5090) or (
+        platform is Platform.GB10 and rules.gb10_small_tier
+    )
+    if small:
         default_b, default_s = 2048, 256
     elif platform is Platform.BLACKWELL:
         default_b, default_s = rules.serve_b200_batched_tokens, 1024
@@ -70,7 +75,7 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
             Assumed(
                 "max_num_seqs",
                 str(inp.max_num_seqs),
-                f"vllm serve's default on {inp.platform.value} (as on an {usual}; vLLM {rules.version} "
+                f"vllm serve's default on {inp.platform.value} (as on {usual}; vLLM {rules.version} "
                 "EngineArgs._set_default_max_num_seqs_and_batched_tokens_args)"
                 + (
                     ", doubled by performance_mode throughput" if inp.performance_mode == "throughput" else ""
@@ -82,7 +87,7 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
             Assumed(
                 "max_num_batched_tokens",
                 str(inp.max_num_batched_tokens),
-                f"vllm serve's default on {inp.platform.value} (as on an {usual}), at most "
+                f"vllm serve's default on {inp.platform.value} (as on {usual}), at most "
                 "max_num_seqs × max_model_len",
             )
         )
@@ -112,8 +117,10 @@ def assumed_defaults(inp: PlanInput, rules: VllmRules, mode: str, runner: str) -
 
 
 _USUAL_GPU = {
-    Platform.HOPPER: "H200",
-    Platform.BLACKWELL: "B200",
-    Platform.AMPERE: "A100-80GB",
-    Platform.RTX_BLACKWELL: "RTX PRO 6000",
+    Platform.HOPPER: "an H200",
+    Platform.BLACKWELL: "a B200",
+    Platform.AMPERE: "an A100-80GB",
+    Platform.RTX_BLACKWELL: "an RTX PRO 6000",
+    Platform.RTX_5090: "an RTX 5090",
+    Platform.GB10: "a GB10 (DGX Spark)",
 }

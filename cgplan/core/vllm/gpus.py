@@ -29,7 +29,6 @@ class Gpu:
     refusal: str | None = None
 
 
-_SMALL = "under 70 GiB: vLLM's small-GPU serve defaults (2048 batched tokens, 256 requests)"
 GPUS: tuple[Gpu, ...] = (
     Gpu("H100", (9, 0), 80, Platform.HOPPER),
     Gpu("H100 NVL", (9, 0), 94, Platform.HOPPER),
@@ -64,14 +63,10 @@ GPUS: tuple[Gpu, ...] = (
         "40 GB one the small tier; no family models SM80 with the H100 tier: use --platform ampere "
         "with max_num_seqs and max_num_batched_tokens set",
     ),
-    Gpu(
-        "RTX 5090",
-        (12, 0),
-        32,
-        None,
-        f"SM120 {_SMALL} are not modelled (rtx-blackwell stands for the 96 GiB RTX PRO 6000)",
-    ),
-    Gpu("GB10", (12, 1), 128, None, "SM121 (DGX Spark): vLLM keeps it on the small tier; not modelled"),
+    Gpu("RTX 5090", (12, 0), 32, Platform.RTX_5090),
+    Gpu("RTX 5080", (12, 0), 16, Platform.RTX_5090),
+    Gpu("GB10", (12, 1), 128, Platform.GB10),
+    Gpu("DGX Spark", (12, 1), 128, Platform.GB10),
     Gpu("T4", (7, 5), 16, None, "SM75: no FlashAttention 2; not modelled"),
     Gpu("V100", (7, 0), 32, None, "SM70: no FlashAttention 2; not modelled"),
 )
@@ -81,6 +76,7 @@ PLATFORM_ALIASES: dict[str, Platform] = {
     "sm100": Platform.BLACKWELL,
     "sm80": Platform.AMPERE,
     "sm120": Platform.RTX_BLACKWELL,
+    "sm121": Platform.GB10,
 }
 
 

@@ -28,7 +28,7 @@ class BarFamily:
     pattern: re.Pattern[str]
     """Matches the whole bar description; group `mode` is the CUDA-graph runtime mode."""
     manager: str
-    """Plan family the bar counts: target, drafter_prefill, drafter_decode, drafter."""
+    """Plan family the bar counts: target, drafter_prefill, drafter_decode, drafter, drafter_query."""
     runner: str
     """Model runner that prints it: v1 or v2."""
 
@@ -171,6 +171,12 @@ _V0_26 = LogFormat(
         # multi_module_mtp/speculator.py `capture` (0.28+): the one manager of a multi-layer MTP draft
         BarFamily(
             _re(r"^Capturing multi-module MTP CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"), "drafter", "v2"
+        ),
+        # DFlashSpeculator.capture: f"Capturing {self._speculator_name.lower()} CUDA graphs" (DSpark's too)
+        BarFamily(
+            _re(r"^Capturing (?:dflash|dspark) CUDA graphs \((?P<mode>PIECEWISE|FULL)\)$"),
+            "drafter_query",
+            "v2",
         ),
     ),
     metrics_header=_re(r"CUDAGraph Config Settings:"),

@@ -102,7 +102,7 @@ class VllmRules:
     """ParallelConfig refuses DBO thresholds below the microbatch count (0.30+)."""
     dcp_gqa_check: str = "assert"
     """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads: as an assertion
-    (0.26.0) or a ValueError with flag advice (0.27.1+)."""
+    (0.26.0) or a ValueError with flag advice (0.27.0+)."""
     v1_pp_async_message: str = "unsupported"
     """V1 + PP + async scheduling: "unsupported" (`_validate_v1_model_runner`, 0.31–0.32) or
     "async" (the async-scheduling check fails first, 0.33)."""
@@ -156,6 +156,30 @@ class VllmRules:
     """An explicit scalar max_cudagraph_capture_size still gets uniform-decode sizes (vllm#54933)."""
     drafter_prefill_full: str = "target"
     """V2 drafter-prefill FULL graphs: "target" (the target's set), "pow2" or "none"."""
+    # DFlash, DSpark, suffix decoding (#31): vllm/config/vllm.py, v1/worker/gpu/spec_decode/.
+    v2_forced_methods: tuple[str, ...] = ("dspark",)
+    """Methods `use_v2_model_runner` sends to V2 before any other check (DSpark, 0.26–0.28: "V1
+    can't run dspark"); V2's unsupported features then refuse instead of falling back."""
+    v1_unsupported_methods: tuple[tuple[str, str], ...] = ()
+    """Methods `_get_v1_model_runner_unsupported_features` names (0.29+): V1 refuses them."""
+    dspark_anchor_flag: str = "dspark_bonus_anchor"
+    """The draft config flag DSpark's speculator reads for its block layout: "dspark_bonus_anchor"
+    (0.26: true = 1 + N queries) or "sample_from_anchor" (0.27+: false = 1 + N queries)."""
+    dspark_block_check: bool = True
+    """SpeculativeConfig refuses a DSpark num_speculative_tokens below `dspark_block_size` (0.26–0.27)."""
+    dflash_reads_is_causal: bool = False
+    """`_dflash_layer_causal` reads the draft config's `is_causal` first (0.28+)."""
+    adaptive_verification: bool = False
+    """`speculative_config.enable_adaptive_verification` exists (DSpark's varlen decode graphs, 0.28+)."""
+    gb10_small_tier: bool = False
+    """`get_batch_defaults` keeps GB10 (SM121) on the small serve tier (`is_gb10`, 0.33+) instead of
+    the H100 tier its 128 GiB would give."""
+    async_spec_message: str = (
+        "Currently, async scheduling is only supported with EAGLE/MTP/Draft Model/NGram GPU/DSpark "
+        "kind of speculative decoding"
+    )
+    """VllmConfig's refusal of an explicit async_scheduling with a method it does not overlap (suffix
+    decoding); `{method}` is the method (0.33 words it for the V1 runner)."""
 
 
 _V0_26 = VllmRules(
@@ -177,6 +201,7 @@ _V0_26 = VllmRules(
     v2_runner_unsupported_methods={
         "ngram": "ngram/ngram_gpu speculative decoding",
         "draft_model": "speculative method 'draft_model'",
+        "suffix": "speculative method 'suffix'",
     },
     drafter_decode_per_k=False,
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
@@ -224,10 +249,12 @@ def _release(rules: VllmRules) -> VllmRules:
 
 
 _r = _release(_V0_26)
+# vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: Kimi K3 joins the default-V2 MoE list;
+# config/model.py: DCP on a GQA model is refused with a ValueError and flag advice.
 _r = _release(
     replace(
         _r,
-        version="0.27.1",
+        version="0.27.0",
         v2_default_moe_architectures=(
             *(_r.v2_default_moe_architectures or ()),
             "KimiK3ForConditionalGeneration",
@@ -236,8 +263,14 @@ _r = _release(
         v2_breakable_pads_piecewise_reqs=False,
         breakable_architectures=_r.breakable_architectures
         | {"KimiK3ForConditionalGeneration", "KimiK3MTPModel", "KimiLinearForCausalLM"},
+        # v1/worker/gpu/spec_decode/dspark/speculator.py: `sample_from_anchor` (default true)
+        dspark_anchor_flag="sample_from_anchor",
     )
 )
+# 0.27.1 changes no capture rule: against 0.27.0 its config/, compilation/, v1/worker/ and
+# v1/cudagraph_dispatcher.py are byte-identical (only _version.py and qwen3_dspark.py's
+# quant_config pass-through differ).
+_r = _release(replace(_r, version="0.27.1"))
 # vllm/config/vllm.py `_set_cudagraph_sizes`: 1024 on SM10x (vllm#49390); a ≥160 GiB serve tier;
 # FlashInfer's SM12x XQA decode; `_set_max_num_scheduled_tokens` no longer subtracts the drafting
 # slots of every request, it refuses a budget at or below one request's; V2's init_speculator routes
@@ -252,6 +285,10 @@ _r = _release(
         v2_multi_module_mtp=True,
         serve_b200_batched_tokens=16384,
         flashinfer_xqa_sm12x=True,
+        # qwen3_dflash.py `_dflash_layer_causal` reads `is_causal`; DSpark's adaptive verification
+        dflash_reads_is_causal=True,
+        adaptive_verification=True,
+        dspark_block_check=False,
         v2_default_moe_architectures=(*(_r.v2_default_moe_architectures or ()), "DeepseekV4ForCausalLM"),
         breakable_logs_compile_off=False,
     )
@@ -278,6 +315,9 @@ _r = _release(
             "HYV4ForCausalLM",
             "HYV4MTPModel",
         },
+        # use_v2_model_runner no longer forces V2 for dspark; V1 refuses it instead
+        v2_forced_methods=(),
+        v1_unsupported_methods=(("dspark", "dspark speculative decoding"),),
     )
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
@@ -316,9 +356,16 @@ _r = _release(
         _r,
         version="0.31.0",
         decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS,
-        v2_runner_unsupported_methods={"ngram": "ngram/ngram_gpu speculative decoding"},
+        v2_runner_unsupported_methods={
+            "ngram": "ngram/ngram_gpu speculative decoding",
+            "suffix": "speculative method 'suffix'",
+        },
         mla_uniform_levels_raised=True,
         v1_pp_async_unsupported=True,
+        async_spec_message=(
+            "Currently, async scheduling is only supported with EAGLE/MTP/Draft Model/NGram GPU/"
+            "DSpark/DFlash kind of speculative decoding"
+        ),
     )
 )
 # The SP pass is removed; ngram runs on V2; V2 tiers only when q > K; drafter decode per K.
@@ -332,7 +379,7 @@ _r = _release(
         sequence_parallel=False,
         v2_tiers=V2Tiers.DENSE_LOOKUP_IF_Q_GT_K,
         drafter_decode_per_k=True,
-        v2_runner_unsupported_methods={},
+        v2_runner_unsupported_methods={"suffix": "speculative method 'suffix'"},
     )
 )
 # FA4 on SM10x reports ALWAYS; FlashInfer below SM90 decodes with FA2; the speculative budget is
@@ -354,6 +401,10 @@ _r = _release(
             "Step5ForCausalLM",
             "Step5ForConditionalGeneration",
         },
+        # vllm/engine/arg_utils.py get_batch_defaults: `is_gb10` keeps GB10 on the small tier
+        gb10_small_tier=True,
+        async_spec_message="Async scheduling is not supported by the V1 model runner with {method}-based "
+        "speculative decoding.",
     )
 )
 

@@ -14,7 +14,7 @@ from cgplan.core.model.spec import (
     PlanInput,
 )
 from cgplan.core.model.types import Note, Rejected
-from cgplan.core.vllm.attention import cudagraph_support, default_backend
+from cgplan.core.vllm.attention import backend_refusal, cudagraph_support, default_backend
 from cgplan.core.vllm.graphs import round_up
 from cgplan.core.vllm.releases import VllmRules, first_release
 
@@ -216,7 +216,8 @@ def model_runner(
     if rules.v2_eagle3_pp_unsupported and method == "eagle3" and inp.pipeline_parallel_size > 1:
         unsupported.append("EAGLE3 with pipeline parallelism")
     unsupported += _dbo_unsupported(inp, rules)
-    if inp.model_runner == "v2" and unsupported:
+    forced_v2 = method in rules.v2_forced_methods and inp.model_runner == "auto"
+    if (inp.model_runner == "v2" or forced_v2) and unsupported:
         # _validate_v2_model_runner: forcing V2 with a feature it lacks is an error.
         raise Rejected(
             "cgplan.model_runner",
@@ -226,6 +227,9 @@ def model_runner(
         if inp.model_runner == "v1":
             _check_v1(inp, rules)
         return inp.model_runner
+    if forced_v2:
+        # use_v2_model_runner returns True for it before the default-model and feature checks
+        return "v2"
     default_moe = rules.v2_default_moe_architectures
     if default_moe is not None and inp.runner != "generate":
         # _is_default_v2_model_runner_model (0.26-0.28): only the generate runner defaults to V2
@@ -248,7 +252,14 @@ def model_runner(
 
 
 def _check_v1(inp: PlanInput, rules: VllmRules) -> None:
-    """What V1 refuses (0.31+): an explicit async_scheduling with pipeline parallelism."""
+    """What V1 refuses: a method only V2 runs (`_validate_v1_model_runner`, 0.29+); an explicit
+    async_scheduling with pipeline parallelism (0.31+)."""
+    method = inp.speculative.method if inp.speculative else None
+    v1_lacks = [text for m, text in rules.v1_unsupported_methods if m == method]
+    if v1_lacks:
+        raise Rejected(
+            "speculative_config.method", f"Model Runner V1 does not support: {', '.join(v1_lacks)}"
+        )
     if rules.v1_pp_async_unsupported and inp.pipeline_parallel_size > 1 and inp.async_scheduling:
         raise Rejected(
             "async_scheduling",
@@ -578,6 +589,19 @@ class Attention:
 
 def attention(inp: PlanInput, rules: VllmRules) -> Attention:
     """Backend and support level: the user's override, else the platform default."""
+    if inp.attention_backend is not None:
+        m = inp.model
+        refusal = backend_refusal(
+            inp.attention_backend,
+            inp.platform,
+            m.head_dim,
+            m.dtype,
+            m.use_mla,
+            rules.version,
+            dcp=inp.decode_context_parallel_size > 1,
+        )
+        if refusal is not None:
+            raise Rejected("cgplan.attention_backend", refusal)
     backend = inp.attention_backend or default_backend(inp.platform, inp.model.use_mla)
     support = inp.attention_cudagraph_support
     if support is None:

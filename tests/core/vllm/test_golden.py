@@ -66,6 +66,8 @@ def test_plan_matches_vllm(record: Path) -> None:
         "capture_sizes",
         "max_capture_size",
         "dynamic_sd",
+        "max_num_seqs",
+        "max_num_batched_tokens",
     ):
         assert got[key] == exp[key], key
     for key in ("attention_backend", "attention_cudagraph_support"):

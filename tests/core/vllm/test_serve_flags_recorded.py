@@ -3,7 +3,7 @@
 tests/data/oracle-serve-flags/<release>.json is what `vllm serve`'s argparse parser of that release
 accepts, recorded with vLLM's own code (no GPU):
 
-    for v in 0.26.0 0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0; do
+    for v in 0.26.0 0.27.0 0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0; do
         .cache/venv-$v/bin/python scripts/oracle/serve_flags.py > tests/data/oracle-serve-flags/$v.json
     done                                         # part of `make golden`
 
