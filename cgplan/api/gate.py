@@ -24,6 +24,7 @@ def gate_targets(
     notes: list[str] | None = None,
     platform: str | None = None,
     model_runner: str | None = None,
+    strict: bool = False,
 ) -> tuple[list[GateResult], GatePolicy]:
     """Evaluate every target (config or report) against the policy (and the baseline);
     `model_config` is the shape for configs whose `model:` is a hub id.
@@ -33,7 +34,7 @@ def gate_targets(
             lacks would make every regression check against it hold for nothing.
     """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
-    overrides = Overrides(vllm_version, platform, model_runner, model_config)
+    overrides = Overrides(vllm_version, platform, model_runner, model_config, strict)
     compared = baseline is not None  # then every report must say which config it describes
     base = (
         load_side(baseline, overrides, require_fingerprint=True, notes=notes)

@@ -184,11 +184,20 @@ def plan_vllm_args(
 
     base = base_dir if base_dir is not None else Path.cwd()
     release = overrides.vllm_version if overrides is not None else None
-    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base, vllm_version=release)
+    strict = overrides.strict if overrides is not None else False
+    parsed = read_vllm_args(
+        argv, model_config=model_config, base_dir=base, vllm_version=release, strict=strict
+    )
     try:
-        notes: list[str] = []
+        notes: list[str] = [*parsed.notes]
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)
-        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored), tuple(notes))
+        loaded = LoadedConfig(
+            inp,
+            SOURCE,
+            tuple(parsed.ignored + ignored),
+            (*notes, *(f"not modelled: {u}" for u in parsed.unmodelled)),
+            tuple(parsed.unmodelled),
+        )
         search = fix_search(
             coefficients or shipped_coefficients_for(inp), allow_over_budget=allow_over_budget
         )

@@ -70,6 +70,14 @@ FormatOpt = Annotated[
         show_default=False,
     ),
 ]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse a vllm serve flag or key cgplan does not model (set away from vLLM's default) "
+        "instead of planning without it with a note.",
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No informational lines on stderr (notes, files written).")
 ]

@@ -54,6 +54,7 @@ def run_plan(
     allow_over_budget: bool = False,
     quiet: bool = False,
     fail_on_gap: bool = False,
+    strict: bool = False,
 ) -> None:
     """`cgplan plan` with its options as values (see `cgplan.cli.plan.plan`).
 
@@ -70,7 +71,7 @@ def run_plan(
         _run_plan(
             targets, vllm_args, model_config, vllm_version, platform, model_runner, fmt, json_out,
             markdown, full, output, html, policy, coefficients, latency_coefficients, traffic,
-            no_color, allow_over_budget, quiet, fail_on_gap,
+            no_color, allow_over_budget, quiet, fail_on_gap, strict,
         )  # fmt: skip
     finally:
         if paused:
@@ -98,6 +99,7 @@ def _run_plan(
     allow_over_budget: bool,
     quiet: bool,
     fail_on_gap: bool,
+    strict: bool,
 ) -> None:
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.api.plan import plan as plan_config
@@ -111,7 +113,9 @@ def _run_plan(
     )
     one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     config, argv = _vllm_argv(list(targets or []), vllm_args)
-    overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
+    overrides = Overrides(
+        vllm_version, platform, model_runner, model_config if argv is None else None, strict
+    )
     r = plan_config(
         config,
         argv,
@@ -129,7 +133,11 @@ def _run_plan(
         from cgplan.io.schema.plan import plan_to_dict
 
         return plan_to_dict(
-            r.plan, source=r.source, ignored_keys=r.loaded.ignored_keys, fingerprint=r.fingerprint
+            r.plan,
+            source=r.source,
+            ignored_keys=r.loaded.ignored_keys,
+            fingerprint=r.fingerprint,
+            unmodelled=r.loaded.unmodelled,
         )
 
     if chosen == "json":

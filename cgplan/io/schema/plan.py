@@ -117,6 +117,7 @@ def plan_to_dict(
     source: str | None = None,
     ignored_keys: tuple[str, ...] = (),
     fingerprint: str | None = None,
+    unmodelled: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
     # LoRA and microbatch keys only in plans that have such graphs (other plans keep their shape)
@@ -236,4 +237,6 @@ def plan_to_dict(
         ],
         "notes": [{"kind": n.kind, "message": n.message} for n in plan.notes],
         "ignored_keys": list(ignored_keys),
+        # flags planned without (cgplan does not model them), only where there are some
+        **({"unmodelled": list(unmodelled)} if unmodelled else {}),
     }
