@@ -50,6 +50,8 @@ def comparable(text: str) -> dict[str, Any]:
     doc = json.loads(text)
     doc.pop("source")
     doc.pop("ignored_keys")
+    for fix in doc["fixes"]:
+        fix.pop("config_lines", None)  # the same fix as lines of the YAML: a YAML target only
     return dict(doc)
 
 

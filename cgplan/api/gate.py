@@ -82,7 +82,8 @@ def _with_fix(
     if not plan.fixes:
         return result
     fix = plan.fixes[0]
-    hint = f"; fix: {' '.join(fix.flags)}" + (
+    in_yaml = f" (in the YAML: {'; '.join(fix.config_lines)})" if fix.config_lines else ""
+    hint = f"; fix: {' '.join(fix.flags)}{in_yaml}" + (
         "" if fix.remaining_gaps == 0 else f" ({fix.remaining_gaps} gap(s) left)"
     )
     # The eager time share falls with the gaps a fix closes: name the fix there only when the
@@ -90,7 +91,9 @@ def _with_fix(
     timed = {f.fix: f for f in plan.latency.fixes} if plan.latency is not None else {}
     if eager_time and 0 in timed and policy_limit is not None and timed[0].eager_share_after <= policy_limit:
         failed += eager_time
-        eager_hint = f"; fix: {' '.join(fix.flags)} ({timed[0].eager_share_after:.1%} eager after it)"
+        eager_hint = (
+            f"; fix: {' '.join(fix.flags)}{in_yaml} ({timed[0].eager_share_after:.1%} eager after it)"
+        )
     else:
         eager_hint = ""
     checks = tuple(

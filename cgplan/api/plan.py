@@ -131,6 +131,18 @@ def plan_file(
     except ConfigRejected as e:
         raise e.located(str(path)) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
+    if plan.fixes and loaded.document is not None:
+        from cgplan.io.config_fix import fix_config_lines, flags_beside
+
+        doc = loaded.document
+        flag_keys = {k.replace("-", "_") for k in doc if isinstance(k, str)}
+        plan = replace(
+            plan,
+            fixes=tuple(
+                replace(flags_beside(f, flag_keys), config_lines=fix_config_lines(doc, f.config_change))
+                for f in plan.fixes
+            ),
+        )
     return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 
@@ -205,6 +217,10 @@ def plan_vllm_args(
     except ConfigError as e:
         raise parsed.locate(e) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
+    if plan.fixes and {"max_cudagraph_capture_size", "cudagraph_capture_sizes"} & parsed.given:
+        from cgplan.io.config_fix import flags_beside
+
+        plan = replace(plan, fixes=tuple(flags_beside(f, parsed.given) for f in plan.fixes))
     return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 

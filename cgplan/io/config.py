@@ -214,6 +214,8 @@ class LoadedConfig(NamedTuple):
     unmodelled: tuple[str, ...] = ()
     """Flags set away from vLLM's default that cgplan does not model: the plan is as if they were at
     it (each names what it can change); --strict refuses them."""
+    document: Mapping[Any, Any] | None = None
+    """The YAML's top-level mapping as read (where a fix's config lines go); None for a command line."""
 
 
 def _fmt(value: object) -> str:
@@ -891,4 +893,5 @@ def load_config(
         tuple(ignored),
         (*notes, *(f"not modelled: {u}" for u in unmodelled)),
         tuple(unmodelled),
+        raw if isinstance(raw, Mapping) else None,
     )

@@ -204,6 +204,8 @@ class VllmArgs:
     """How vLLM read something that is not literal (a `key: false` its --config reader drops)."""
     document: bool = False
     """Read from a YAML config's top level (`read_config_document`): errors at its keys."""
+    given: frozenset[str] = frozenset()
+    """The dests of every flag given (the command line and its --config file)."""
 
     def locate(self, err: ConfigError) -> ConfigError:
         """The same error (same class), pointing at the flag (or --config key) that set the value."""
@@ -863,7 +865,7 @@ def _build(
     backend = _attention(values, where)
     if backend is not None:
         doc["cgplan"] = {"attention_backend": backend}
-    return VllmArgs(doc, ignored, where, unmodelled)
+    return VllmArgs(doc, ignored, where, unmodelled, given=frozenset(values))
 
 
 _OPTIONAL = frozenset(

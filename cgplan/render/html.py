@@ -6,6 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from cgplan.render.summary import CONFIG_LINES_TITLE
+
 COLORS = {"FULL": "#2e7d32", "PIECEWISE": "#f9a825", "NONE": "#c62828", "-": "#bdbdbd"}
 LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "EAGER", "-": "other tier"}
 CSS = """
@@ -320,7 +322,13 @@ def _plan_body(plan: dict[str, Any], uniform: dict[str, list[dict[str, Any]]] | 
             f'<p class="{"fix" if f.get("complete", True) else "gap"}">{label}: '
             f"{escape('; '.join(f.get('changes', [])))}</p>"
             f'<pre class="flags">{escape(f.get("command_line") or " ".join(f["flags"]))}</pre>'
-            f'<p class="muted">{escape(f["summary"])}'
+            + (
+                f'<p class="muted">{escape(CONFIG_LINES_TITLE)}</p>'
+                f'<pre class="flags">{escape(chr(10).join(f["config_lines"]))}</pre>'
+                if f.get("config_lines")
+                else ""
+            )
+            + f'<p class="muted">{escape(f["summary"])}'
             + (f" — partial: {escape(f['still_open'])}" if f.get("still_open") else "")
             + "</p>"
         )

@@ -232,6 +232,7 @@ def plan_to_dict(
                 "delta_graphs": f.graphs_after - f.graphs_before,
                 "step_padding_after": _padding(f.step_padding_after),
                 "over_budget": list(f.over_budget),
+                **({"config_lines": list(f.config_lines)} if f.config_lines else {}),
             }
             for f in plan.fixes
         ],
