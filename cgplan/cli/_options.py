@@ -92,8 +92,9 @@ ConfigOrVllmArgsArg = Annotated[
     list[str] | None,
     typer.Argument(
         metavar="CONFIG | -- serve MODEL [FLAGS...]",
-        help="vLLM serve config (YAML, as for `vllm serve --config`) with an optional cgplan: section; "
-        "or, after `--`, a `vllm serve` command line read as vLLM reads it.",
+        help="vLLM serve config (YAML, as for `vllm serve --config`) with an optional cgplan: section, "
+        "a Kubernetes manifest of a vLLM container, or a list of its args; or, after `--`, a `vllm serve` "
+        "(or `docker run ... vllm/vllm-openai ...`) command line read as vLLM reads it.",
         show_default=False,
     ),
 ]

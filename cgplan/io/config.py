@@ -30,7 +30,7 @@ from cgplan.core.vllm.releases import (
     rules_for,
 )
 from cgplan.errors import ConfigError, preview
-from cgplan.io.files import ReadError, read_json, read_yaml
+from cgplan.io.files import ReadError, another_document, parse_yaml, parse_yaml_stream, read_json, read_text
 from cgplan.io.numbers import human_readable_int
 
 # vLLM serve keys cgplan reads.
@@ -216,6 +216,8 @@ class LoadedConfig(NamedTuple):
     it (each names what it can change); --strict refuses them."""
     document: Mapping[Any, Any] | None = None
     """The YAML's top-level mapping as read (where a fix's config lines go); None for a command line."""
+    given_flags: frozenset[str] = frozenset()
+    """The dests of the flags a command line (or a manifest's) gave."""
 
 
 def _fmt(value: object) -> str:
@@ -863,28 +865,46 @@ def load_config(
     path: str | Path, overrides: Overrides = NO_OVERRIDES, base_dir: Path | None = None
 ) -> LoadedConfig:
     """Read and validate a YAML config file; relative paths in it start from `base_dir` (default:
-    the working directory, as in vLLM).
+    the working directory, as in vLLM). The file may also be what is deployed (issue 28): a
+    Kubernetes manifest (one document, or a Helm-rendered stream of them) whose vLLM container is
+    planned as the command line it runs, or a list of that container's args.
 
     Raises:
         ConfigError: with the file name in front of the located message.
     """
     p = Path(path)
     source = str(path)
+    base = Path.cwd() if base_dir is None else base_dir
     try:
         if source == "-":  # stdin, as `-` is for every file cgplan reads
             source = STDIN
-        raw = read_yaml(p, what="config file", source=source)
+        text = read_text(p, what="config file", source=source)
+        try:
+            raw = parse_yaml(text, source)
+        except ReadError as e:
+            if not another_document(e):
+                raise
+            docs = parse_yaml_stream(text, source)
+            if not any(isinstance(d, Mapping) and "kind" in d and "apiVersion" in d for d in docs):
+                raise e from None  # a stream of configs: vLLM's safe_load refuses it too
+            return _load_deployed(docs, source, base, overrides)
     except ReadError as e:
         raise e.as_config_error() from None
+    if isinstance(raw, Mapping) and "kind" in raw and "apiVersion" in raw:
+        return _load_deployed([raw], source, base, overrides)
+    if (
+        isinstance(raw, list)
+        and all(isinstance(w, str | int | float) for w in raw)
+        and any(str(w).startswith("--") for w in raw)
+    ):  # a container's args (one flag at least: a list of words is not an args list by chance)
+        return _load_deployed(raw, source, base, overrides, args_list=True)
     notes: list[str] = []
     unmodelled: list[str] = []
     try:
         # Relative paths (model:, speculative_config.model, cgplan.model_config) start from the
         # working directory, as in vLLM, which hands them to Hugging Face's loader unchanged; the
         # same rule as for `--vllm-args "serve --config FILE"`.
-        inp, ignored = parse_config(
-            raw, Path.cwd() if base_dir is None else base_dir, overrides, notes, unmodelled
-        )
+        inp, ignored = parse_config(raw, base, overrides, notes, unmodelled)
     except ConfigError as e:
         raise e.located(source) from None
     return LoadedConfig(
@@ -894,4 +914,37 @@ def load_config(
         (*notes, *(f"not modelled: {u}" for u in unmodelled)),
         tuple(unmodelled),
         raw if isinstance(raw, Mapping) else None,
+    )
+
+
+def _load_deployed(
+    docs: list[Any], source: str, base_dir: Path, overrides: Overrides, *, args_list: bool = False
+) -> LoadedConfig:
+    """A manifest's vLLM container (or a list of its args) planned as the command line it runs."""
+    # Imported here: a config file (the common path) needs neither.
+    from cgplan.io.deploy import args_command, manifest_command
+    from cgplan.io.vllm_args import read_deployed
+
+    try:
+        deployed = args_command(docs) if args_list else manifest_command(docs)
+    except ConfigError as e:
+        raise e.located(source) from None
+    notes: list[str] = []
+    try:
+        parsed, (inp, ignored) = read_deployed(
+            deployed,
+            base_dir=base_dir,
+            overrides=overrides,
+            parse=lambda doc: parse_config(doc, base_dir, overrides, notes),
+        )
+    except ConfigError as e:
+        raise e.located(source) from None
+    return LoadedConfig(
+        inp,
+        source,
+        tuple(parsed.ignored + ignored),
+        (*parsed.notes, *notes, *(f"not modelled: {u}" for u in parsed.unmodelled)),
+        tuple(parsed.unmodelled),
+        None,
+        parsed.given,
     )

@@ -747,6 +747,45 @@ def _pyyaml_document(text: str, source: str) -> Any:
         loader.dispose()
 
 
+def parse_yaml_stream(text: str, source: str) -> list[Any]:
+    """Every document of a YAML stream (`yaml.safe_load_all`: a Helm-rendered manifest), each
+    checked as `parse_yaml` checks one."""
+    import yaml
+
+    loader = yaml_loader()(text)
+    docs: list[Any] = []
+    try:
+        while True:
+            try:
+                if not loader.check_node():
+                    break
+                node = loader.get_node()
+            except yaml.YAMLError as e:
+                raise ReadError(source, _yaml_problem(e)) from None
+            except RecursionError:
+                raise ReadError(
+                    source, f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
+                ) from None
+            if node is None:
+                continue
+            prefix = f"[{len(docs)}]"
+            _Checker(loader, source).walk(node, prefix, 0)
+            try:
+                docs.append(loader.construct_document(node))
+            except yaml.YAMLError as e:
+                raise ReadError(source, _yaml_problem(e)) from None
+            except (ValueError, OverflowError, TypeError, RecursionError) as e:
+                raise ReadError(source, f"invalid YAML: {str(e).split(';')[0] or type(e).__name__}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def another_document(err: ReadError) -> bool:
+    """`err` is `parse_yaml` refusing a stream of several documents (`---` between them)."""
+    return err.problem.endswith(("but found another document", "expected a single document in the stream"))
+
+
 def read_yaml(
     path: str | Path,
     *,

@@ -32,8 +32,9 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from cgplan.core.vllm.releases import LATEST_VERSION
 from cgplan.core.vllm.serve_flags import (
     IGNORED,
     READ,
@@ -45,9 +46,12 @@ from cgplan.core.vllm.serve_flags import (
     unmodelled_problem,
 )
 from cgplan.errors import ConfigError
-from cgplan.io.config import _err, _key
+from cgplan.io.config import Overrides, _err, _key
+from cgplan.io.deploy import Deployed, docker_command, environment, image_release, is_docker_run
 from cgplan.io.files import ReadError, parse_yaml, read_text
 from cgplan.io.numbers import human_readable_int
+
+_T = TypeVar("_T")
 
 SOURCE = "vllm-args"
 """The `source` of a plan read from a command line (the JSON contract's `source` field)."""
@@ -660,6 +664,7 @@ def read_vllm_args(
     base_dir: Path,
     vllm_version: str | None = None,
     strict: bool = False,
+    deployed: Deployed | None = None,
 ) -> VllmArgs:
     """Read a `vllm serve` command line into cgplan's config schema (see the module docstring), with
     the flags of `vllm_version` (as given: --vllm-version), else of the --config file's
@@ -669,6 +674,14 @@ def read_vllm_args(
     Raises:
         ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
     """
+    if deployed is None and is_docker_run(argv):
+        try:
+            deployed = docker_command(argv)
+        except ConfigError as e:
+            raise _fail(e.path, e.problem) from None
+    if deployed is not None:
+        argv = deployed.argv
+        vllm_version = vllm_version or image_release(deployed.image)
     args = _move_model_flag(_strip_program(list(argv)))
     for arg in args:
         if arg.startswith("--config="):
@@ -708,7 +721,118 @@ def read_vllm_args(
         cg = {**cgplan_section, **parsed.doc.get("cgplan", {})}  # --attention-backend wins over the file
         parsed.doc["cgplan"] = cg
         parsed.where["cgplan"] = f"{PREFIX}:{config_label}:cgplan"
+    if deployed is not None:
+        _apply_deployed(parsed, deployed, vllm_version, strict=strict)
     return parsed
+
+
+def _apply_deployed(parsed: VllmArgs, d: Deployed, vllm_version: str | None, *, strict: bool) -> None:
+    """The image's release and the container's environment, into the read command line."""
+    cg = parsed.doc.setdefault("cgplan", {})
+    release = image_release(d.image)
+    if "vllm_version" not in cg and vllm_version is not None:
+        cg["vllm_version"] = vllm_version
+        if release is not None and vllm_version == release:
+            parsed.where["cgplan.vllm_version"] = f"{PREFIX}:{d.image_where}"
+    elif d.image is not None and release is None and "vllm_version" not in cg:
+        parsed.notes.append(
+            f"{d.image_where}: {d.image} names no vLLM release in its tag: planned with vLLM "
+            f"{LATEST_VERSION}'s rules (--vllm-version to choose)"
+        )
+    if d.gpu is not None and "platform" not in cg:
+        cg["platform"] = d.gpu
+        parsed.where["cgplan.platform"] = f"{PREFIX}:{d.gpu_where}"
+    runner, unmodelled, ignored = environment(d)
+    if runner is not None:
+        cg["model_runner"] = runner
+    for where, note in unmodelled:
+        if strict:
+            raise _fail(where, f"{note}; --strict refuses it")
+        parsed.unmodelled.append(f"{where}: {note}; planned as if it were unset (--strict refuses it)")
+    parsed.ignored += [f"env {name}" for name in ignored]
+    if not cg:
+        del parsed.doc["cgplan"]
+
+
+def read_deployed(
+    d: Deployed,
+    *,
+    base_dir: Path,
+    overrides: Overrides,
+    parse: Callable[[dict[str, Any]], _T],
+) -> tuple[VllmArgs, _T]:
+    """A deployed container's command read as `read_vllm_args` reads a command line, then `parse`d
+    (cgplan's config reader); every error located at the part of the manifest it comes from
+    (`spec.template.spec.containers[0].args[3]: --max-num-seqs: ...`).
+
+    Raises:
+        ConfigError: located at the manifest's key path (the caller adds the file name).
+    """
+    for i, word in enumerate(d.argv):
+        if word == "--config" or word.startswith("--config="):
+            raise ConfigError(
+                d.where[i],
+                "--config FILE: a file inside the container, which cgplan cannot read (expected the "
+                "flags in the manifest, or plan that YAML: cgplan plan FILE)",
+            )
+    try:
+        parsed = read_vllm_args(
+            d.argv,
+            model_config=overrides.model_config,
+            base_dir=base_dir,
+            vllm_version=overrides.vllm_version,
+            strict=overrides.strict,
+            deployed=d,
+        )
+        try:
+            result = parse(parsed.doc)
+        except ConfigError as e:
+            raise parsed.locate(e) from None
+    except ConfigError as e:
+        raise _at_deployed(e, d) from None
+    return parsed, result
+
+
+def _at_deployed(err: ConfigError, d: Deployed) -> ConfigError:
+    """`err` (located at a flag: `--vllm-args:--max-num-seqs`) at the manifest word it came from."""
+    if not err.path.startswith(PREFIX):
+        return err
+    loc = err.path.removeprefix(PREFIX).removeprefix(":")
+    known = {*d.where, d.image_where, d.gpu_where, *(w for _, _, w in d.env)}
+    if loc in known:
+        path, problem = loc, err.problem
+    else:
+        name = loc if loc == "MODEL" else loc.split(".")[0].split("=")[0]
+        index = _word_index(d.argv, name)
+        path = d.where[index] if index is not None else d.container
+        problem = f"{loc}: {err.problem}" if loc else err.problem
+    located = err.__class__.__new__(err.__class__)
+    located.__dict__.update(err.__dict__)
+    located.path, located.problem, located.source = path, problem, None
+    located.message = f"{path}: {problem}" if path else problem
+    located.args = (located.message,)
+    return located
+
+
+def _word_index(argv: list[str], name: str) -> int | None:
+    """The word of `argv` an error names: the model (after `vllm serve`, or --model's value), or the
+    last occurrence of a flag (the one argparse keeps)."""
+    if name == "MODEL":
+        for i, word in enumerate(argv):
+            if word == "--model" and i + 1 < len(argv):
+                return i + 1
+            if word.startswith("--model="):
+                return i
+        return 2 if len(argv) > 2 and argv[:2] == ["vllm", "serve"] and not argv[2].startswith("-") else None
+    for i in range(len(argv) - 1, -1, -1):
+        word = argv[i]
+        if (
+            word == name
+            or word.startswith((name + "=", name + "."))
+            or (name == "-O" and word.startswith("-O"))
+        ):
+            return i
+    return None
 
 
 def read_config_document(
