@@ -878,9 +878,9 @@ def load_config(
     try:
         if source == "-":  # stdin, as `-` is for every file cgplan reads
             source = STDIN
-        text = read_text(p, what="config file", source=source)
+        text = read_text(p, what="config file", source=source, keep_bom=True)
         try:
-            raw = parse_yaml(text, source)
+            raw = parse_yaml(text, source, exact=True)  # as vLLM's safe_load reads it
         except ReadError as e:
             if not another_document(e):
                 raise

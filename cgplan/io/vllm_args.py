@@ -288,11 +288,11 @@ def _load_config_file(name: str, base_dir: Path) -> tuple[Mapping[Any, Any], str
         path = base_dir / path
     label = _short(name)
     try:
-        text = read_text(path, what="config file", source=label)
+        text = read_text(path, what="config file", source=label, keep_bom=True)
     except ReadError as e:  # no such file, a FIFO, /dev/zero, undecodable bytes, too large
         raise _fail("--config", e.problem, name) from None
     try:
-        raw = parse_yaml(text, label)
+        raw = parse_yaml(text, label, exact=True)  # yaml.safe_load's reading
     except ReadError as e:  # bad YAML, an alias bomb, a tag, a 5,000-digit number
         raise _fail(f"{label}:{e.key_path}" if e.key_path else label, e.problem) from None
     if not isinstance(raw, Mapping):
@@ -303,7 +303,7 @@ def _load_config_file(name: str, base_dir: Path) -> tuple[Mapping[Any, Any], str
 def _cgplan_section(raw: Mapping[Any, Any], label: str) -> dict[str, Any]:
     """The file's `cgplan:` mapping (cgplan's own keys; vLLM has no such flag)."""
     value = raw.get("cgplan")
-    if value is None and "cgplan" not in raw:
+    if not value and not isinstance(value, str):  # absent, null or empty: as the direct reading
         return {}
     if not isinstance(value, Mapping):
         where = f"{label}:cgplan" if label else "cgplan"
