@@ -359,6 +359,9 @@ def _config_tokens(flag: _Tok, value: object, ix: _Index, notes: list[str]) -> l
                 f"{entry[0].names[0]}'s default"
             )
         return []
+    entry = ix.by_name.get(_normalise(flag.text))
+    if entry is not None and entry[0].arity in ("bool", "none") and value != []:  # `--flag VALUE`: refused
+        raise _fail(flag.origin or flag.text, "must be true or false", value, "a boolean")
     if isinstance(value, list):
         return [flag, *(flag.like(str(item)) for item in value)] if value else []
     if isinstance(value, dict):
