@@ -22,11 +22,10 @@ from cgplan.core.model.reports import CaptureReport
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
-from cgplan.errors import CaptureError, ConfigRejected, GpuUnavailableError
+from cgplan.errors import CaptureError, ConfigError, ConfigRejected, GpuUnavailableError
 from cgplan.gpu.probe import choose_backend, gpu_unavailable_reason, short_reason
 from cgplan.gpu.recorder import GraphRecorder, NullProgress, ProgressSink
 from cgplan.io.config import Overrides, load_config
-from cgplan.io.files import read_yaml
 from cgplan.io.reports import write_report
 from cgplan.io.schema.capture import capture_report
 
@@ -118,7 +117,16 @@ def run_capture(
     # The report carries the prediction next to the measurement (the aggregate of a
     # multi-config run shows both); the comparison does not look at it.
     plan = with_cost(plan, inp, shipped_coefficients_for(inp))
-    raw = read_yaml(config, what="config file")  # load_config read it a moment ago
+    # The config as load_config read it, in vLLM's snake_case (the engine's keyword arguments).
+    document = loaded.document
+    if document is None and chosen == "vllm":
+        raise ConfigError(
+            "",
+            "the vllm capture backend takes a vLLM config YAML; a manifest or an args list is planned, "
+            "not captured (write its flags as a config, or use --backend torch)",
+            source=loaded.source,
+        )
+    raw = {str(k).replace("-", "_"): v for k, v in (document or {}).items()}
     from cgplan.gpu.environment import collect_environment
     from cgplan.gpu.nvml import NvmlSession, nvml_session
 

@@ -24,6 +24,7 @@ def gate_targets(
     notes: list[str] | None = None,
     platform: str | None = None,
     model_runner: str | None = None,
+    strict: bool = False,
 ) -> tuple[list[GateResult], GatePolicy]:
     """Evaluate every target (config or report) against the policy (and the baseline);
     `model_config` is the shape for configs whose `model:` is a hub id.
@@ -33,7 +34,7 @@ def gate_targets(
             lacks would make every regression check against it hold for nothing.
     """
     policy = load_policy(policy_path) if policy_path is not None else DEFAULT_POLICY
-    overrides = Overrides(vllm_version, platform, model_runner, model_config)
+    overrides = Overrides(vllm_version, platform, model_runner, model_config, strict)
     compared = baseline is not None  # then every report must say which config it describes
     base = (
         load_side(baseline, overrides, require_fingerprint=True, notes=notes)
@@ -81,7 +82,8 @@ def _with_fix(
     if not plan.fixes:
         return result
     fix = plan.fixes[0]
-    hint = f"; fix: {' '.join(fix.flags)}" + (
+    in_yaml = f" (in the YAML: {'; '.join(fix.config_lines)})" if fix.config_lines else ""
+    hint = f"; fix: {' '.join(fix.flags)}{in_yaml}" + (
         "" if fix.remaining_gaps == 0 else f" ({fix.remaining_gaps} gap(s) left)"
     )
     # The eager time share falls with the gaps a fix closes: name the fix there only when the
@@ -89,7 +91,9 @@ def _with_fix(
     timed = {f.fix: f for f in plan.latency.fixes} if plan.latency is not None else {}
     if eager_time and 0 in timed and policy_limit is not None and timed[0].eager_share_after <= policy_limit:
         failed += eager_time
-        eager_hint = f"; fix: {' '.join(fix.flags)} ({timed[0].eager_share_after:.1%} eager after it)"
+        eager_hint = (
+            f"; fix: {' '.join(fix.flags)}{in_yaml} ({timed[0].eager_share_after:.1%} eager after it)"
+        )
     else:
         eager_hint = ""
     checks = tuple(

@@ -132,6 +132,18 @@ def plan_file(
     except ConfigRejected as e:
         raise e.located(str(path)) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
+    if plan.fixes and loaded.document is not None:
+        from cgplan.io.config_fix import fix_config_lines, flags_beside
+
+        doc = loaded.document
+        flag_keys = {k.replace("-", "_") for k in doc if isinstance(k, str)}
+        plan = replace(
+            plan,
+            fixes=tuple(
+                replace(flags_beside(f, flag_keys), config_lines=fix_config_lines(doc, f.config_change))
+                for f in plan.fixes
+            ),
+        )
     return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 
@@ -185,11 +197,20 @@ def plan_vllm_args(
 
     base = base_dir if base_dir is not None else Path.cwd()
     release = overrides.vllm_version if overrides is not None else None
-    parsed = read_vllm_args(argv, model_config=model_config, base_dir=base, vllm_version=release)
+    strict = overrides.strict if overrides is not None else False
+    parsed = read_vllm_args(
+        argv, model_config=model_config, base_dir=base, vllm_version=release, strict=strict
+    )
     try:
-        notes: list[str] = []
+        notes: list[str] = [*parsed.notes]
         inp, ignored = parse_config(parsed.doc, base, overrides or Overrides(), notes)
-        loaded = LoadedConfig(inp, SOURCE, tuple(parsed.ignored + ignored), tuple(notes))
+        loaded = LoadedConfig(
+            inp,
+            SOURCE,
+            tuple(parsed.ignored + ignored),
+            (*notes, *(f"not modelled: {u}" for u in parsed.unmodelled)),
+            tuple(parsed.unmodelled),
+        )
         search = fix_search(
             coefficients or shipped_coefficients_for(inp), allow_over_budget=allow_over_budget
         )
@@ -197,6 +218,10 @@ def plan_vllm_args(
     except ConfigError as e:
         raise parsed.locate(e) from None
     plan = with_cost(plan, loaded.input, coefficients or shipped_coefficients_for(loaded.input))
+    if plan.fixes and {"max_cudagraph_capture_size", "cudagraph_capture_sizes"} & parsed.given:
+        from cgplan.io.config_fix import flags_beside
+
+        plan = replace(plan, fixes=tuple(flags_beside(f, parsed.given) for f in plan.fixes))
     return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 

@@ -71,6 +71,14 @@ FormatOpt = Annotated[
         show_default=False,
     ),
 ]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse a vllm serve flag or key cgplan does not model (set away from vLLM's default) "
+        "instead of planning without it with a note.",
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No informational lines on stderr (notes, files written).")
 ]
@@ -85,8 +93,9 @@ ConfigOrVllmArgsArg = Annotated[
     list[str] | None,
     typer.Argument(
         metavar="CONFIG | -- serve MODEL [FLAGS...]",
-        help="vLLM serve config (YAML, as for `vllm serve --config`) with an optional cgplan: section; "
-        "or, after `--`, a `vllm serve` command line read as vLLM reads it.",
+        help="vLLM serve config (YAML, as for `vllm serve --config`) with an optional cgplan: section, "
+        "a Kubernetes manifest of a vLLM container, or a list of its args; or, after `--`, a `vllm serve` "
+        "(or `docker run ... vllm/vllm-openai ...`) command line read as vLLM reads it.",
         show_default=False,
     ),
 ]

@@ -53,6 +53,7 @@ def run_plan(
     allow_over_budget: bool = False,
     quiet: bool = False,
     fail_on_gap: bool = False,
+    strict: bool = False,
 ) -> None:
     """`cgplan plan` with its options as values (see `cgplan.cli.plan.plan`).
 
@@ -72,7 +73,9 @@ def run_plan(
     )
     one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     config, argv = _vllm_argv(list(targets or []), vllm_args)
-    overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
+    overrides = Overrides(
+        vllm_version, platform, model_runner, model_config if argv is None else None, strict
+    )
     r = plan_config(
         config,
         argv,
@@ -90,7 +93,11 @@ def run_plan(
         from cgplan.io.schema.plan import plan_to_dict
 
         return plan_to_dict(
-            r.plan, source=r.source, ignored_keys=r.loaded.ignored_keys, fingerprint=r.fingerprint
+            r.plan,
+            source=r.source,
+            ignored_keys=r.loaded.ignored_keys,
+            fingerprint=r.fingerprint,
+            unmodelled=r.loaded.unmodelled,
         )
 
     def page() -> str:

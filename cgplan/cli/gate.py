@@ -15,6 +15,7 @@ from cgplan.cli._options import (
     NoColorOpt,
     PlatformOpt,
     QuietOpt,
+    StrictOpt,
     VllmVersionOpt,
 )
 
@@ -54,6 +55,7 @@ def gate(
     model_runner: ModelRunnerOpt = None,
     no_color: NoColorOpt = False,
     quiet: QuietOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions.
 
@@ -83,6 +85,7 @@ def gate(
         notes=notes,
         platform=platform,
         model_runner=model_runner,
+        strict=strict,
     )
     for line in notes:
         note(f"note: {line}", quiet)

@@ -21,6 +21,7 @@ from cgplan.cli._options import (
     PlatformOpt,
     PolicyOpt,
     QuietOpt,
+    StrictOpt,
     VllmArgsOpt,
     VllmVersionOpt,
 )
@@ -77,6 +78,7 @@ def plan(
         bool,
         typer.Option("--fail-on-gap", help="Exit 1 when a uniform-decode batch runs eager or below FULL."),
     ] = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Plan CUDA-graph capture for CONFIG (or a vllm serve command line) exactly as the chosen vLLM
     release would. CONFIG `-` reads the YAML from stdin."""
@@ -101,4 +103,5 @@ def plan(
         allow_over_budget=allow_over_budget,
         quiet=quiet,
         fail_on_gap=fail_on_gap,
+        strict=strict,
     )

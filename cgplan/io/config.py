@@ -35,7 +35,7 @@ from cgplan.core.vllm.releases import (
     rules_for,
 )
 from cgplan.errors import ConfigError, preview
-from cgplan.io.files import ReadError, read_json, read_yaml
+from cgplan.io.files import ReadError, another_document, parse_yaml, parse_yaml_stream, read_json, read_text
 from cgplan.io.numbers import human_readable_int
 
 # vLLM serve keys cgplan reads.
@@ -68,46 +68,58 @@ _TOP_KEYS = (
     "runner",
     "kv_transfer_config",
 )
-# vLLM serve keys that do not change what is captured: accepted and listed.
-IGNORED_TOP_KEYS = (
-    "host",
-    "port",
-    "served_model_name",
-    "dtype",
-    "gpu_memory_utilization",
-    "kv_cache_dtype",
-    "enable_prefix_caching",
-    "trust_remote_code",
-    "tokenizer",
-    "tokenizer_mode",
-    "load_format",
-    "seed",
-    "block_size",
-    "disable_log_stats",
-    "disable_log_requests",
-    "enable_chunked_prefill",
-    "api_key",
-    "uvicorn_log_level",
-    "download_dir",
-    "revision",
-    "max_logprobs",
-    "generation_config",
-    "chat_template",
-    "enable_auto_tool_choice",
-    "tool_call_parser",
-    "reasoning_parser",
-    "quantization",
-    "skip_tokenizer_init",
-    "distributed_executor_backend",
-    "cudagraph_metrics",
-    "lora_modules",
-    "max_lora_rank",
-    "data_parallel_size_local",
-    "data_parallel_address",
-    "data_parallel_rpc_port",
+_INT_KEYS = frozenset(
+    (
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "tensor_parallel_size",
+        "optimization_level",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "decode_context_parallel_size",
+        "max_loras",
+        "ubatch_size",
+        "dbo_decode_token_threshold",
+        "dbo_prefill_token_threshold",
+    )
 )
-# vLLM keys that change capture but that cgplan does not model yet: refused by name.
-UNMODELLED_TOP_KEYS = ("prefill_context_parallel_size", "convert")
+_FALSE_IS_DEFAULT = frozenset(
+    ("enforce_eager", "enable_expert_parallel", "enable_lora", "specialize_active_lora", "enable_dbo")
+)
+"""Booleans whose vLLM default is false: a `key: false` that vLLM's --config reader drops (or turns
+into --no-key) leaves them false alike."""
+_NULL_IS_DEFAULT = frozenset(("max_num_seqs", "max_num_batched_tokens", "speculative_config"))
+"""Keys of `int | None` / `dict | None` EngineArgs fields: `key: null` becomes `--key None`, which
+vLLM's optional_type reads as None, its default."""
+_TEXT_KEYS = frozenset(("model", "performance_mode", "all2all_backend", "runner"))
+_MAPPING_KEYS = frozenset(("speculative_config", "compilation_config", "cgplan", "kv_transfer_config"))
+
+
+def _read_as_written(doc: Mapping[Any, Any]) -> bool:
+    """Whether a document reads the same key by key, as written, as `vllm serve --config` reads it:
+    every key one of `_TOP_KEYS` in vLLM's snake_case and each value of the type it is read as.
+    Any other document (another flag, dash-case, a string for a number, `async_scheduling: false`)
+    is read through vLLM's --config rules (`cgplan.io.vllm_args.read_config_document`), which also
+    imports vLLM's whole flag table: the common config needs neither."""
+    for key, value in doc.items():
+        if key in _INT_KEYS:
+            ok = (type(value) is int) or (value is None and key in _NULL_IS_DEFAULT)
+        elif key in _FALSE_IS_DEFAULT:
+            ok = type(value) is bool
+        elif key == "async_scheduling":
+            ok = value is True  # false: vLLM's reader drops `async_scheduling: false` (a note says so)
+        elif key in _TEXT_KEYS:
+            ok = type(value) is str
+        elif key in _MAPPING_KEYS:
+            ok = isinstance(value, dict) or (value is None and key in _NULL_IS_DEFAULT)
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
 _SPEC_KEYS = (
     "method",
     "num_speculative_tokens",
@@ -212,6 +224,9 @@ class Overrides(NamedTuple):
     model_runner: str | None = None
     model_config: Path | None = None
     """--model-config: the model's config.json (or its folder), for a hub model id in `model:`."""
+    strict: bool = False
+    """--strict: refuse a flag cgplan does not model (set away from vLLM's default) by name, instead
+    of planning without it with a note."""
 
 
 NO_OVERRIDES = Overrides()
@@ -225,7 +240,15 @@ class LoadedConfig(NamedTuple):
     source: str
     ignored_keys: tuple[str, ...]
     notes: tuple[str, ...] = ()
-    """How an input was read where it is not literal (a patch release, a GPU's family)."""
+    """How an input was read where it is not literal (a patch release, a GPU's family), and each
+    flag planned without (`unmodelled`)."""
+    unmodelled: tuple[str, ...] = ()
+    """Flags set away from vLLM's default that cgplan does not model: the plan is as if they were at
+    it (each names what it can change); --strict refuses them."""
+    document: Mapping[Any, Any] | None = None
+    """The YAML's top-level mapping as read (where a fix's config lines go); None for a command line."""
+    given_flags: frozenset[str] = frozenset()
+    """The dests of the flags a command line (or a manifest's) gave."""
 
 
 def _fmt(value: object) -> str:
@@ -735,10 +758,17 @@ def _schedule(value: object, path: str) -> tuple[tuple[int, int, int], ...]:
 
 
 def parse_config(
-    raw: object, base_dir: Path, overrides: Overrides = NO_OVERRIDES, notes: list[str] | None = None
+    raw: object,
+    base_dir: Path,
+    overrides: Overrides = NO_OVERRIDES,
+    notes: list[str] | None = None,
+    unmodelled: list[str] | None = None,
 ) -> tuple[PlanInput, list[str]]:
     """Validate a parsed YAML document and build the planner input; `notes` (when given) gets how
-    an input was read where it is not literal (a patch release, a GPU's family).
+    an input was read where it is not literal (a patch release, a GPU's family). The document's top
+    level is read as `vllm serve --config FILE` reads it: every flag of the release, in either
+    spelling, plus cgplan's own `cgplan:` section; `unmodelled` (when given) gets each flag cgplan
+    plans without (refused under `overrides.strict`).
 
     Raises:
         ConfigError: located at the offending key (the caller adds the file name).
@@ -746,8 +776,36 @@ def parse_config(
     if raw is None:
         raise ConfigError("", "the config is empty (expected a mapping with at least 'model')")
     notes = notes if notes is not None else []
-    doc = _snake_keys(_mapping(raw, "<root>"), "")
-    ignored = _check_keys(doc, _TOP_KEYS, "", ignored=IGNORED_TOP_KEYS, unmodelled=UNMODELLED_TOP_KEYS)
+    top = _mapping(raw, "<root>")
+    _snake_keys(top, "")  # a key given in both spellings: refused whichever way it is read
+    if _read_as_written(top):
+        return _parse_document(top, base_dir, overrides, notes)
+    # Imported here: the common config (cgplan's own keys, as written) does not pay for the table.
+    from cgplan.io.vllm_args import read_config_document
+
+    for key in top:
+        if not isinstance(key, str):
+            raise _err("<root>", "keys must be strings", key)
+    parsed = read_config_document(
+        top, base_dir=base_dir, vllm_version=overrides.vllm_version, strict=overrides.strict
+    )
+    notes += parsed.notes
+    if unmodelled is not None:
+        unmodelled += parsed.unmodelled
+    try:
+        inp, ignored = _parse_document(parsed.doc, base_dir, overrides, notes)
+    except ConfigError as e:
+        raise parsed.locate(e) from None
+    return inp, [*parsed.ignored, *ignored]
+
+
+def _parse_document(
+    raw: Mapping[str, Any], base_dir: Path, overrides: Overrides, notes: list[str]
+) -> tuple[PlanInput, list[str]]:
+    """`parse_config` of a document in cgplan's own schema (`_TOP_KEYS`, as `_read_as_written` holds
+    or `read_config_document` built it)."""
+    doc = _snake_keys(raw, "")
+    ignored = _check_keys(doc, _TOP_KEYS, "")
     cg = _snake_keys(_mapping(doc.get("cgplan") or {}, "cgplan"), "cgplan")
     _check_keys(cg, _CGPLAN_KEYS, "cgplan")
 
@@ -1196,25 +1254,86 @@ def load_config(
     path: str | Path, overrides: Overrides = NO_OVERRIDES, base_dir: Path | None = None
 ) -> LoadedConfig:
     """Read and validate a YAML config file; relative paths in it start from `base_dir` (default:
-    the working directory, as in vLLM).
+    the working directory, as in vLLM). The file may also be what is deployed (issue 28): a
+    Kubernetes manifest (one document, or a Helm-rendered stream of them) whose vLLM container is
+    planned as the command line it runs, or a list of that container's args.
 
     Raises:
         ConfigError: with the file name in front of the located message.
     """
     p = Path(path)
     source = str(path)
+    base = Path.cwd() if base_dir is None else base_dir
     try:
         if source == "-":  # stdin, as `-` is for every file cgplan reads
             source = STDIN
-        raw = read_yaml(p, what="config file", source=source)
+        text = read_text(p, what="config file", source=source, keep_bom=True)
+        try:
+            raw = parse_yaml(text, source, exact=True)  # as vLLM's safe_load reads it
+        except ReadError as e:
+            if not another_document(e):
+                raise
+            docs = parse_yaml_stream(text, source)
+            if not any(isinstance(d, Mapping) and "kind" in d and "apiVersion" in d for d in docs):
+                raise e from None  # a stream of configs: vLLM's safe_load refuses it too
+            return _load_deployed(docs, source, base, overrides)
     except ReadError as e:
         raise e.as_config_error() from None
+    if isinstance(raw, Mapping) and "kind" in raw and "apiVersion" in raw:
+        return _load_deployed([raw], source, base, overrides)
+    if (
+        isinstance(raw, list)
+        and all(isinstance(w, str | int | float) for w in raw)
+        and any(str(w).startswith("--") for w in raw)
+    ):  # a container's args (one flag at least: a list of words is not an args list by chance)
+        return _load_deployed(raw, source, base, overrides, args_list=True)
     notes: list[str] = []
+    unmodelled: list[str] = []
     try:
         # Relative paths (model:, speculative_config.model, cgplan.model_config) start from the
         # working directory, as in vLLM, which hands them to Hugging Face's loader unchanged; the
         # same rule as for `--vllm-args "serve --config FILE"`.
-        inp, ignored = parse_config(raw, Path.cwd() if base_dir is None else base_dir, overrides, notes)
+        inp, ignored = parse_config(raw, base, overrides, notes, unmodelled)
     except ConfigError as e:
         raise e.located(source) from None
-    return LoadedConfig(inp, source, tuple(ignored), tuple(notes))
+    return LoadedConfig(
+        inp,
+        source,
+        tuple(ignored),
+        (*notes, *(f"not modelled: {u}" for u in unmodelled)),
+        tuple(unmodelled),
+        raw if isinstance(raw, Mapping) else None,
+    )
+
+
+def _load_deployed(
+    docs: list[Any], source: str, base_dir: Path, overrides: Overrides, *, args_list: bool = False
+) -> LoadedConfig:
+    """A manifest's vLLM container (or a list of its args) planned as the command line it runs."""
+    # Imported here: a config file (the common path) needs neither.
+    from cgplan.io.deploy import args_command, manifest_command
+    from cgplan.io.vllm_args import read_deployed
+
+    try:
+        deployed = args_command(docs) if args_list else manifest_command(docs)
+    except ConfigError as e:
+        raise e.located(source) from None
+    notes: list[str] = []
+    try:
+        parsed, (inp, ignored) = read_deployed(
+            deployed,
+            base_dir=base_dir,
+            overrides=overrides,
+            parse=lambda doc: parse_config(doc, base_dir, overrides, notes),
+        )
+    except ConfigError as e:
+        raise e.located(source) from None
+    return LoadedConfig(
+        inp,
+        source,
+        tuple(parsed.ignored + ignored),
+        (*parsed.notes, *notes, *(f"not modelled: {u}" for u in parsed.unmodelled)),
+        tuple(parsed.unmodelled),
+        None,
+        parsed.given,
+    )

@@ -71,10 +71,14 @@ if TYPE_CHECKING:
     import yaml
 
 
-def yaml_loader() -> type[yaml.SafeLoader]:
-    """libyaml's loader when PyYAML was built with it (several times faster), else the pure one."""
+def yaml_loader(*, exact: bool = False) -> type[yaml.SafeLoader]:
+    """libyaml's loader when PyYAML was built with it (several times faster), else the pure one;
+    with `exact`, PyYAML's own `SafeLoader`, which is what `yaml.safe_load` (and so `vllm serve
+    --config`) uses: libyaml accepts documents it refuses (a tab before a comment, `key:<TAB>value`)."""
     import yaml
 
+    if exact:
+        return yaml.SafeLoader
     loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return loader
 
@@ -324,9 +328,10 @@ def open_binary(
     return os.fdopen(fd, "rb")
 
 
-def decode_text(data: bytes, shown: str, errors: str = "strict") -> str:
-    """UTF-8 (a leading byte-order mark dropped); a bad byte located at line and column."""
-    if data.startswith(codecs.BOM_UTF8):
+def decode_text(data: bytes, shown: str, errors: str = "strict", *, keep_bom: bool = False) -> str:
+    """UTF-8 (a leading byte-order mark dropped, unless `keep_bom`: Python's `open()` keeps it, and
+    `yaml.safe_load` then skips one at the start, not two); a bad byte located at line and column."""
+    if data.startswith(codecs.BOM_UTF8) and not keep_bom:
         data = data[len(codecs.BOM_UTF8) :]
     try:
         return data.decode("utf-8", errors)
@@ -346,10 +351,12 @@ def read_text(
     gunzip: bool = False,
     errors: str = "strict",
     source: str | None = None,
+    keep_bom: bool = False,
 ) -> str:
     """`read_bytes` decoded as UTF-8 (`errors="replace"` for logs, which may hold any bytes)."""
     shown = source if source is not None else str(path)
-    return decode_text(read_bytes(path, what=what, limit=limit, gunzip=gunzip, source=shown), shown, errors)
+    data = read_bytes(path, what=what, limit=limit, gunzip=gunzip, source=shown)
+    return decode_text(data, shown, errors, keep_bom=keep_bom)
 
 
 # ---------------------------------------------------------------- YAML
@@ -507,6 +514,9 @@ _FALSE = frozenset(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "
 _NULL = frozenset(("null", "Null", "NULL"))
 _NOT_KEYS = _TRUE | _FALSE | _NULL
 """Plain keys PyYAML reads as a bool or None, not a string: left to it."""
+_MAX_SIMPLE_KEY = 1000
+"""Longer keys go to PyYAML: its scanner drops a simple key whose `:` is more than 1,024
+characters past its start (`stale_possible_simple_keys`), which refuses the document."""
 _PLAIN_MAX_DEPTH = 16
 """Nested collections the plain reader reads (a config has three or four); deeper goes to PyYAML."""
 
@@ -568,7 +578,7 @@ def _flow(line: str, i: int, depth: int, nodes: _Nodes, scalars: dict[str, Any])
     if m := _SIMPLE_MAP.match(line, i):
         pairs: dict[str, Any] = {}
         for name, token in _PAIR.findall(line, i, m.end()):
-            if name in pairs or name in _NOT_KEYS:
+            if name in pairs or name in _NOT_KEYS or len(name) > _MAX_SIMPLE_KEY:
                 raise _NotPlain
             value = scalars.get(token, _NotPlain)
             if value is _NotPlain:
@@ -594,7 +604,7 @@ def _flow(line: str, i: int, depth: int, nodes: _Nodes, scalars: dict[str, Any])
                 if m is None:
                     raise _NotPlain
                 key = m.group(1)
-                if key in out or key in _NOT_KEYS:
+                if key in out or key in _NOT_KEYS or len(key) > _MAX_SIMPLE_KEY:
                     raise _NotPlain
                 i = m.end() + 1  # the space after the colon (none: the map goes on past the line)
                 while line[i] == " ":
@@ -675,6 +685,8 @@ def _plain_yaml(text: str) -> Any:
     them, and comments: what a cgplan config or traffic histogram is. The value is PyYAML's
     (tests/io/test_yaml_load.py compares them over generated documents and every YAML file of the
     repository). Raises _NotPlain for anything else, for PyYAML to read (and locate its errors)."""
+    if text[:1] == "\ufeff":  # PyYAML's scanner skips one byte-order mark at the start (not two)
+        text = text[1:]
     root: dict[str, Any] = {}
     stack: list[tuple[int, Any]] = [(0, root)]
     """(indent, collection) of every block collection open, the innermost last."""
@@ -737,7 +749,7 @@ def _plain_yaml(text: str) -> Any:
         if m is None:
             raise _NotPlain
         key = m.group(1)
-        if key in top or key in _NOT_KEYS:
+        if key in top or key in _NOT_KEYS or len(key) > _MAX_SIMPLE_KEY:
             raise _NotPlain
         nodes.add(1)
         i = m.end()
@@ -755,19 +767,24 @@ def _plain_yaml(text: str) -> Any:
     return root
 
 
-def parse_yaml(text: str, source: str) -> Any:
-    """One YAML document, checked (depth, expansion, tags, numbers) before it is constructed."""
+def parse_yaml(text: str, source: str, *, exact: bool = False) -> Any:
+    """One YAML document, checked (depth, expansion, tags, numbers) before it is constructed; with
+    `exact` (a file `vllm serve --config` reads) accepted exactly when `yaml.safe_load` accepts it,
+    but for the bounds named above (tests/io/test_yaml_exact.py)."""
     try:
         return _plain_yaml(text)
     except _NotPlain:
-        return _pyyaml_document(text, source)
+        return _pyyaml_document(text, source, exact=exact)
 
 
-def _pyyaml_document(text: str, source: str) -> Any:
+def _pyyaml_document(text: str, source: str, *, exact: bool = False) -> Any:
     """`parse_yaml` through PyYAML (every document `_plain_yaml` does not read)."""
     import yaml
 
-    loader = yaml_loader()(text)
+    try:
+        loader = yaml_loader(exact=exact)(text)
+    except yaml.YAMLError as e:  # the pure reader checks every character first (a control character)
+        raise ReadError(source, _yaml_problem(e)) from None
     try:
         try:
             node = loader.get_single_node()
@@ -791,6 +808,48 @@ def _pyyaml_document(text: str, source: str) -> Any:
             raise ReadError(source, f"invalid YAML: {str(e).split(';')[0] or type(e).__name__}") from None
     finally:
         loader.dispose()
+
+
+def parse_yaml_stream(text: str, source: str) -> list[Any]:
+    """Every document of a YAML stream (`yaml.safe_load_all`: a Helm-rendered manifest), each
+    checked as `parse_yaml` checks one."""
+    import yaml
+
+    try:
+        loader = yaml_loader()(text)
+    except yaml.YAMLError as e:
+        raise ReadError(source, _yaml_problem(e)) from None
+    docs: list[Any] = []
+    try:
+        while True:
+            try:
+                if not loader.check_node():
+                    break
+                node = loader.get_node()
+            except yaml.YAMLError as e:
+                raise ReadError(source, _yaml_problem(e)) from None
+            except RecursionError:
+                raise ReadError(
+                    source, f"invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)"
+                ) from None
+            if node is None:
+                continue
+            prefix = f"[{len(docs)}]"
+            _Checker(loader, source).walk(node, prefix, 0)
+            try:
+                docs.append(loader.construct_document(node))
+            except yaml.YAMLError as e:
+                raise ReadError(source, _yaml_problem(e)) from None
+            except (ValueError, OverflowError, TypeError, RecursionError) as e:
+                raise ReadError(source, f"invalid YAML: {str(e).split(';')[0] or type(e).__name__}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def another_document(err: ReadError) -> bool:
+    """`err` is `parse_yaml` refusing a stream of several documents (`---` between them)."""
+    return err.problem.endswith(("but found another document", "expected a single document in the stream"))
 
 
 def read_yaml(

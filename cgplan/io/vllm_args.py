@@ -32,13 +32,26 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from cgplan.core.vllm.serve_flags import IGNORED, READ, UNMODELLED, ServeFlag, ServeFlags, serve_flags_for
+from cgplan.core.vllm.releases import LATEST_VERSION
+from cgplan.core.vllm.serve_flags import (
+    IGNORED,
+    READ,
+    SERVE_FLAGS,
+    UNMODELLED,
+    ServeFlag,
+    ServeFlags,
+    serve_flags_for,
+    unmodelled_problem,
+)
 from cgplan.errors import ConfigError
-from cgplan.io.config import _err
+from cgplan.io.config import Overrides, _err, _key
+from cgplan.io.deploy import Deployed, docker_command, environment, image_release, is_docker_run
 from cgplan.io.files import ReadError, parse_yaml, read_text
 from cgplan.io.numbers import human_readable_int
+
+_T = TypeVar("_T")
 
 SOURCE = "vllm-args"
 """The `source` of a plan read from a command line (the JSON contract's `source` field)."""
@@ -59,6 +72,7 @@ class _Index:
 
     by_name: dict[str, tuple[ServeFlag, bool]]
     long_names: tuple[str, ...]
+    flags: ServeFlags
 
 
 @functools.cache
@@ -69,7 +83,7 @@ def _index(flags: ServeFlags) -> _Index:
             by_name[n] = (f, True)
         for n in f.negatives:
             by_name[n] = (f, False)
-    return _Index(by_name, tuple(f.names[0] for f in flags.flags))
+    return _Index(by_name, tuple(f.names[0] for f in flags.flags), flags)
 
 
 READ_FLAGS = serve_flags_for(None).names(READ)
@@ -77,7 +91,8 @@ READ_FLAGS = serve_flags_for(None).names(READ)
 IGNORED_FLAGS = serve_flags_for(None).names(IGNORED)
 """Flags accepted and listed as capture-neutral, in the newest release."""
 UNMODELLED_FLAGS = serve_flags_for(None).names(UNMODELLED)
-"""Flags that change capture but that cgplan does not model: refused unless at vLLM's default."""
+"""Flags that can change what cgplan predicts but that it does not model: planned without them, with
+a note (refused under --strict) unless at vLLM's default."""
 
 _UNMODELLED_PROBLEM = (
     "changes what vLLM captures, but cgplan does not model it yet; remove it to plan without it"
@@ -156,7 +171,9 @@ class _Tok:
 
     @property
     def origin(self) -> str | None:
-        return f"{self.file}:{self.key}" if self.file is not None else None
+        if self.file is None:
+            return None
+        return f"{self.file}:{self.key}" if self.file else self.key  # file "": the document itself
 
     def like(self, text: str, shown: str | None = None) -> _Tok:
         return _Tok(text, self.file, self.key, shown if shown is not None else self.shown, self.dotted)
@@ -184,6 +201,15 @@ class VllmArgs:
     doc: dict[str, Any]
     ignored: list[str]
     where: dict[str, str] = field(default_factory=dict)  # doc path → located error path
+    unmodelled: list[str] = field(default_factory=list)
+    """Flags set away from vLLM's default that cgplan does not model, each as a note (`flag value:
+    can change X, which cgplan does not model; planned as if ...`)."""
+    notes: list[str] = field(default_factory=list)
+    """How vLLM read something that is not literal (a `key: false` its --config reader drops)."""
+    document: bool = False
+    """Read from a YAML config's top level (`read_config_document`): errors at its keys."""
+    given: frozenset[str] = frozenset()
+    """The dests of every flag given (the command line and its --config file)."""
 
     def locate(self, err: ConfigError) -> ConfigError:
         """The same error (same class), pointing at the flag (or --config key) that set the value."""
@@ -196,6 +222,8 @@ class VllmArgs:
                 best = key
         if best:
             new_path = self.where[best] + path[len(best) :]
+        elif self.document:
+            return err
         elif path:
             top, dot, rest = path.partition(".")
             new_path = f"{PREFIX}:--{top.replace('_', '-')}{dot}{rest}"
@@ -268,8 +296,8 @@ def _move_model_flag(args: list[str]) -> list[str]:
     return args
 
 
-def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any], ix: _Index) -> list[_Tok]:
-    """vLLM's `load_config_file`: the YAML's keys as flags (origin-tagged); `cgplan:` set aside."""
+def _load_config_file(name: str, base_dir: Path) -> tuple[Mapping[Any, Any], str]:
+    """vLLM's `load_config_file`, first half: the YAML file read (`yaml.safe_load`'s document)."""
     if name.split(".")[-1] not in ("yaml", "yml"):
         raise _fail("--config", "the config file must be YAML", name, "a .yaml or .yml file")
     path = Path(name).expanduser()
@@ -277,45 +305,84 @@ def _load_config_file(name: str, base_dir: Path, cgplan_section: dict[str, Any],
         path = base_dir / path
     label = _short(name)
     try:
-        text = read_text(path, what="config file", source=label)
+        text = read_text(path, what="config file", source=label, keep_bom=True)
     except ReadError as e:  # no such file, a FIFO, /dev/zero, undecodable bytes, too large
         raise _fail("--config", e.problem, name) from None
     try:
-        raw = parse_yaml(text, label)
+        raw = parse_yaml(text, label, exact=True)  # yaml.safe_load's reading
     except ReadError as e:  # bad YAML, an alias bomb, a tag, a 5,000-digit number
         raise _fail(f"{label}:{e.key_path}" if e.key_path else label, e.problem) from None
     if not isinstance(raw, Mapping):
         raise _fail(label, "must be a mapping of vllm serve keys", raw, "key: value pairs")
+    return raw, label
+
+
+def _cgplan_section(raw: Mapping[Any, Any], label: str) -> dict[str, Any]:
+    """The file's `cgplan:` mapping (cgplan's own keys; vLLM has no such flag)."""
+    value = raw.get("cgplan")
+    if not value and not isinstance(value, str):  # absent, null or empty: as the direct reading
+        return {}
+    if not isinstance(value, Mapping):
+        where = f"{label}:cgplan" if label else "cgplan"
+        raise _fail(where, "must be a mapping", value, "key: value pairs")
+    return dict(value)
+
+
+def _file_tokens(raw: Mapping[Any, Any], label: str, ix: _Index, notes: list[str]) -> list[_Tok]:
+    """vLLM's `load_config_file`, second half: each key as flag tokens (origin-tagged), `cgplan:`
+    set aside; `notes` gets each `key: false` vLLM drops where that changes a read flag."""
     toks: list[_Tok] = []
     for key, value in raw.items():
         if not isinstance(key, str):
             raise _fail(label, "keys must be strings", key)
-        flag = _Tok("--" + key, label, _short(key))
         if key == "cgplan":
-            if not isinstance(value, Mapping):
-                raise _fail(f"{label}:cgplan", "must be a mapping", value, "key: value pairs")
-            cgplan_section.update(value)
             continue
+        flag = _Tok("--" + key, label, _short(key) if label else _key(key))
         try:
-            toks += _config_tokens(flag, value, ix)
+            toks += _config_tokens(flag, value, ix, notes)
         except (ValueError, TypeError, RecursionError):  # a cycle, a 5,000-digit number
             raise _fail(flag.origin or label, "cannot be passed as a flag value", value) from None
     return toks
 
 
-def _config_tokens(flag: _Tok, value: object, ix: _Index) -> list[_Tok]:
-    """One YAML key → its flag tokens, as `load_config_file` builds them."""
+def _config_tokens(flag: _Tok, value: object, ix: _Index, notes: list[str]) -> list[_Tok]:
+    """One YAML key → its flag tokens, as `load_config_file` builds them: `true` → `--key`, `false` →
+    `--no-key` where the parser has that very string (0.28+; the key as written, so `enforce_eager:
+    false` finds no `--no-enforce_eager` and is dropped), a list → `--key a b`, a mapping → JSON."""
     if isinstance(value, bool):
         entry = ix.by_name.get(_normalise(flag.text))
+        if value and entry is not None and entry[0].arity in ("one", "many"):
+            raise _fail(
+                flag.origin or flag.text,
+                f"expects a value, not true (vLLM's --config reader makes `true` the bare flag "
+                f"{entry[0].names[0]}, which argparse refuses)",
+                value,
+                f"{flag.text[2:]}: VALUE",
+            )
         if value or entry is None:  # an unknown key is still reported, whatever its value
             return [flag]
-        if entry[0].arity == "bool":  # vLLM: `--no-key` where that flag exists, else dropped
-            return [flag.like("--no-" + flag.text[2:])]
+        no_key = "--no-" + flag.text[2:]
+        if ix.flags.config_false_forms and no_key in ix.by_name:
+            return [flag.like(no_key)]
+        if entry[0].role != IGNORED and entry[0].arity == "bool":
+            dashed = flag.text[2:].replace("_", "-")
+            how = (
+                f"it looks for {no_key}, which is not an option: write {dashed}: false"
+                if ix.flags.config_false_forms
+                else "this release drops every `key: false`: pass --no-... on the command line"
+            )
+            notes.append(
+                f"{flag.origin}: false is dropped by vLLM's --config reader ({how}), so vLLM keeps "
+                f"{entry[0].names[0]}'s default"
+            )
         return []
+    entry = ix.by_name.get(_normalise(flag.text))
+    if entry is not None and entry[0].arity in ("bool", "none") and value != []:  # `--flag VALUE`: refused
+        raise _fail(flag.origin or flag.text, "must be true or false", value, "a boolean")
     if isinstance(value, list):
         return [flag, *(flag.like(str(item)) for item in value)] if value else []
     if isinstance(value, dict):
-        return [flag, flag.like(json.dumps(value, default=str))]
+        return [flag, flag.like(json.dumps(value))]  # vLLM: a date in it fails too
     return [flag, flag.like(str(value))]
 
 
@@ -445,7 +512,7 @@ def _parse(toks: list[_Tok], ix: _Index) -> tuple[_Tok | None, dict[str, _Val], 
         loc = tok.origin or shown
         entry = ix.by_name.get(name)
         if entry is None:
-            raise _unknown(name, tok.origin, ix)
+            raise _unknown(name, tok.origin, ix, word="key" if tok.file == "" else "flag")
         flag, positive = entry
         previous = (flag, loc)
         raw: Any
@@ -477,7 +544,7 @@ def _parse(toks: list[_Tok], ix: _Index) -> tuple[_Tok | None, dict[str, _Val], 
     return model, values, history
 
 
-def _unknown(name: str, origin: str | None, ix: _Index) -> ConfigError:
+def _unknown(name: str, origin: str | None, ix: _Index, word: str = "flag") -> ConfigError:
     if name == "--config" or name.startswith("--config="):
         return _fail(
             origin or "--config",
@@ -491,15 +558,31 @@ def _unknown(name: str, origin: str | None, ix: _Index) -> ConfigError:
             f"unknown flag; {name.partition('=')[0]} is a cgplan option: give it before `--`",
             expected="cgplan plan [OPTIONS] -- serve MODEL [FLAGS...]",
         )
-    close = difflib.get_close_matches(name[:80], [*ix.long_names, *ix.by_name], n=1, cutoff=0.6)
+    bare = name.partition("=")[0]
+    if bare in ("-h", "--help"):
+        return _fail(
+            origin or _short(name),
+            "vllm serve prints its help and exits: there is nothing to plan",
+            expected="the flags of the server to plan",
+        )
+    version = ix.flags.since
+    other = [e.since for e in SERVE_FLAGS if bare in _index(e).by_name]
+    if other:
+        has = other[0] if len(other) == 1 else f"{other[0]} to {other[-1]}"
+        return _fail(
+            origin or _short(name),
+            f"not a flag of vLLM {version}'s vllm serve (it is one of vLLM {has})",
+            expected=f"a flag of vLLM {version}, or that release: --vllm-version or cgplan.vllm_version",
+        )
+    close = difflib.get_close_matches(bare[:80], [*ix.long_names, *ix.by_name], n=1, cutoff=0.6)
     hint = ""
     if close:
         suggestion = close[0][2:].replace("-", "_") if origin else close[0]
         hint = f"; did you mean '{suggestion}'?"
     return _fail(
         origin or _short(name),
-        f"unknown flag{hint}",
-        expected="a vllm serve flag that cgplan reads or lists as capture-neutral",
+        f"unknown {word}{hint}",
+        expected=f"a flag of vLLM {version}'s vllm serve",
     )
 
 
@@ -588,16 +671,37 @@ def _model(
     )
 
 
+def _release_index(vllm_version: str | None, cgplan_section: Mapping[str, Any]) -> _Index:
+    """The flags of the release planned with: --vllm-version, else the file's cgplan.vllm_version."""
+    release = vllm_version or cgplan_section.get("vllm_version", cgplan_section.get("vllm-version"))
+    return _index(serve_flags_for(release if isinstance(release, str) else None))
+
+
 def read_vllm_args(
-    argv: Sequence[str], *, model_config: Path | None, base_dir: Path, vllm_version: str | None = None
+    argv: Sequence[str],
+    *,
+    model_config: Path | None,
+    base_dir: Path,
+    vllm_version: str | None = None,
+    strict: bool = False,
+    deployed: Deployed | None = None,
 ) -> VllmArgs:
     """Read a `vllm serve` command line into cgplan's config schema (see the module docstring), with
     the flags of `vllm_version` (as given: --vllm-version), else of the --config file's
-    `cgplan.vllm_version`, else of the newest release (`serve_flags_for`).
+    `cgplan.vllm_version`, else of the newest release (`serve_flags_for`). A flag cgplan does not
+    model, set away from vLLM's default, is a note in `unmodelled`, or refused with `strict`.
 
     Raises:
         ConfigError: located as `--vllm-args:<flag>: problem (got X; expected Y)`.
     """
+    if deployed is None and is_docker_run(argv):
+        try:
+            deployed = docker_command(argv)
+        except ConfigError as e:
+            raise _fail(e.path, e.problem) from None
+    if deployed is not None:
+        argv = deployed.argv
+        vllm_version = vllm_version or image_release(deployed.image)
     env, rest = _env_prefix(list(argv))
     args = _move_model_flag(_strip_program(rest))
     for arg in args:
@@ -605,6 +709,7 @@ def read_vllm_args(
             raise _unknown(arg, None, _index(serve_flags_for(vllm_version)))
     cgplan_section: dict[str, Any] = {}
     config_label: str | None = None
+    notes: list[str] = []
     toks = [_Tok(a) for a in args]
     if args.count("--config") > 1:
         raise _fail("--config", "given more than once (vLLM refuses that)", expected="one --config FILE")
@@ -613,9 +718,9 @@ def read_vllm_args(
         if index == len(args) - 1:
             raise _fail("--config", "expects a file", expected="--config FILE.yaml")
         config_label = args[index + 1]
-        file_toks = _load_config_file(
-            config_label, base_dir, cgplan_section, _index(serve_flags_for(vllm_version))
-        )
+        raw, label = _load_config_file(config_label, base_dir)
+        cgplan_section = _cgplan_section(raw, label)
+        file_toks = _file_tokens(raw, label, _release_index(vllm_version, cgplan_section), notes)
         model_in_cli = not args[0].startswith("-")
         if not model_in_cli and not any(t.text == "--model" for t in file_toks):
             raise _fail(
@@ -625,15 +730,14 @@ def read_vllm_args(
             )
         head = toks[:1] if model_in_cli else []
         toks = [*head, *file_toks, *toks[len(head) : index], *toks[index + 2 :]]
-    # The flags of the release planned with: --vllm-version, else the --config file's cgplan section.
-    release = vllm_version or cgplan_section.get("vllm_version")
-    ix = _index(serve_flags_for(release if isinstance(release, str) else None))
+    ix = _release_index(vllm_version, cgplan_section)
     model, values, history = _parse(_dotted_pass(_dash_pass(toks)), ix)
     if model_config is None:  # cgplan.model_config in the --config file: a hub MODEL's shape
         mc = cgplan_section.get("model_config", cgplan_section.get("model-config"))
         if isinstance(mc, str) and mc.strip():
             model_config = Path(mc)
-    parsed = _build(model, values, history, model_config, base_dir)
+    parsed = _build(model, values, history, model_config, base_dir, strict=strict)
+    parsed.notes[:0] = notes
     if cgplan_section:
         cg = {**cgplan_section, **parsed.doc.get("cgplan", {})}  # --attention-backend wins over the file
         parsed.doc["cgplan"] = cg
@@ -644,7 +748,167 @@ def read_vllm_args(
         cg["env"] = {**(file_env if isinstance(file_env, Mapping) else {}), **env}
         for name in env:
             parsed.where[f"cgplan.env.{name}"] = f"{PREFIX}:{_short(name)}="
+    if deployed is not None:
+        _apply_deployed(parsed, deployed, vllm_version, strict=strict)
     return parsed
+
+
+def _apply_deployed(parsed: VllmArgs, d: Deployed, vllm_version: str | None, *, strict: bool) -> None:
+    """The image's release and the container's environment, into the read command line."""
+    cg = parsed.doc.setdefault("cgplan", {})
+    release = image_release(d.image)
+    if "vllm_version" not in cg and vllm_version is not None:
+        cg["vllm_version"] = vllm_version
+        if release is not None and vllm_version == release:
+            parsed.where["cgplan.vllm_version"] = f"{PREFIX}:{d.image_where}"
+    elif d.image is not None and release is None and "vllm_version" not in cg:
+        parsed.notes.append(
+            f"{d.image_where}: {d.image} names no vLLM release in its tag: planned with vLLM "
+            f"{LATEST_VERSION}'s rules (--vllm-version to choose)"
+        )
+    if d.gpu is not None and "platform" not in cg:
+        cg["platform"] = d.gpu
+        parsed.where["cgplan.platform"] = f"{PREFIX}:{d.gpu_where}"
+    runner, unmodelled, ignored = environment(d)
+    if runner is not None:
+        cg["model_runner"] = runner
+    for where, note in unmodelled:
+        if strict:
+            raise _fail(where, f"{note}; --strict refuses it")
+        parsed.unmodelled.append(f"{where}: {note}; planned as if it were unset (--strict refuses it)")
+    parsed.ignored += [f"env {name}" for name in ignored]
+    if not cg:
+        del parsed.doc["cgplan"]
+
+
+def read_deployed(
+    d: Deployed,
+    *,
+    base_dir: Path,
+    overrides: Overrides,
+    parse: Callable[[dict[str, Any]], _T],
+) -> tuple[VllmArgs, _T]:
+    """A deployed container's command read as `read_vllm_args` reads a command line, then `parse`d
+    (cgplan's config reader); every error located at the part of the manifest it comes from
+    (`spec.template.spec.containers[0].args[3]: --max-num-seqs: ...`).
+
+    Raises:
+        ConfigError: located at the manifest's key path (the caller adds the file name).
+    """
+    for i, word in enumerate(d.argv):
+        if word == "--config" or word.startswith("--config="):
+            raise ConfigError(
+                d.where[i],
+                "--config FILE: a file inside the container, which cgplan cannot read (expected the "
+                "flags in the manifest, or plan that YAML: cgplan plan FILE)",
+            )
+    try:
+        parsed = read_vllm_args(
+            d.argv,
+            model_config=overrides.model_config,
+            base_dir=base_dir,
+            vllm_version=overrides.vllm_version,
+            strict=overrides.strict,
+            deployed=d,
+        )
+        try:
+            result = parse(parsed.doc)
+        except ConfigError as e:
+            raise parsed.locate(e) from None
+    except ConfigError as e:
+        raise _at_deployed(e, d) from None
+    return parsed, result
+
+
+def _at_deployed(err: ConfigError, d: Deployed) -> ConfigError:
+    """`err` (located at a flag: `--vllm-args:--max-num-seqs`) at the manifest word it came from."""
+    if not err.path.startswith(PREFIX):
+        return err
+    loc = err.path.removeprefix(PREFIX).removeprefix(":")
+    known = {*d.where, d.image_where, d.gpu_where, *(w for _, _, w in d.env)}
+    if loc in known:
+        path, problem = loc, err.problem
+    else:
+        name = loc if loc == "MODEL" else loc.split(".")[0].split("=")[0]
+        index = _word_index(d.argv, name)
+        path = d.where[index] if index is not None else d.container
+        problem = f"{loc}: {err.problem}" if loc else err.problem
+    located = err.__class__.__new__(err.__class__)
+    located.__dict__.update(err.__dict__)
+    located.path, located.problem, located.source = path, problem, None
+    located.message = f"{path}: {problem}" if path else problem
+    located.args = (located.message,)
+    return located
+
+
+def _word_index(argv: list[str], name: str) -> int | None:
+    """The word of `argv` an error names: the model (after `vllm serve`, or --model's value), or the
+    last occurrence of a flag (the one argparse keeps)."""
+    if name == "MODEL":
+        for i, word in enumerate(argv):
+            if word == "--model" and i + 1 < len(argv):
+                return i + 1
+            if word.startswith("--model="):
+                return i
+        return 2 if len(argv) > 2 and argv[:2] == ["vllm", "serve"] and not argv[2].startswith("-") else None
+    for i in range(len(argv) - 1, -1, -1):
+        word = argv[i]
+        if (
+            word == name
+            or word.startswith((name + "=", name + "."))
+            or (name == "-O" and word.startswith("-O"))
+        ):
+            return i
+    return None
+
+
+def read_config_document(
+    raw: Mapping[Any, Any],
+    *,
+    base_dir: Path,
+    vllm_version: str | None = None,
+    strict: bool = False,
+) -> VllmArgs:
+    """A YAML config's top level read as `vllm serve --config FILE` reads it (every key a flag of
+    the release, in either spelling; `cgplan:` kept as cgplan's own section), into cgplan's config
+    schema. `model:` stays as written: the config reader resolves it (and cgplan.model_config).
+
+    Errors and `where` are located at the document's own keys (`key` or `key.path`), for the caller
+    to put the file name in front.
+
+    Raises:
+        ConfigError: located at the key that set the offending value.
+    """
+    try:
+        cgplan_section = _cgplan_section(raw, "")
+        notes: list[str] = []
+        ix = _release_index(vllm_version, cgplan_section)
+        toks = _file_tokens(raw, "", ix, notes)
+        _, values, history = _parse(_dotted_pass(_dash_pass(toks)), ix)
+        parsed = _build(None, values, history, None, base_dir, strict=strict, document=True)
+    except ConfigError as e:
+        raise _in_document(e) from None
+    parsed.notes[:0] = notes
+    parsed.where = {k: _unprefixed(v) for k, v in parsed.where.items()}
+    parsed.document = True
+    if cgplan_section:
+        parsed.doc["cgplan"] = {**cgplan_section, **parsed.doc.get("cgplan", {})}
+        parsed.where["cgplan"] = "cgplan"
+    return parsed
+
+
+def _unprefixed(path: str) -> str:
+    return path.removeprefix(PREFIX).removeprefix(":")
+
+
+def _in_document(err: ConfigError) -> ConfigError:
+    """`err` located at the document's key (no `--vllm-args:` in front)."""
+    located = err.__class__.__new__(err.__class__)
+    located.__dict__.update(err.__dict__)
+    located.path = _unprefixed(err.path)
+    located.message = f"{located.path}: {err.problem}" if located.path else err.problem
+    located.args = (located.message,)
+    return located
 
 
 def _build(
@@ -653,41 +917,53 @@ def _build(
     history: dict[str, list[_Val]],
     model_config: Path | None,
     base_dir: Path,
+    *,
+    strict: bool = False,
+    document: bool = False,
 ) -> VllmArgs:
     doc: dict[str, Any] = {}
     where: dict[str, str] = {}
     ignored: list[str] = []
+    unmodelled: list[str] = []
 
     def put(key: str, value: Any, val: _Val) -> None:
         doc[key] = value
         where[key] = f"{PREFIX}:{val.loc}"
 
-    for dest, vals in history.items():
+    for dest, vals in list(history.items()):
         flag = vals[-1].flag
-        if flag.role == IGNORED and flag.names[0] not in ignored:
-            ignored.append(flag.names[0])
+        name = vals[-1].loc if document else flag.names[0]  # a document lists its keys as written
+        if flag.role == READ and dest in _OPTIONAL and str(vals[-1].raw) in ("None", ""):
+            del values[dest]  # vLLM's optional_type: `--key None` (a YAML null) is the default
+            continue
+        if flag.role == IGNORED and name not in ignored:
+            ignored.append(name)
         elif flag.role == UNMODELLED:
             val = vals[-1]
-            at_default = (flag.arity == "bool" and not val.positive) or (
-                flag.default is not None and str(val.raw).strip() == flag.default
-            )
-            if not at_default:
-                got = val.raw if val.raw is not None else val.loc
-                expected = f"{flag.default}, vLLM's default" if flag.default else "the flag left out"
+            if flag.at_default(val.positive, val.raw):
+                ignored.append(name)
+                continue
+            if strict:
                 raise _fail(
-                    val.loc,
-                    _UNMODELLED_PROBLEM,
-                    got,
-                    expected,
+                    val.loc, f"{unmodelled_problem(flag)}; --strict refuses it", _given(val), _no_op(flag)
                 )
-            ignored.append(flag.names[0])
+            shown = _shown_value(val)
+            unmodelled.append(
+                f"{val.spelled}{' ' + shown if shown else ''}: {unmodelled_problem(flag)}; "
+                f"planned as if it were {_no_op(flag)} (--strict refuses it)"
+            )
         elif dest in ("speculative_config", "compilation_config", "attention_config"):
             last = vals[-1]
             ignored += [
                 f"{v.spelled} (replaced by the later {last.spelled}, as vLLM does)" for v in vals[:-1]
             ]
 
-    model_path, model_where = _model(model, values, model_config, base_dir)
+    if not document or "hf_config_path" in values:
+        model_path, model_where = _model(model, values, model_config, base_dir)
+    elif (m := values.get("model")) is not None:  # the config reader resolves it (cgplan.model_config)
+        model_path, model_where = m.raw, f"{PREFIX}:{m.loc}"
+    else:
+        raise ConfigError("model", "missing (expected a local folder with a Hugging Face config.json)")
     doc["model"] = model_path
     where["model"] = model_where
 
@@ -748,7 +1024,48 @@ def _build(
     backend = _attention(values, where)
     if backend is not None:
         doc["cgplan"] = {"attention_backend": backend}
-    return VllmArgs(doc, ignored, where)
+    return VllmArgs(doc, ignored, where, unmodelled, given=frozenset(values))
+
+
+_OPTIONAL = frozenset(
+    (
+        "hf_config_path",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "speculative_config",
+        "spec_method",
+        "spec_model",
+        "spec_tokens",
+        "cudagraph_capture_sizes",
+        "max_cudagraph_capture_size",
+        "attention_backend",
+    )
+)
+"""Read flags of `X | None` EngineArgs fields (vllm/engine/arg_utils.py): their `optional_type`
+reads `None` (and an empty value) as the default."""
+
+
+def _given(val: _Val) -> object:
+    """The value given, for `got ...`: the text, or the flag as written for a boolean."""
+    if val.raw is None:
+        return val.loc if val.positive else f"{val.loc} (false)"
+    return val.raw
+
+
+def _shown_value(val: _Val) -> str:
+    if val.raw is None:
+        return "" if val.positive else "(false)"
+    text = " ".join(val.raw) if isinstance(val.raw, list) else str(val.raw)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _no_op(flag: ServeFlag) -> str:
+    """What the plan assumes for an unmodelled flag: vLLM's default, in words."""
+    if flag.default is None:
+        return "left out (vLLM's default)"
+    if flag.arity in ("bool", "none"):
+        return f"{flag.default.lower()} (vLLM's default)"
+    return f"{flag.default or repr('')} (vLLM's default)"
 
 
 def _speculative(values: dict[str, _Val], put: _Put, where: dict[str, str]) -> None:

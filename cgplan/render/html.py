@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from cgplan.core.model.reports import CaptureReport, PlanDocument, ReqRange
+from cgplan.render.summary import CONFIG_LINES_TITLE
 
 COLORS = {"FULL": "#2e7d32", "PIECEWISE": "#f9a825", "NONE": "#c62828", "-": "#bdbdbd"}
 LABELS = {"FULL": "FULL graph", "PIECEWISE": "PIECEWISE graph", "NONE": "EAGER", "-": "other tier"}
@@ -323,7 +324,13 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
             f'<p class="{"fix" if f.complete else "gap"}">{label}: '
             f"{escape('; '.join(f.changes))}</p>"
             f'<pre class="flags">{escape(f.command_line or " ".join(f.flags))}</pre>'
-            f'<p class="muted">{escape(f.summary)}'
+            + (
+                f'<p class="muted">{escape(CONFIG_LINES_TITLE)}</p>'
+                f'<pre class="flags">{escape(chr(10).join(f.config_lines))}</pre>'
+                if f.config_lines
+                else ""
+            )
+            + f'<p class="muted">{escape(f.summary)}'
             + (f" — partial: {escape(f.still_open)}" if f.still_open else "")
             + "</p>"
         )

@@ -7,6 +7,7 @@ import io
 
 from cgplan.core.model.types import Plan
 from cgplan.render.summary import (
+    CONFIG_LINES_TITLE,
     EAGER,
     assumed_lines,
     cost_lines,
@@ -131,6 +132,10 @@ def render_table(
             console.print(Text(f"{title}: ", style=style) + Text(f.command_line, style=style), soft_wrap=True)
             for line in fix_details(f):
                 console.print(f"  {line}", overflow="fold")
+            if f.config_lines:
+                console.print(f"  {CONFIG_LINES_TITLE}", overflow="fold")
+                for line in f.config_lines:  # unbroken, like the flags: they paste whole
+                    console.print(Text(f"    {line}"), soft_wrap=True)
         if not plan.fixes:
             console.print(
                 "no flag change closes them within the default gate's budgets "
@@ -182,6 +187,9 @@ def render_markdown(plan: Plan, *, source: str | None = None) -> str:
         for i, f in enumerate(plan.fixes):
             out.append(f"- {fix_title(plan, i)}: `{f.command_line}`")
             out += [f"  - {line}" for line in fix_details(f)]
+            if f.config_lines:
+                out += [f"  - {CONFIG_LINES_TITLE}", "", "    ```yaml", *(f"    {x}" for x in f.config_lines)]
+                out += ["    ```"]
         if not plan.fixes:
             out.append("- no flag change closes them within the default gate's budgets")
     else:

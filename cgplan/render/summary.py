@@ -354,6 +354,10 @@ def _where(plan: Plan, high_mib: float) -> str:
     )
 
 
+CONFIG_LINES_TITLE = "in the YAML, set (paste at its end: each line replaces the key it names):"
+"""What precedes a fix's config lines in the table and the markdown."""
+
+
 def cost_lines(plan: Plan) -> list[str]:
     """The predicted memory and capture time, in a few lines (nothing without a prediction).
 

@@ -21,6 +21,7 @@ from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import MODEL_RUNNERS, PERFORMANCE_MODES, SPEC_METHODS
 from cgplan.core.vllm.attention import KNOWN_BACKENDS
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
+from cgplan.core.vllm.serve_flags import READ, serve_flags_for
 from cgplan.io import config as cfg
 from cgplan.io.policies import KEYS as POLICY_KEYS
 from tests.fuzz.harness import EXAMPLES, H200, MODELS
@@ -311,11 +312,17 @@ top_spec: dict[str, Any] = {
 }
 
 
+OTHER_FLAG_KEYS = tuple(
+    f.dest for f in serve_flags_for(None).flags if f.role != READ and f.dest not in top_spec
+)
+"""Every other flag of the newest release, as a top-level key (neutral or not modelled, #28)."""
+
+
 @st.composite
 def config_doc(draw: st.DrawFn) -> Any:
     """A config document: every known key, each mostly valid, sometimes wrong."""
     noise = pick(draw, (5, 3, 2))
-    doc = draw(sections(top_spec, extra=cfg.IGNORED_TOP_KEYS + cfg.UNMODELLED_TOP_KEYS, noise=noise == 2))
+    doc = draw(sections(top_spec, extra=OTHER_FLAG_KEYS, noise=noise == 2))
     if noise == 1:  # one wrong value somewhere, the rest valid
         where = doc
         path = draw(

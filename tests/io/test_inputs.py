@@ -45,6 +45,8 @@ def plan_json(
     doc.pop("source")
     doc.pop("ignored_keys")
     doc.pop("fingerprint", None)
+    for fix in doc["fixes"]:
+        fix.pop("config_lines", None)  # the same fix as lines of the YAML: a YAML target only
     return dict(doc)
 
 

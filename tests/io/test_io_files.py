@@ -314,7 +314,10 @@ def test_human_readable_integers_agree_in_yaml_and_on_the_command_line(tmp_path:
     path = tmp_path / "serve.yaml"
     path.write_text(f"model: {TINY}\nmax_num_batched_tokens: 1.5K\n")
     refused(
-        ["plan", str(path)], path, r"serve\.yaml:max_num_batched_tokens: must be an integer \(got '1\.5K'"
+        ["plan", str(path)],
+        path,
+        r"serve\.yaml:max_num_batched_tokens: decimals are not allowed with binary suffixes; did you mean "
+        r"1\.5k\? \(got '1\.5K'",
     )
     refused(
         ["plan", "--vllm-args", f"serve {TINY} --max-num-batched-tokens 1.5K"],
@@ -337,8 +340,9 @@ def test_every_file_is_read_through_the_one_reader() -> None:
             r"^import (gzip|zlib)|gzip\.decompress|yaml\.safe_load|json\.loads?\(", p.read_text(), re.M
         )
     )
-    # io/vllm_args: JSON flag values, not files (io/logs streams a log through io.files.gunzip_blocks)
-    assert users == ["io/files.py", "io/vllm_args.py"], users
+    # io/vllm_args and io/config_fix: JSON flag values, not files (io/logs streams a log through
+    # io.files.gunzip_blocks)
+    assert users == ["io/config_fix.py", "io/files.py", "io/vllm_args.py"], users
     # one gzip reader (io.files.gunzip_blocks): logs and traffic files both expand through it
     gzip_readers = sorted(
         str(p.relative_to(root))

@@ -16,12 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgplan.api.plan import plan_vllm_args
-from cgplan.core.vllm.serve_flags import IGNORED, UNMODELLED, serve_flags_for
 from cgplan.errors import ConfigError, ConfigRejected
-from cgplan.io import config as cfg
 from cgplan.io.numbers import human_readable_int
 from cgplan.io.vllm_args import (
     parse_vllm_args,
+    read_vllm_args,
     split_vllm_args,
 )
 from tests.cli_helpers import run
@@ -39,9 +38,11 @@ def parse(
     return parse_vllm_args(shlex.split(line), model_config=model_config, base_dir=base)
 
 
-def refused(line: str, *, base: Path = ROOT, model_config: Path | None = None) -> str:
+def refused(
+    line: str, *, base: Path = ROOT, model_config: Path | None = None, version: str | None = None
+) -> str:
     with pytest.raises(ConfigError) as info:
-        parse_vllm_args(shlex.split(line), model_config=model_config, base_dir=base)
+        read_vllm_args(shlex.split(line), model_config=model_config, base_dir=base, vllm_version=version)
     assert "\n" not in info.value.message
     return info.value.message
 
@@ -50,6 +51,8 @@ def comparable(text: str) -> dict[str, Any]:
     doc = json.loads(text)
     doc.pop("source")
     doc.pop("ignored_keys")
+    for fix in doc["fixes"]:
+        fix.pop("config_lines", None)  # the same fix as lines of the YAML: a YAML target only
     return dict(doc)
 
 
@@ -171,10 +174,28 @@ def test_config_file_with_command_line_precedence(tmp_path: Path) -> None:
         "cgplan": {"vllm_version": "0.30.0", "platform": "H200"},
     }
     assert ignored == ["--port"]
-    # a positional MODEL wins over the file's model; `false` becomes --no-enforce-eager
-    (tmp_path / "b.yml").write_text("model: elsewhere\nenforce_eager: false\n")
-    doc, _ = parse(f"serve {ROOT / MODEL} --config b.yml", base=tmp_path)
-    assert doc == {"model": str(ROOT / MODEL), "enforce_eager": False}
+    # a positional MODEL wins over the file's model; `enforce-eager: false` becomes
+    # --no-enforce-eager (0.28+), but `async_scheduling: false` looks for --no-async_scheduling, no
+    # option string, and is dropped (vllm/utils/argparse_utils.py load_config_file): a note says so
+    (tmp_path / "b.yml").write_text("model: elsewhere\nenforce-eager: false\nasync_scheduling: false\n")
+    parsed = read_vllm_args(
+        shlex.split(f"serve {ROOT / MODEL} --config b.yml"), model_config=None, base_dir=tmp_path
+    )
+    assert parsed.doc == {"model": str(ROOT / MODEL), "enforce_eager": False}
+    assert parsed.notes == [
+        "b.yml:async_scheduling: false is dropped by vLLM's --config reader (it looks for "
+        "--no-async_scheduling, which is not an option: write async-scheduling: false), so vLLM keeps "
+        "--async-scheduling's default"
+    ]
+    # before 0.28 every `key: false` is dropped
+    (tmp_path / "c.yml").write_text(
+        "model: elsewhere\nasync-scheduling: false\ncgplan: {vllm_version: 0.26.0}\n"
+    )
+    parsed = read_vllm_args(
+        shlex.split(f"serve {ROOT / MODEL} --config c.yml"), model_config=None, base_dir=tmp_path
+    )
+    assert "async_scheduling" not in parsed.doc
+    assert "this release drops every `key: false`" in parsed.notes[0]
 
 
 def test_config_file_errors_point_into_the_file(tmp_path: Path) -> None:
@@ -284,40 +305,72 @@ def test_model_folder_flag_and_hub_name(tmp_path: Path) -> None:
 def test_capture_neutral_flags_are_listed() -> None:
     line = (
         f"serve {MODEL} --port 8000 --host 0.0.0.0 --gpu-memory-utilization 0.9 --served-model-name a b "
-        "--dtype bfloat16 --trust-remote-code --kv-cache-dtype fp8 --enable-prefix-caching --api-key k "
-        "--seed 1 --disable-log-requests -q fp8 --port 9000 --no-enable-prefix-caching"
+        "--dtype auto --trust-remote-code --kv-cache-dtype auto --enable-prefix-caching --api-key k "
+        "--seed 1 --disable-log-requests --port 9000 --no-enable-prefix-caching --log-level debug "
+        "--scheduling-policy priority --limit-mm-per-prompt.image 0 --hf-overrides '{}'"
     )
-    doc, ignored = parse(line)
-    assert doc == {"model": str(ROOT / MODEL)}
-    assert ignored == [
+    parsed = read_vllm_args(shlex.split(line), model_config=None, base_dir=ROOT)
+    assert parsed.doc == {"model": str(ROOT / MODEL)}
+    assert parsed.ignored == [
         "--port",
         "--host",
         "--gpu-memory-utilization",
         "--served-model-name",
-        "--dtype",
+        "--dtype",  # not modelled, but at vLLM's default (auto): a no-op
         "--trust-remote-code",
         "--kv-cache-dtype",
         "--enable-prefix-caching",
         "--api-key",
         "--seed",
         "--enable-log-requests",  # vLLM's flag; --disable-log-requests is its 0.33 inverse
-        "--quantization",
+        "--log-level",  # #28: it was "unknown flag; did you mean '--uvicorn-log-level'?"
+        "--scheduling-policy",
+    ]
+    # not modelled and set: planned as if left at vLLM's default, each with a note
+    assert parsed.unmodelled == [
+        "--hf-overrides {}: can change the model's shape (cgplan reads config.json as it is), which "
+        "cgplan does not model; planned as if it were left out (vLLM's default) (--strict refuses it)",
+        '--limit-mm-per-prompt.key=value {"image": 0}: can change what vLLM captures or how batches '
+        "dispatch, which cgplan does not model; planned as if it were left out (vLLM's default) "
+        "(--strict refuses it)",
     ]
 
 
-def test_unmodelled_flags_are_refused_by_name() -> None:
+def test_unmodelled_flags_are_noted_or_refused_under_strict() -> None:
     for flag, shown in (
         ("-pcp 2", "-pcp"),
         ("--prefill-context-parallel-size 2", "--prefill-context-parallel-size"),
     ):
-        message = refused(f"serve {MODEL} {flag}")
-        assert message.startswith(
-            f"--vllm-args:{shown}: changes what vLLM captures, but cgplan does not model it"
-        ), message
-    # left at vLLM's default it changes nothing: accepted and listed
-    doc, ignored = parse(f"serve {MODEL} -pcp 1")
-    assert doc == {"model": str(ROOT / MODEL)}
-    assert ignored == ["--prefill-context-parallel-size"]
+        parsed = read_vllm_args(shlex.split(f"serve {MODEL} {flag}"), model_config=None, base_dir=ROOT)
+        assert parsed.doc == {"model": str(ROOT / MODEL)}
+        assert parsed.unmodelled == [
+            f"{shown} 2: can change what vLLM captures or how batches dispatch, which cgplan does not "
+            "model; planned as if it were 1 (vLLM's default) (--strict refuses it)"
+        ]
+        with pytest.raises(ConfigError) as info:
+            read_vllm_args(
+                shlex.split(f"serve {MODEL} {flag}"), model_config=None, base_dir=ROOT, strict=True
+            )
+        assert info.value.message == (
+            f"--vllm-args:{shown}: can change what vLLM captures or how batches dispatch, which cgplan "
+            "does not model; --strict refuses it (got '2'; expected 1 (vLLM's default))"
+        )
+    # left at vLLM's default it changes nothing: accepted and listed, also under --strict
+    parsed = read_vllm_args(
+        shlex.split(f"serve {MODEL} -pcp 1 --no-enable-eplb"), model_config=None, base_dir=ROOT, strict=True
+    )
+    assert parsed.ignored == ["--prefill-context-parallel-size", "--enable-eplb"] and parsed.unmodelled == []
+    # a boolean set: --kv-cache-dtype and a true --enable-eplb name what they change
+    parsed = read_vllm_args(
+        shlex.split(f"serve {MODEL} --enable-eplb --kv-cache-dtype fp8"), model_config=None, base_dir=ROOT
+    )
+    assert parsed.unmodelled == [
+        "--enable-eplb: can change the capture phase's memory and time, which cgplan does not model; "
+        "planned as if it were false (vLLM's default) (--strict refuses it)",
+        "--kv-cache-dtype fp8: can change what vLLM captures or how batches dispatch and the KV cache's "
+        "bytes per token, which cgplan does not model; planned as if it were auto (vLLM's default) "
+        "(--strict refuses it)",
+    ]
 
 
 def test_parallel_lora_and_dbo_flags_are_read() -> None:
@@ -343,7 +396,7 @@ def test_parallel_lora_and_dbo_flags_are_read() -> None:
 def test_unknown_flag_did_you_mean() -> None:
     assert refused(f"serve {MODEL} --max-num-seq 32") == (
         "--vllm-args:--max-num-seq: unknown flag; did you mean '--max-num-seqs'? "
-        "(expected a vllm serve flag that cgplan reads or lists as capture-neutral)"
+        "(expected a flag of vLLM 0.33.0's vllm serve)"
     )
     assert "did you mean '--speculative-config'?" in refused(f"serve {MODEL} --speculativ-config {{}}")
     assert refused(f"serve {MODEL} --json").startswith(
@@ -351,6 +404,14 @@ def test_unknown_flag_did_you_mean() -> None:
     )
     assert refused(f"serve {MODEL} extra").startswith("--vllm-args:extra: unexpected argument")
     assert refused(f"serve {MODEL} --port 1 2").startswith("--vllm-args:--port: unexpected extra argument")
+    # a flag of another release is named as such, not "unknown"
+    assert refused(f"serve {MODEL} --log-level debug", version="0.26.0") == (
+        "--vllm-args:--log-level: not a flag of vLLM 0.26.0's vllm serve (it is one of vLLM 0.31.0 to "
+        "0.33.0) (expected a flag of vLLM 0.26.0, or that release: --vllm-version or cgplan.vllm_version)"
+    )
+    assert refused(f"serve {MODEL} --help").startswith(
+        "--vllm-args:--help: vllm serve prints its help and exits: there is nothing to plan"
+    )
 
 
 def test_bad_json_is_located() -> None:
@@ -423,16 +484,6 @@ def test_errors_after_parsing_point_at_the_flag() -> None:
     assert err.message.startswith("--vllm-args:--max-num-batched-tokens: max_num_batched_tokens (32) must be")
 
 
-def test_every_yaml_key_cgplan_knows_is_a_flag_it_knows() -> None:
-    """The YAML and the command line agree on what is capture-neutral and what is refused: each key
-    is an option string of the newest release (`vllm serve --config` turns keys into flags)."""
-    newest = serve_flags_for(None).flags
-    for role, keys in ((IGNORED, cfg.IGNORED_TOP_KEYS), (UNMODELLED, cfg.UNMODELLED_TOP_KEYS)):
-        accepted = {name for f in newest if f.role == role for name in (*f.names, *f.negatives)}
-        for key in keys:
-            assert "--" + key.replace("_", "-") in accepted, key
-
-
 # --------------------------------------------------------------------------------------------- CLI
 
 
@@ -453,12 +504,20 @@ def test_cli_errors_are_one_line_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)
-    code, out, err = run(monkeypatch, capsys, "plan", "--", "serve", MODEL, "-pcp", "2")
+    code, out, err = run(monkeypatch, capsys, "plan", "--strict", "--", "serve", MODEL, "-pcp", "2")
     assert code == 2 and out == ""
     assert err == (
-        "cgplan: error: --vllm-args:-pcp: changes what vLLM captures, but cgplan does not model it yet; "
-        "remove it to plan without it (got '2'; expected 1, vLLM's default)\n"
+        "cgplan: error: --vllm-args:-pcp: can change what vLLM captures or how batches dispatch, which "
+        "cgplan does not model; --strict refuses it (got '2'; expected 1 (vLLM's default))\n"
     )
+    # without --strict: planned, the note on stderr and in the JSON
+    code, out, err = run(monkeypatch, capsys, "plan", "--json", "--", "serve", MODEL, "-pcp", "2")
+    assert code == 0
+    assert "cgplan: note: not modelled: -pcp 2: can change what vLLM captures" in err
+    assert json.loads(out)["unmodelled"] == [
+        "-pcp 2: can change what vLLM captures or how batches dispatch, which cgplan does not model; "
+        "planned as if it were 1 (vLLM's default) (--strict refuses it)"
+    ]
     # vLLM's own refusal of a parallel config, located at the flag
     code, out, err = run(monkeypatch, capsys, "plan", "--", "serve", MODEL, "-tp", "2", "-dcp", "4")
     assert code == 2 and out == ""

@@ -401,6 +401,10 @@ def test_artifacts_get_the_umask_mode(
 # --------------------------------------------------------------------------------------- gate
 
 
+IN_YAML = " (in the YAML: max_cudagraph_capture_size: 544)"
+"""A YAML target's fix also as the line to paste into it (#28)."""
+
+
 def test_gate_failure_names_the_fix_and_the_figures(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -408,11 +412,11 @@ def test_gate_failure_names_the_fix_and_the_figures(
     assert code == 1
     assert (
         "  FAIL no_eager_uniform_decode: eager: 31-32 requests × 17 (527..544 tokens); "
-        "fix: --max-cudagraph-capture-size 544\n"
+        f"fix: --max-cudagraph-capture-size 544{IN_YAML}\n"
     ) in out
     assert (
         "  FAIL widest_decode_full: 32 requests × 17 (544 tokens) → NONE; "
-        "fix: --max-cudagraph-capture-size 544\n"
+        f"fix: --max-cudagraph-capture-size 544{IN_YAML}\n"
     ) in out
 
 
@@ -427,7 +431,7 @@ def test_gate_eager_time_failure_names_the_fix(
     assert code == 1
     assert (
         "  FAIL max_eager_time_share: 11.0% of the expected 3.02 ms step is eager (limit 5.0%); "
-        "fix: --max-cudagraph-capture-size 544 (0.0% eager after it)\n"
+        f"fix: --max-cudagraph-capture-size 544{IN_YAML} (0.0% eager after it)\n"
     ) in out
 
 
@@ -440,9 +444,9 @@ def test_github_annotations(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     lines = [x for x in out.splitlines() if x.startswith("::")]
     assert lines == [
         f"::error file={rel},title=cgplan gate%3A no_eager_uniform_decode::eager: 31-32 requests × 17 "
-        "(527..544 tokens); fix: --max-cudagraph-capture-size 544",
+        f"(527..544 tokens); fix: --max-cudagraph-capture-size 544{IN_YAML}",
         f"::error file={rel},title=cgplan gate%3A widest_decode_full::32 requests × 17 (544 tokens) → NONE; "
-        "fix: --max-cudagraph-capture-size 544",
+        f"fix: --max-cudagraph-capture-size 544{IN_YAML}",
     ]
     code, out, err = run(monkeypatch, capsys, "gate", rel, "--json", "-")
     assert json.loads(out)["passed"] is False and err.count("::error file=") == 2  # stdout stays JSON

@@ -267,6 +267,8 @@ class PlanFix:
     delta_graphs: int | None = None
     step_padding_after: StepPaddingDoc | None = None
     over_budget: tuple[str, ...] = ()
+    config_lines: tuple[str, ...] = ()
+    """The same change as lines of the YAML planned (issue 28); absent for a command line."""
     absent: frozenset[str] = NO_KEYS
 
 
@@ -316,6 +318,8 @@ class PlanDocument:
     fixes: tuple[PlanFix, ...] = ()
     notes: tuple[PlanNote, ...] = ()
     ignored_keys: tuple[str, ...] = ()
+    unmodelled: tuple[str, ...] = ()
+    """Flags planned without (cgplan does not model them; issue 28); absent when none."""
     absent: frozenset[str] = NO_KEYS
 
 

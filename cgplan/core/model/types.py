@@ -194,6 +194,9 @@ class Fix:
     """And after."""
     over_budget: tuple[str, ...] = ()
     """Gate budgets the fix breaks (only offered with --allow-over-budget)."""
+    config_lines: tuple[str, ...] = ()
+    """The same change as lines of the YAML config planned (top-level keys spelled as the file
+    spells them, each replacing the file's own); empty for a command line."""
 
     @property
     def command_line(self) -> str:

@@ -119,6 +119,7 @@ def plan_to_dict(
     source: str | None = None,
     ignored_keys: tuple[str, ...] = (),
     fingerprint: str | None = None,
+    unmodelled: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The plan as the JSON contract's dict (sorted keys when dumped)."""
     # LoRA, microbatch and per-K keys only in plans that have such graphs (others keep their shape)
@@ -244,9 +245,12 @@ def plan_to_dict(
                 "delta_graphs": f.graphs_after - f.graphs_before,
                 "step_padding_after": _padding(f.step_padding_after),
                 "over_budget": list(f.over_budget),
+                **({"config_lines": list(f.config_lines)} if f.config_lines else {}),
             }
             for f in plan.fixes
         ],
         "notes": [{"kind": n.kind, "message": n.message} for n in plan.notes],
         "ignored_keys": list(ignored_keys),
+        # flags planned without (cgplan does not model them), only where there are some
+        **({"unmodelled": list(unmodelled)} if unmodelled else {}),
     }
