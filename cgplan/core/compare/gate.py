@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from cgplan.core.plan.budgets import MIB_PER_GIB, FixBudgets
 
 if TYPE_CHECKING:
-    from cgplan.core.compare.sides import Side
+    from cgplan.core.compare.sides import RequestMove, Side
 
 GIB = 1 << 30
 
@@ -36,7 +36,8 @@ class GatePolicy:
     max_eager_time_share: float | None = None
     """Most share of the expected step time (latency model, default traffic) spent in eager steps."""
     no_regression: bool = True
-    """With a baseline: no request count loses coverage (FULL → PIECEWISE/eager, PIECEWISE → eager)."""
+    """With a baseline: no request count loses coverage (FULL → PIECEWISE/eager, PIECEWISE → eager),
+    compared per request count across tiers and K."""
     max_graph_growth_pct: float | None = 10.0
     """With a baseline: most growth of the total graph count, in percent."""
 
@@ -275,26 +276,50 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
     return GateResult(side.label, tuple(checks))
 
 
+def regressions(baseline: Side, side: Side) -> list[RequestMove]:
+    """Request counts that lose coverage from `baseline` to `side` (FULL → PIECEWISE or eager,
+    PIECEWISE → eager), compared per request count across tiers and K: K=3 → K=5 moves every
+    request count from the 4-token tier to the 6-token one, so a per-tier comparison would see
+    no common batch at all. A request count one side lacks (max_num_seqs changed) is no move."""
+    from cgplan.core.compare.sides import request_moves
+
+    return [
+        m
+        for m in request_moves(baseline, side)
+        if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
+    ]
+
+
+def _reqs(first: int, last: int) -> str:
+    return f"{first}-{last} requests" if first != last else f"{first} requests"
+
+
+def _tokens(first: int, last: int, query_len: int) -> str:
+    a, b = first * query_len, last * query_len
+    return f"{a}..{b} tokens" if a != b else f"{a} tokens"
+
+
+def _move_text(m: RequestMove) -> str:
+    """`31-32 requests × 17: FULL → NONE` within a tier; across tiers, both token counts:
+    `86-128 requests × 4 → × 6: FULL → NONE (344..512 → 516..768 tokens)`."""
+    n = _reqs(m.first_reqs, m.last_reqs)
+    if m.query_len_a == m.query_len_b:
+        return f"{n} × {m.query_len_a}: {m.mode_a} → {m.mode_b}"
+    ta = _tokens(m.first_reqs, m.last_reqs, m.query_len_a)
+    tb = _tokens(m.first_reqs, m.last_reqs, m.query_len_b)
+    return f"{n} × {m.query_len_a} → × {m.query_len_b}: {m.mode_a} → {m.mode_b} ({ta} → {tb})"
+
+
 def _baseline_checks(
     policy: GatePolicy, side: Side, baseline: Side, no_dispatch: str | None, no_graphs: str | None
 ) -> list[Check]:
-    from cgplan.core.compare.diff import diff_sides
-
     checks: list[Check] = []
-    d = diff_sides(baseline, side)
     if policy.no_regression:
-        worse = [
-            m
-            for m in d.moves
-            if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
-        ]
+        worse = regressions(baseline, side)
         base_lacks = _missing_shapes(baseline)
         compared = any(baseline.decode_runs(ql) for ql in baseline.query_lens)
         if worse:
-            detail = "; ".join(
-                f"{m.first_reqs}-{m.last_reqs} requests × {m.query_len}: {m.mode_a} → {m.mode_b}"
-                for m in worse
-            )
+            detail = "; ".join(map(_move_text, worse))
         elif no_dispatch:
             detail = no_dispatch
         elif not compared:

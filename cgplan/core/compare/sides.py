@@ -171,6 +171,59 @@ def coverage_moves(a: Side, b: Side, query_len: int) -> Iterator[tuple[int, int,
         yield pending
 
 
+@dataclass(frozen=True)
+class RequestMove:
+    """Request counts whose uniform-decode outcome differs between two sides, whatever tier
+    (tokens per request) each side decodes them at."""
+
+    first_reqs: int
+    last_reqs: int
+    query_len_a: int
+    """Tokens per request on side A (0: A has no such batch)."""
+    mode_a: str
+    """FULL, PIECEWISE, NONE (eager) or "-" (no such batch on that side)."""
+    query_len_b: int
+    mode_b: str
+
+
+def request_runs(side: Side) -> list[tuple[int, int, int, str]]:
+    """(first, last, query_len, mode) runs of every tier's own batches, sorted by request count
+    (the tiers partition the request counts, so the runs do not overlap)."""
+    return sorted((r.first, r.last, ql, r.mode) for ql in side.query_lens for r in side.decode_runs(ql))
+
+
+def request_moves(a: Side, b: Side) -> Iterator[RequestMove]:
+    """Runs of request counts whose (tokens per request, outcome) differ from A to B, across
+    tiers and K: a request count that decodes at 4 tokens on A and at 6 on B is compared as one
+    batch. One sweep over both sides' boundaries: O(runs of A + runs of B)."""
+    ra, rb = request_runs(a), request_runs(b)
+    cuts = sorted({r[0] for r in (*ra, *rb)} | {r[1] + 1 for r in (*ra, *rb)})
+    i = j = 0
+    pending: RequestMove | None = None
+    for lo, nxt in itertools.pairwise(cuts):
+        while i < len(ra) and ra[i][1] < lo:
+            i += 1
+        while j < len(rb) and rb[j][1] < lo:
+            j += 1
+        xa = (ra[i][2], ra[i][3]) if i < len(ra) and ra[i][0] <= lo else (0, "-")
+        xb = (rb[j][2], rb[j][3]) if j < len(rb) and rb[j][0] <= lo else (0, "-")
+        if xa == xb:
+            continue
+        move = RequestMove(lo, nxt - 1, *xa, *xb)
+        if (
+            pending
+            and pending.last_reqs == lo - 1
+            and ((pending.query_len_a, pending.mode_a, pending.query_len_b, pending.mode_b) == (*xa, *xb))
+        ):
+            pending = RequestMove(pending.first_reqs, nxt - 1, *xa, *xb)
+            continue
+        if pending:
+            yield pending
+        pending = move
+    if pending:
+        yield pending
+
+
 def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
@@ -243,6 +296,7 @@ def decode_gaps(side: Side) -> list[tuple[int, int, int, str]]:
 
 __all__ = [
     "STATUSES",
+    "RequestMove",
     "Side",
     "coverage_moves",
     "decode_gaps",
@@ -250,5 +304,7 @@ __all__ = [
     "graph_count",
     "padding",
     "padding_tokens",
+    "request_moves",
+    "request_runs",
     "side_from_plan",
 ]
