@@ -59,7 +59,7 @@ def gate(
 
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
-    from cgplan.api.gate import gate_targets
+    from cgplan.api.gate import annotation_line, gate_targets
     from cgplan.cli._console import github_annotations, note, output_format, use_color
     from cgplan.cli._output import is_stdout, one_stdout, write_artifacts
     from cgplan.errors import ExitCode
@@ -105,8 +105,8 @@ def gate(
         write_artifacts([(render_gate(results, color=use_color(no_color)), None), *named])
     github_annotations(
         (
-            (r.target, f"cgplan gate: {c.name}", c.detail)
-            for r in results
+            (r.target, annotation_line(t, c.name, r.fix), f"cgplan gate: {c.name}", c.detail)
+            for r, t in zip(results, targets, strict=True)
             for c in r.checks
             if not c.passed and not c.skipped
         ),

@@ -7,6 +7,7 @@ The only YAML reader. Every rejection is a ConfigError located as
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -830,3 +831,34 @@ def load_config(
     except ConfigError as e:
         raise e.located(source) from None
     return LoadedConfig(inp, source, tuple(ignored), tuple(notes))
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """dotted key → its 1-based line in a `vllm serve --config` YAML (dash-case keys read as
+    snake_case; a flow mapping's keys at its line), for annotations that point at a key. A line
+    scan, not a parse: what it cannot place is left out, and the caller falls back to line 1.
+
+    >>> key_lines("max-num-seqs: 32\\ncompilation_config:\\n  # why\\n  cudagraph_mode: FULL\\n")
+    {'max_num_seqs': 1, 'compilation_config': 2, 'compilation_config.cudagraph_mode': 4}
+    >>> sorted(key_lines("speculative_config: {method: eagle, num_speculative_tokens: 3}").values())
+    [1, 1, 1]
+    """
+    key = re.compile(r"^( *)([A-Za-z_][\w.-]*) *:(?: |$)")
+    inner = re.compile(r"[{,] *([A-Za-z_][\w-]*) *:")
+    out: dict[str, int] = {}
+    stack: list[tuple[int, str]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = key.match(line)
+        if m is None:
+            continue
+        indent, name = len(m.group(1)), m.group(2).replace("-", "_")
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        dotted = ".".join([*(k for _, k in stack), name])
+        out.setdefault(dotted, n)
+        stack.append((indent, name))
+        rest = line[m.end() :]
+        if rest.lstrip().startswith("{"):
+            for child in inner.findall(rest):
+                out.setdefault(f"{dotted}.{child.replace('-', '_')}", n)
+    return out

@@ -20,7 +20,11 @@ def render_gate(results: list[GateResult], *, width: int = 100, color: bool = Fa
             soft_wrap=True,
         )
         for ch in r.checks:
-            mark = "skip" if ch.skipped else ("ok  " if ch.passed else "FAIL")
+            mark = (
+                ("info" if ch.value is not None else "skip")
+                if ch.skipped
+                else ("ok  " if ch.passed else "FAIL")
+            )
             c.print(
                 f"  {mark} {ch.name}: {ch.detail}",
                 style="" if ch.passed or ch.skipped else "red",

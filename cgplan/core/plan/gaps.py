@@ -657,6 +657,48 @@ def fix_flags(
     return flags, tuple(words), tuple(change)
 
 
+def _yaml_scalar(value: object) -> str:
+    """A value as YAML reads it back: JSON's spelling (flow lists, true/false, quoted strings)
+    except a plain word such as FULL_AND_PIECEWISE."""
+    words = ("true", "false", "null", "yes", "no", "on", "off", "~")
+    if isinstance(value, str) and value.replace("_", "").isalnum() and not value[0].isdigit():
+        return value if value.lower() not in words else json.dumps(value)
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def config_yaml(change: Sequence[tuple[str, object]]) -> tuple[str, ...]:
+    """A fix's (dotted key, value) pairs as the lines of a `vllm serve --config` YAML, nested
+    keys under their section, sections in first-seen order.
+
+    >>> config_yaml([("compilation_config.max_cudagraph_capture_size", 544)])
+    ('compilation_config:', '  max_cudagraph_capture_size: 544')
+    >>> config_yaml([("enforce_eager", False), ("compilation_config.cudagraph_mode", "FULL")])
+    ('enforce_eager: false', 'compilation_config:', '  cudagraph_mode: FULL')
+    """
+    tree: dict[str, object] = {}
+    for key, value in change:
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):  # a fix's keys are never both a leaf and a section
+                child = node[part] = {}
+            node = child
+        node[leaf] = value
+    lines: list[str] = []
+
+    def emit(node: dict[str, object], depth: int) -> None:
+        for k, v in node.items():
+            if isinstance(v, dict):
+                lines.append(f"{'  ' * depth}{k}:")
+                emit(v, depth + 1)
+            else:
+                lines.append(f"{'  ' * depth}{k}: {_yaml_scalar(v)}")
+
+    emit(tree, 0)
+    return tuple(lines)
+
+
 def _closed(before: Plan, after: Plan) -> tuple[int, ...]:
     return tuple(
         i
