@@ -19,6 +19,7 @@ from cgplan.render.summary import (
     ladder_lines,
     latency_lines,
     mixed_rows,
+    no_fix_line,
     padding_line,
     pieces_line,
     tier_rows,
@@ -132,10 +133,7 @@ def render_table(
             for line in fix_details(f):
                 console.print(f"  {line}", overflow="fold")
         if not plan.fixes:
-            console.print(
-                "no flag change closes them within the default gate's budgets "
-                "(every candidate was planned again or bounded; --allow-over-budget to see more)"
-            )
+            console.print(no_fix_line(plan), soft_wrap=True)
     return buf.getvalue()
 
 
@@ -183,7 +181,7 @@ def render_markdown(plan: Plan, *, source: str | None = None) -> str:
             out.append(f"- {fix_title(plan, i)}: `{f.command_line}`")
             out += [f"  - {line}" for line in fix_details(f)]
         if not plan.fixes:
-            out.append("- no flag change closes them within the default gate's budgets")
+            out.append(f"- {no_fix_line(plan)}")
     else:
         out.append("No gaps: every uniform decode batch of every tier replays a graph of the decode mode.")
     return "\n".join(out) + "\n"

@@ -318,6 +318,21 @@ def fix_title(plan: Plan, i: int) -> str:
     return "fix" if i == 0 else "or"
 
 
+def no_fix_line(plan: Plan) -> str:
+    """Why a plan with gaps offers no fix: none found within the budgets, or every one found is
+    predicted slower than leaving the gaps."""
+    lat = plan.latency
+    if lat is not None and lat.not_offered:
+        return (
+            f"no fix offered: the {len(lat.not_offered)} found are predicted slower than leaving the gaps "
+            "(listed under the predicted step time)"
+        )
+    return (
+        "no flag change closes them within the default gate's budgets "
+        "(every candidate was planned again or bounded; --allow-over-budget to see more)"
+    )
+
+
 def fix_details(f: Fix) -> list[str]:
     """The lines under a fix's flags: what it changes and what it costs."""
     lines = [f"changes: {'; '.join(f.changes)}"] if f.changes else []
@@ -411,6 +426,8 @@ def latency_lines(plan: Plan) -> list[str]:
             f"{gl.tokens_per_s:,.0f} vs {gl.graph_tokens_per_s:,.0f} tokens/s scheduled), "
             f"{gl.expected_cost_ms_per_step:+.3f} ms on the expected step"
         )
+        if gl.verdict:
+            lines.append(f"    {gl.verdict}")
     if len(lat.gaps) > len(shown):
         rest = [x for x in lat.gaps if x not in shown]
         lines.append(
@@ -425,5 +442,13 @@ def latency_lines(plan: Plan) -> list[str]:
             f"batch; expected step {lat.expected_step_ms:.2f} → {fl.expected_step_ms_after:.2f} ms "
             f"({-fl.gain_ms_per_step:+.3f} ms)"
         )
+    lines.extend(
+        f"  not offered ({_short_flags(sf.flags)}): predicted slower than leaving the gaps; expected "
+        f"step {lat.expected_step_ms:.2f} → {sf.expected_step_ms_after:.2f} ms "
+        f"({-sf.gain_ms_per_step:+.3f} ms)"
+        for sf in lat.not_offered
+    )
+    if lat.fix_order and (plan.fixes or lat.not_offered):
+        lines.append(f"  {lat.fix_order}")
     lines.extend(f"  caveat: {x}" for x in lat.caveats)
     return lines

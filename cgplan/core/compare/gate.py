@@ -167,7 +167,7 @@ def _time_cost(side: Side, gaps: list[tuple[int, int, int, str]]) -> str:
         and any(ql == c.query_len and a <= c.last_reqs and c.first_reqs <= b for ql, a, b in spans)
     )
     outside = extrapolated(side)
-    why = f" (extrapolated: {outside[0]})" if outside else ""
+    why = f" (extrapolated: {outside[0].split(' (', 1)[0]})" if outside else ""
     return f"; they cost +{cost:.3f} ms of the expected {step:.2f} ms step ({cost / step:.1%}){why}"
 
 

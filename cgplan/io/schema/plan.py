@@ -81,6 +81,9 @@ def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
                 "tokens_per_s": round(g.tokens_per_s, 1),
                 "graph_tokens_per_s": round(g.graph_tokens_per_s, 1),
                 "expected_cost_ms_per_step": round(g.expected_cost_ms_per_step, 5),
+                "share_of_expected_step": round(g.share, 5),
+                "worth_closing": g.worth_closing,
+                "verdict": g.verdict,
             }
             for g in lat.gaps
         ],
@@ -94,6 +97,17 @@ def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
             for f in lat.fixes
         ],
         "caveats": list(lat.caveats),
+        "extrapolated": list(lat.extrapolated),
+        "fix_order": lat.fix_order,
+        "fixes_not_offered": [
+            {
+                "flags": list(f.flags),
+                "expected_step_ms_after": round(f.expected_step_ms_after, 4),
+                "gain_ms_per_step": round(f.gain_ms_per_step, 5),
+                "why": "predicted slower than leaving the gaps",
+            }
+            for f in lat.not_offered
+        ],
     }
 
 
