@@ -59,9 +59,12 @@ def use_color(no_color: bool, output: Path | None = None, stream: object = None)
     return bool(isatty and isatty()) and to_stream and not no_color and not os.environ.get("NO_COLOR")
 
 
-def width(color: bool) -> int:
-    """The terminal's width on a terminal, else 100 columns."""
-    if not color:
+def width(color: bool, stream: object = None) -> int:
+    """The terminal's width on a terminal (coloured or not: NO_COLOR on an 80-column terminal
+    still wraps at 80), else 100 columns."""
+    s = stream if stream is not None else sys.stdout
+    isatty = getattr(s, "isatty", None)
+    if not color and not (isatty and isatty()):
         return 100
     import shutil  # a terminal only (its import is a few ms of every start-up)
 

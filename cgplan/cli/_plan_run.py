@@ -54,6 +54,7 @@ def run_plan(
     allow_over_budget: bool = False,
     quiet: bool = False,
     fail_on_gap: bool = False,
+    brief: bool = False,
 ) -> None:
     """`cgplan plan` with its options as values (see `cgplan.cli.plan.plan`).
 
@@ -70,7 +71,7 @@ def run_plan(
         _run_plan(
             targets, vllm_args, model_config, vllm_version, platform, model_runner, fmt, json_out,
             markdown, full, output, html, policy, coefficients, latency_coefficients, traffic,
-            no_color, allow_over_budget, quiet, fail_on_gap,
+            no_color, allow_over_budget, quiet, fail_on_gap, brief,
         )  # fmt: skip
     finally:
         if paused:
@@ -98,6 +99,7 @@ def _run_plan(
     allow_over_budget: bool,
     quiet: bool,
     fail_on_gap: bool,
+    brief: bool,
 ) -> None:
     # Imported here, not at module level: `cgplan --help` and the other commands do not pay for them.
     from cgplan.api.plan import plan as plan_config
@@ -109,6 +111,8 @@ def _run_plan(
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
+    if brief and chosen != "table":
+        raise _bad(f"--brief is the text verdict; it has no {chosen} form (drop --brief or the format)")
     one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(vllm_version, platform, model_runner, model_config if argv is None else None)
@@ -140,6 +144,10 @@ def _run_plan(
         from cgplan.render.html import plan_html
 
         text = plan_html(doc())
+    elif brief:
+        from cgplan.render.plan import render_brief
+
+        text = render_brief(r.plan, width=width(color), color=color)
     else:
         from cgplan.render import OutputFormat, render
 

@@ -18,7 +18,7 @@ import pytest
 
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.io.cost_coefficients import default_coefficients
-from tests.cli_helpers import run
+from tests.cli_helpers import run, unwrap
 from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
@@ -404,8 +404,9 @@ def test_artifacts_get_the_umask_mode(
 def test_gate_failure_names_the_fix_and_the_figures(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE))
+    code, wrapped, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE))
     assert code == 1
+    out = "\n".join(unwrap(wrapped)) + "\n"  # lines wrap at spaces: compared unwrapped
     fix = (
         "fix: --max-cudagraph-capture-size 544 "
         "(graphs 178 → 177, predicted 296 → 297 MiB, expected step 3.02 → 2.88 ms)\n"
@@ -431,8 +432,9 @@ def test_gate_eager_time_failure_names_the_fix(
     (the coverage checks did); the fix is named once its re-planned share is within the limit."""
     policy = tmp_path / "p.yaml"
     policy.write_text("max_eager_time_share: 0.05\n")
-    code, out, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--policy", str(policy))
+    code, wrapped, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--policy", str(policy))
     assert code == 1
+    out = "\n".join(unwrap(wrapped)) + "\n"
     assert (
         "  FAIL max_eager_time_share: 11.0% > 5.0% of the expected 3.02 ms step is eager; "
         "fix: --max-cudagraph-capture-size 544 (0.0% eager after it)\n"
@@ -483,4 +485,4 @@ def test_one_token_per_request_headline(
 ) -> None:
     """Before: "uniform decode = 1 tokens per request" on every plan without speculation."""
     code, out, _ = run(monkeypatch, capsys, "plan", str(PASSING))
-    assert code == 0 and "· uniform decode = 1 token per request ·" in out.splitlines()[1]
+    assert code == 0 and "· uniform decode = 1 token per request ·" in unwrap(out)[2]

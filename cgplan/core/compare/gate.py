@@ -69,6 +69,9 @@ class GateResult:
     again), None where none was found or none was needed."""
     fix_timing: FixLatency | None = None
     """That fix in time (the latency model's expected step after it)."""
+    gap_share: float | None = None
+    """What the target's uniform-decode gaps cost, as a share of its expected step (a plan with a
+    latency model and gaps; None otherwise)."""
 
     @property
     def passed(self) -> bool:
@@ -402,7 +405,9 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
         )
     if baseline is not None and not baseline.rejected:
         checks += _baseline_checks(policy, side, baseline, no_dispatch, no_graphs)
-    return GateResult(side.label, tuple(checks))
+    step = side.expected_step_ms
+    gap_share = sum(c.expected_cost_ms for c in side.gap_costs) / step if side.gap_costs and step else None
+    return GateResult(side.label, tuple(checks), gap_share=gap_share)
 
 
 def regressions(baseline: Side, side: Side) -> list[RequestMove]:

@@ -184,7 +184,7 @@ def test_gate_pr50488_fails_default_policy_and_passes_with_the_fix(
     assert "**FAIL**" in md.read_text()
     assert 'failures="2"' in junit.read_text()
     code, out, _ = run(monkeypatch, capsys, "gate", str(fixed_config(tmp_path)), "--vllm-version", "0.33.0")
-    assert code == 0 and out.startswith("PASS")
+    assert code == 0 and out.startswith("gate passed: 1/1 targets pass\nPASS ")
 
 
 def test_gate_regression_against_baseline(
