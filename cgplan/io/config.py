@@ -862,3 +862,59 @@ def key_lines(text: str) -> dict[str, int]:
             for child in inner.findall(rest):
                 out.setdefault(f"{dotted}.{child.replace('-', '_')}", n)
     return out
+
+
+def doc_from_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A config document from vLLM's "non-default args" (what `vllm serve` was given, as its log
+    prints it) and the keys left out of it, by name.
+
+    The log prints `compilation_config` whole (every field of the CompilationConfig the flags
+    built): of it the keys cgplan reads are kept where set (not None), those it refuses by name
+    (`splitting_ops`, ...) where set, the rest left out. Top-level and speculative_config keys
+    cgplan does not know are left out and named (the caller says so); keys it refuses stay, so
+    planning refuses them by name.
+
+    >>> doc, out = doc_from_engine_args({"model": "m", "max_num_seqs": 8, "disable_log_stats": True,
+    ...     "speculative_config": {"method": "eagle", "num_speculative_tokens": 3, "foo": 1},
+    ...     "compilation_config": {"max_cudagraph_capture_size": 544, "cudagraph_mode": None,
+    ...                            "backend": "inductor", "pass_config": {}}, "weird_knob": 2})
+    >>> doc
+    {'model': 'm', 'max_num_seqs': 8, 'disable_log_stats': True, 'speculative_config': {'method': 'eagle', \
+'num_speculative_tokens': 3}, 'compilation_config': {'max_cudagraph_capture_size': 544}}
+    >>> out
+    ['speculative_config.foo', 'weird_knob']
+    """
+    doc: dict[str, Any] = {}
+    left_out: list[str] = []
+    known = (*_TOP_KEYS, *IGNORED_TOP_KEYS, *UNMODELLED_TOP_KEYS)
+    for key, value in args.items():
+        if key == "cgplan" or key not in known:
+            left_out.append(key)
+        elif key == "speculative_config" and isinstance(value, Mapping):
+            doc[key] = {k: v for k, v in value.items() if k in _SPEC_KEYS}
+            left_out += [f"{key}.{k}" for k in value if k not in _SPEC_KEYS]
+        elif key == "compilation_config" and isinstance(value, Mapping):
+            cc: dict[str, Any] = {}
+            for k, v in value.items():
+                if k == "pass_config" and isinstance(v, Mapping):
+                    kept = {pk: pv for pk, pv in v.items() if pk in _PASS_KEYS and pv is not None}
+                    if kept:
+                        cc[k] = kept
+                elif v is not None and v != [] and k in (*_CC_KEYS, *_CC_UNMODELLED) and k not in _CC_IGNORED:
+                    cc[k] = _enum_value(v)
+            if cc:
+                doc[key] = cc
+        else:
+            doc[key] = _enum_value(value) if key in ("optimization_level", "performance_mode") else value
+    return doc, sorted(left_out)
+
+
+_CC_IGNORED = ("mode", "level")
+"""compilation_config keys a YAML may hold that do not change what cgplan plans."""
+
+
+def _enum_value(value: object) -> object:
+    """`OptimizationLevel.O3` (an enum the log printed) → `O3`; anything else unchanged."""
+    if isinstance(value, str) and (m := re.fullmatch(r"[A-Z]\w*\.(\w+)", value)):
+        return m.group(1)
+    return value
