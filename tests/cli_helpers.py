@@ -20,3 +20,18 @@ def run(
     out = capsys.readouterr()
     code = info.value.code
     return (int(code) if isinstance(code, int) else 0), out.out, out.err
+
+
+def unwrap(text: str) -> list[str]:
+    """Text output's logical lines: a line indented four or more past the line before it
+    continues that line (`cgplan.render._console.wrap_words`), joined back with one space."""
+    out: list[str] = []
+    indent = 0
+    for line in text.splitlines():
+        lead = len(line) - len(line.lstrip(" "))
+        if out and line.strip() and lead >= indent + 4:
+            out[-1] += " " + line.strip()
+            continue
+        out.append(line)
+        indent = lead
+    return out

@@ -225,6 +225,25 @@ def plan_vllm_args(
     return loaded, _timed(plan, loaded.input, latency, traffic, policy)
 
 
+def plan_doc(
+    doc: dict[str, object], source: str, overrides: Overrides | None = None, base_dir: Path | None = None
+) -> tuple[LoadedConfig, Plan]:
+    """Plan a config document already in hand (a YAML's mapping: `cgplan logs` builds one from
+    a log's engine arguments), with fixes, cost and step times as `plan_file` gives them.
+
+    Raises:
+        ConfigError: bad input, located at the key (not in a file), or a config the release
+            refuses (ConfigRejected).
+    """
+    notes: list[str] = []
+    inp, ignored = parse_config(doc, base_dir or Path.cwd(), overrides or Overrides(), notes)
+    loaded = LoadedConfig(inp, source, tuple(ignored), tuple(notes))
+    coefficients = shipped_coefficients_for(inp)
+    plan = _build(inp, True, UPSTREAM, fix_search(coefficients))
+    plan = with_cost(plan, inp, coefficients)
+    return loaded, _timed(plan, inp, None, None)
+
+
 def _timed(
     plan: Plan,
     inp: PlanInput,

@@ -59,9 +59,12 @@ def use_color(no_color: bool, output: Path | None = None, stream: object = None)
     return bool(isatty and isatty()) and to_stream and not no_color and not os.environ.get("NO_COLOR")
 
 
-def width(color: bool) -> int:
-    """The terminal's width on a terminal, else 100 columns."""
-    if not color:
+def width(color: bool, stream: object = None) -> int:
+    """The terminal's width on a terminal (coloured or not: NO_COLOR on an 80-column terminal
+    still wraps at 80), else 100 columns."""
+    s = stream if stream is not None else sys.stdout
+    isatty = getattr(s, "isatty", None)
+    if not color and not (isatty and isatty()):
         return 100
     import shutil  # a terminal only (its import is a few ms of every start-up)
 
@@ -102,13 +105,15 @@ def _escape(text: str, *, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def github_annotations(failures: Iterable[tuple[str, str, str]], *, to_stderr: bool) -> None:
-    """`::error file=...,title=...::message` lines for GitHub Actions (GITHUB_ACTIONS=true): each
-    failed check shows on the file in the pull request. `failures` holds (file, title, message)."""
+def github_annotations(failures: Iterable[tuple[str, int, str, str]], *, to_stderr: bool) -> None:
+    """`::error file=...,line=...,title=...::message` lines for GitHub Actions (GITHUB_ACTIONS=true):
+    each failed check shows on its line of the file in the pull request. `failures` holds
+    (file, line, title, message)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return
     stream = sys.stderr if to_stderr else sys.stdout
-    for file, title, message in failures:
+    for file, line, title, message in failures:
         stream.write(
-            f"::error file={_escape(file, prop=True)},title={_escape(title, prop=True)}::{_escape(message)}\n"
+            f"::error file={_escape(file, prop=True)},line={line},title={_escape(title, prop=True)}"
+            f"::{_escape(message)}\n"
         )

@@ -54,6 +54,7 @@ def run_plan(
     quiet: bool = False,
     fail_on_gap: bool = False,
     strict: bool = False,
+    brief: bool = False,
 ) -> None:
     """`cgplan plan` with its options as values (see `cgplan.cli.plan.plan`).
 
@@ -71,6 +72,8 @@ def run_plan(
     chosen = output_format(
         fmt, ("table", "json", "markdown", "html"), json_flag=json_out, markdown_flag=markdown
     )
+    if brief and chosen != "table":
+        raise _bad(f"--brief is the text verdict; it has no {chosen} form (drop --brief or the format)")
     one_stdout([("-o", output), ("--html", html)], main_to_stdout=output is None)
     config, argv = _vllm_argv(list(targets or []), vllm_args)
     overrides = Overrides(
@@ -112,6 +115,10 @@ def run_plan(
         text = dumps(doc())
     elif chosen == "html":
         text = page()
+    elif brief:
+        from cgplan.render.plan import render_brief
+
+        text = render_brief(r.plan, width=width(color), color=color)
     else:
         from cgplan.render import OutputFormat, render
 

@@ -56,13 +56,16 @@ def gate(
     no_color: NoColorOpt = False,
     quiet: QuietOpt = False,
     strict: StrictOpt = False,
+    brief: Annotated[
+        bool, typer.Option("--brief", help="The verdict line and one line per target, without the checks.")
+    ] = False,
 ) -> None:
     """Judge targets against a policy: eager decode, FULL widest batches, graph/memory limits, regressions.
 
     Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is also an `::error file=...::`
     annotation."""
-    from cgplan.api.gate import gate_targets
-    from cgplan.cli._console import github_annotations, note, output_format, use_color
+    from cgplan.api.gate import annotation_line, gate_targets
+    from cgplan.cli._console import github_annotations, note, output_format, use_color, width
     from cgplan.cli._output import is_stdout, one_stdout, write_artifacts
     from cgplan.errors import ExitCode
     from cgplan.io.schema import dumps_ascii
@@ -102,14 +105,18 @@ def gate(
     to_stdout = chosen != "table" or any(is_stdout(p) for _, p in named)
     if to_stdout:  # stdout carries the machine-readable verdict; the human one goes to stderr
         if not quiet:
-            sys.stderr.write(render_gate(results, color=use_color(no_color, stream=sys.stderr)))
+            err_color = use_color(no_color, stream=sys.stderr)
+            sys.stderr.write(
+                render_gate(results, width=width(err_color, sys.stderr), color=err_color, brief=brief)
+            )
         write_artifacts(named)
     else:
-        write_artifacts([(render_gate(results, color=use_color(no_color)), None), *named])
+        color = use_color(no_color)
+        write_artifacts([(render_gate(results, width=width(color), color=color, brief=brief), None), *named])
     github_annotations(
         (
-            (r.target, f"cgplan gate: {c.name}", c.detail)
-            for r in results
+            (r.target, annotation_line(t, c.name, r.fix), f"cgplan gate: {c.name}", c.detail)
+            for r, t in zip(results, targets, strict=True)
             for c in r.checks
             if not c.passed and not c.skipped
         ),

@@ -45,7 +45,8 @@ def logs(
     model_config: ModelConfigOpt = None,
     platform: PlatformOpt = None,
 ) -> None:
-    """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache."""
+    """Read a vLLM startup log: mode, sizes, graphs captured, capture time and memory, KV cache.
+    Without --config, plan the log's own engine arguments and print its gaps and fixes."""
     from cgplan.api.logs import check_log
     from cgplan.cli._console import output_format, use_color, width
     from cgplan.cli._output import write_artifact
@@ -58,10 +59,10 @@ def logs(
     r = check_log(file, config, vllm_version, model_config, platform)
     parsed, comparison = r.parsed, r.comparison
     if chosen == "json":
-        text = dumps_ascii(logs_to_dict(parsed, comparison))
+        text = dumps_ascii(logs_to_dict(parsed, comparison, r.own))
     else:
         color = use_color(no_color, output)
-        text = render_logs(parsed, comparison, width=width(color), color=color)
+        text = render_logs(parsed, comparison, width=width(color), color=color, own=r.own)
     write_artifact(text, output)
     if comparison is not None and not comparison.agrees:
         raise typer.Exit(int(ExitCode.GATE_FAILED))

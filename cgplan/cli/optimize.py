@@ -93,7 +93,8 @@ def optimize(
     quiet: QuietOpt = False,
 ) -> None:
     """Choose capture sizes minimising the expected step time (or padding plus eager steps) for the
-    traffic, under size, graph, memory and capture-time budgets."""
+    traffic, under size, graph, memory and capture-time budgets. Exit 1 when the result fails the
+    default gate (--relax CHECK accepts a check it fails)."""
     from cgplan.cli._console import colorize, note, output_format, use_color
     from cgplan.io.latency_coefficients import load_latency
 
@@ -123,3 +124,7 @@ def optimize(
     write_artifact(text, output)
     if output is not None and str(output) != "-":
         note(f"written to {output}", quiet)
+    if o.gave_up:  # the result fails the default gate (the checks --relax did not give up)
+        from cgplan.errors import ExitCode
+
+        raise typer.Exit(int(ExitCode.GATE_FAILED))

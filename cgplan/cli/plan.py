@@ -41,6 +41,10 @@ def plan(
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     full: Annotated[bool, typer.Option("--full", help="One row per distinct graph, not ranges.")] = False,
+    brief: Annotated[
+        bool,
+        typer.Option("--brief", help="Only the verdict line (gaps, their cost, the best fix) and its flags."),
+    ] = False,
     output: OutputOpt = None,
     html: HtmlOpt = None,
     policy: PolicyOpt = None,
@@ -93,6 +97,7 @@ def plan(
         json_out=json_out,
         markdown=markdown,
         full=full,
+        brief=brief,
         output=output,
         html=html,
         policy=policy,

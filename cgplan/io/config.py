@@ -7,6 +7,7 @@ The only YAML reader. Every rejection is a ConfigError located as
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1337,3 +1338,115 @@ def _load_deployed(
         None,
         parsed.given,
     )
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """dotted key → its 1-based line in a `vllm serve --config` YAML (dash-case keys read as
+    snake_case; a flow mapping's keys at its line), for annotations that point at a key. A line
+    scan, not a parse: what it cannot place is left out, and the caller falls back to line 1.
+
+    >>> key_lines("max-num-seqs: 32\\ncompilation_config:\\n  # why\\n  cudagraph_mode: FULL\\n")
+    {'max_num_seqs': 1, 'compilation_config': 2, 'compilation_config.cudagraph_mode': 4}
+    >>> sorted(key_lines("speculative_config: {method: eagle, num_speculative_tokens: 3}").values())
+    [1, 1, 1]
+    """
+    key = re.compile(r"^( *)([A-Za-z_][\w.-]*) *:(?: |$)")
+    inner = re.compile(r"[{,] *([A-Za-z_][\w-]*) *:")
+    out: dict[str, int] = {}
+    stack: list[tuple[int, str]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = key.match(line)
+        if m is None:
+            continue
+        indent, name = len(m.group(1)), m.group(2).replace("-", "_")
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        dotted = ".".join([*(k for _, k in stack), name])
+        out.setdefault(dotted, n)
+        stack.append((indent, name))
+        rest = line[m.end() :]
+        if rest.lstrip().startswith("{"):
+            for child in inner.findall(rest):
+                out.setdefault(f"{dotted}.{child.replace('-', '_')}", n)
+    return out
+
+
+def doc_from_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A config document from vLLM's "non-default args" (what `vllm serve` was given, as its log
+    prints it) and the keys left out of it, by name.
+
+    The log prints `compilation_config` whole (every field of the CompilationConfig the flags
+    built): of it the keys cgplan reads are kept where set (not None), those it refuses by name
+    (`splitting_ops`, ...) where set, the rest left out. Top-level and speculative_config keys
+    cgplan does not know are left out and named (the caller says so); keys it refuses stay, so
+    planning refuses them by name.
+
+    >>> doc, out = doc_from_engine_args({"model": "m", "max_num_seqs": 8, "disable_log_stats": True,
+    ...     "speculative_config": {"method": "eagle", "num_speculative_tokens": 3, "foo": 1},
+    ...     "compilation_config": {"max_cudagraph_capture_size": 544, "cudagraph_mode": None,
+    ...                            "backend": "inductor", "pass_config": {}}, "weird_knob": 2})
+    >>> doc
+    {'model': 'm', 'max_num_seqs': 8, 'disable_log_stats': True, 'speculative_config': {'method': 'eagle', \
+'num_speculative_tokens': 3}, 'compilation_config': {'max_cudagraph_capture_size': 544}}
+    >>> out
+    ['speculative_config.foo', 'weird_knob']
+    """
+    doc: dict[str, Any] = {}
+    left_out: list[str] = []
+    known = {*_TOP_KEYS, *_serve_flag_dests()}
+    for key, value in args.items():
+        if key == "cgplan" or key not in known:
+            left_out.append(key)
+        elif key == "speculative_config" and isinstance(value, Mapping):
+            doc[key] = {k: v for k, v in value.items() if k in _SPEC_KEYS}
+            left_out += [f"{key}.{k}" for k in value if k not in _SPEC_KEYS]
+        elif key == "compilation_config" and isinstance(value, Mapping):
+            cc: dict[str, Any] = {}
+            for k, v in value.items():
+                if k == "pass_config" and isinstance(v, Mapping):
+                    kept = {pk: pv for pk, pv in v.items() if pk in _PASS_KEYS and pv is not None}
+                    if kept:
+                        cc[k] = kept
+                elif (
+                    v is not None
+                    and v != []
+                    and k in (*_CC_KEYS, *_CC_UNMODELLED)
+                    and k not in _CC_IGNORED
+                    and _CC_PRINTED_DEFAULTS.get(k, _NO_DEFAULT) != v
+                ):
+                    cc[k] = _enum_value(v)
+            if cc:
+                doc[key] = cc
+        else:
+            doc[key] = _enum_value(value) if key in ("optimization_level", "performance_mode") else value
+    return doc, sorted(left_out)
+
+
+def _serve_flag_dests() -> frozenset[str]:
+    """Every `vllm serve` flag's EngineArgs field of any release: the names the log's
+    "non-default args" line can print (issue 28's table)."""
+    from cgplan.core.vllm.serve_flags import SERVE_FLAGS
+
+    return frozenset(f.dest for entry in SERVE_FLAGS for f in entry.flags)
+
+
+_NO_DEFAULT = object()
+_CC_PRINTED_DEFAULTS: dict[str, object] = {
+    "encoder_cudagraph_max_vision_items_per_batch": 0,
+    "encoder_cudagraph_max_frames_per_batch": None,
+    "cudagraph_mm_encoder": False,
+    "cudagraph_decoder_replay": True,
+    "decoder_replay_trim_threshold": 768,
+}
+"""CompilationConfig fields the log prints whole, at their default (vllm/config/compilation.py,
+0.32-0.33): a printed default is not a setting, so it is not refused as one."""
+
+_CC_IGNORED = ("mode", "level")
+"""compilation_config keys a YAML may hold that do not change what cgplan plans."""
+
+
+def _enum_value(value: object) -> object:
+    """`OptimizationLevel.O3` (an enum the log printed) → `O3`; anything else unchanged."""
+    if isinstance(value, str) and (m := re.fullmatch(r"[A-Z]\w*\.(\w+)", value)):
+        return m.group(1)
+    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from cgplan.core.logs.check import Comparison, jsonable, sizes_text
+from cgplan.core.logs.check import Comparison, LogPlan, jsonable, sizes_text
 from cgplan.core.logs.parse import ParsedLog
 
 
@@ -27,23 +27,76 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+def _own_plan(say: Any, own: LogPlan, wrapped: Any) -> None:
+    """The plan of the log's own engine arguments: its verdict, gaps and fixes, where it agrees
+    with every figure the log states; what it assumed; why not, where it cannot be made."""
+    from rich.text import Text
+
+    from cgplan.render.summary import fix_details, gap_groups, gap_title, verdict_line
+
+    say()
+    if own.plan is not None and own.comparison is not None:
+        head = f"plan of {own.comparison.config}, under vLLM {own.comparison.vllm_version} rules"
+    else:
+        head = "plan of the log's engine arguments"
+    wrapped(head)
+    for a in own.assumed:
+        wrapped(f"  assumed: {a}")
+    if own.left_out:
+        wrapped(f"  not read (cgplan does not know these keys): {', '.join(own.left_out)}")
+    if own.plan is None or own.comparison is None:
+        wrapped(f"  not planned: {own.not_planned}", "bold red" if own.comparison else "yellow")
+        return
+    bad = own.comparison.disagreements
+    if bad:
+        wrapped(
+            f"  the plan disagrees with the log on {len(bad)} figure(s): its gaps are withheld "
+            "(the engine did not run this plan; --config CONFIG to compare one of yours)",
+            "bold red",
+        )
+        for c in bad:
+            wrapped(f"    - {c.name}: log {jsonable(c.log)}; plan {jsonable(c.plan)}")
+        return
+    plan = own.plan
+    wrapped(f"  all {len(own.comparison.checks)} figures of the log agree with this plan")
+    wrapped(verdict_line(plan), "bold")
+    for g in gap_groups(plan):
+        wrapped(f"  {gap_title(g)}", "red")
+        wrapped(f"    why: {g.reason}")
+    for i, f in enumerate(plan.fixes):
+        title = ("fix" if i == 0 else "or") if f.complete else "partial fix"
+        say(
+            Text(f"{title}: {f.command_line}", style="bold green" if f.complete else "bold yellow"),
+            soft_wrap=True,
+        )
+        for line in fix_details(f):
+            wrapped(f"  {line}")
+
+
 def render_logs(
-    parsed: ParsedLog, comparison: Comparison | None = None, *, width: int = 100, color: bool = False
+    parsed: ParsedLog,
+    comparison: Comparison | None = None,
+    *,
+    width: int = 100,
+    color: bool = False,
+    own: LogPlan | None = None,
 ) -> str:
-    """The terminal report: what the log says, then the checks against the plan."""
+    """The terminal report: what the log says, then the checks against the plan (with a config),
+    or the plan of the log's own engine arguments (`own`, without one)."""
     from rich.table import Table
     from rich.text import Text
 
-    from cgplan.render._console import buffer_console
+    from cgplan.render._console import buffer_console, print_wrapped
 
     buf = io.StringIO()
     console = buffer_console(buf, width, color)
     say = console.print
-    runner = (parsed.model_runner or "-").upper()
-    say(
-        f"cgplan logs {parsed.source} · vLLM {parsed.vllm_version or 'unknown'} · model runner {runner}",
-        soft_wrap=True,
-    )
+
+    def wrapped(text: str, style: str = "") -> None:
+        print_wrapped(console, text, style)
+
+    runner = f"model runner {parsed.model_runner.upper()}" if parsed.model_runner else "runner unknown"
+    wrapped(f"cgplan logs {parsed.source} · vLLM {parsed.vllm_version or 'unknown'} · {runner}")
     if parsed.engine_starts > 1:
         say(f"{parsed.engine_starts} engine starts in this log: reading the last one", style="yellow")
     if parsed.speculative_method:
@@ -61,10 +114,12 @@ def render_logs(
         )
     if parsed.final_cudagraph_mode != parsed.cudagraph_mode:
         say(f"after the attention downgrade: cudagraph_mode {parsed.final_cudagraph_mode}")
-    if parsed.events:
+    if parsed.events or parsed.negative_memory:
         say("warnings:")
         for e in parsed.events:
             say(f"  {e.message}", soft_wrap=True)
+        for line in parsed.negative_memory:
+            wrapped(f"  negative graph memory: {line}", "bold red")
     if parsed.profiling is not None:
         groups = ", ".join(f"{m}={n} (largest={t})" for m, n, t in parsed.profiling)
         est = (
@@ -122,6 +177,8 @@ def render_logs(
             mt.add_row(str(r.unpadded_tokens), str(r.padded_tokens), r.runtime_mode, str(r.count))
         say(mt)
     if comparison is None:
+        if own is not None:
+            _own_plan(say, own, wrapped)
         return buf.getvalue()
     say()
     say(f"plan: {comparison.config} under vLLM {comparison.vllm_version} rules", soft_wrap=True)

@@ -7,6 +7,15 @@ from cgplan.core.optimize.search import Optimized
 from cgplan.core.plan.gaps import graph_count
 
 
+def no_improvement(o: Optimized) -> str:
+    """What `optimize` says where its best ladder is the default one (or no better): no flag."""
+    what = "expected step time" if o.objective == "time" else "padded tokens and eager steps"
+    return (
+        f"no improvement: no ladder within these budgets beats the default's {what} on this traffic; "
+        "keep the default (no flag to set)"
+    )
+
+
 def render_optimize(o: Optimized) -> str:
     """The comparison as a plain-text table (colour is the CLI's)."""
     d, c = o.default_cost, o.cost
@@ -46,8 +55,11 @@ def render_optimize(o: Optimized) -> str:
         )
         + f" · {o.latency_gpu} latency model, H200 cost model",
         *(f"  caveat: {c}" for c in o.caveats),
-        "flags (checked: the ladder was planned again with these sizes):",
-        "  " + " ".join(o.flags),
+        *(
+            ["flags (checked: the ladder was planned again with these sizes):", "  " + " ".join(o.flags)]
+            if o.improved
+            else [no_improvement(o)]
+        ),
     ]
     if o.relaxed:
         lines.append(f"gate: the default gate, relaxed as asked: {', '.join(o.relaxed)}")
@@ -107,11 +119,17 @@ def optimize_markdown(o: Optimized) -> str:
         "latency model, H200 cost model.",
         *(["", *(f"- caveat: {c}" for c in o.caveats)] if o.caveats else []),
         "",
-        "Flags (checked: the ladder was planned again with these sizes):",
-        "",
-        "```bash",
-        " ".join(o.flags),
-        "```",
+        *(
+            [
+                "Flags (checked: the ladder was planned again with these sizes):",
+                "",
+                "```bash",
+                " ".join(o.flags),
+                "```",
+            ]
+            if o.improved
+            else [no_improvement(o).capitalize()]
+        ),
     ]
     if o.relaxed:
         lines.append(f"\nGate: the default gate, relaxed as asked: {', '.join(o.relaxed)}.")

@@ -20,26 +20,46 @@ from cgplan.render.summary import (
     ladder_lines,
     latency_lines,
     mixed_rows,
+    no_fix_line,
     padding_line,
     pieces_line,
     tier_rows,
+    verdict_line,
 )
+
+
+def render_brief(plan: Plan, *, width: int = 100, color: bool = False) -> str:
+    """`cgplan plan --brief`: the verdict line, and the best fix's flags whole (to paste)."""
+    from rich.text import Text
+
+    from cgplan.render._console import buffer_console, print_wrapped
+
+    buf = io.StringIO()
+    console = buffer_console(buf, width, color)
+    print_wrapped(console, verdict_line(plan))
+    if plan.fixes:
+        f = plan.fixes[0]
+        style = "bold green" if f.complete else "bold yellow"
+        console.print(Text(f"{fix_title(plan, 0)}: {f.command_line}", style=style), soft_wrap=True)
+    return buf.getvalue()
 
 
 def render_table(
     plan: Plan, *, source: str | None = None, full: bool = False, width: int = 100, color: bool = False
 ) -> str:
-    """The human report of `cgplan plan`."""
+    """The human report of `cgplan plan`: the verdict line first, the details after. Prose wraps at
+    spaces, never inside a word; a fix's flags are one unbroken line, to paste whole."""
     # rich is imported here: the markdown report (and --json) do not pay for it
     from rich.table import Table
     from rich.text import Text
 
-    from cgplan.render._console import buffer_console
+    from cgplan.render._console import buffer_console, print_wrapped
 
     buf = io.StringIO()
     console = buffer_console(buf, width, color)
+    print_wrapped(console, verdict_line(plan), "bold")
     for line in headline(plan, source):
-        console.print(line, soft_wrap=True)
+        print_wrapped(console, line)
     console.print()
     t = Table(title=None, show_edge=False, pad_edge=False, box=None, header_style="bold")
     t.add_column("graphs")
@@ -55,24 +75,24 @@ def render_table(
     console.print(t)
     pieces = pieces_line(plan)
     if pieces and total_pw:
-        console.print(pieces, soft_wrap=True)
+        print_wrapped(console, pieces)
     for line in ladder_lines(plan):
-        console.print(line, soft_wrap=True)
+        print_wrapped(console, line)
     assumed = assumed_lines(plan)
     if assumed:
         console.print("assumed (not in the config):")
         for line in assumed:
-            console.print(f"  {line}", soft_wrap=True)
+            print_wrapped(console, f"  {line}")
     cost = cost_lines(plan)
     if cost:
         console.print()
         for line in cost:
-            console.print(line, soft_wrap=True)
+            print_wrapped(console, line)
     timed = latency_lines(plan)
     if timed:
         console.print()
         for line in timed:
-            console.print(line, soft_wrap=True)
+            print_wrapped(console, line)
     if plan.dynamic_sd_lookup:
         console.print()
         d = Table(show_edge=False, box=None, header_style="bold", title_justify="left")
@@ -97,7 +117,7 @@ def render_table(
             u.add_row(reqs, Text(outcome, style=style), tokens)
         console.print(u)
     console.print()
-    console.print(padding_line(plan), soft_wrap=True)
+    print_wrapped(console, padding_line(plan))
     console.print()
     console.print("mixed and prefill batches (by tokens, eager first)")
     mx = Table(show_edge=False, box=None, header_style="bold", show_header=True)
@@ -112,7 +132,7 @@ def render_table(
         console.print()
         console.print("vLLM would log:")
         for n in notes:
-            console.print(f"  - {n.message}", overflow="fold")
+            print_wrapped(console, f"  - {n.message}")
     console.print()
     if not plan.gaps:
         console.print(
@@ -123,30 +143,27 @@ def render_table(
     else:
         console.print(Text(f"{len(plan.gaps)} gap(s):", style="bold red"))
         for g in gap_groups(plan):
-            console.print(f"  {gap_title(g)}", style="red", soft_wrap=True)
-            console.print(f"    why: {g.reason}", overflow="fold")
+            print_wrapped(console, f"  {gap_title(g)}", "red")
+            print_wrapped(console, f"    why: {g.reason}")
         # A fix's flags are one unbroken line whatever the width, so that they paste whole.
         for i, f in enumerate(plan.fixes):
             title = fix_title(plan, i)
             style = "bold green" if f.complete else "bold yellow"
             console.print(Text(f"{title}: ", style=style) + Text(f.command_line, style=style), soft_wrap=True)
             for line in fix_details(f):
-                console.print(f"  {line}", overflow="fold")
+                print_wrapped(console, f"  {line}")
             if f.config_lines:
-                console.print(f"  {CONFIG_LINES_TITLE}", overflow="fold")
+                print_wrapped(console, f"  {CONFIG_LINES_TITLE}")
                 for line in f.config_lines:  # unbroken, like the flags: they paste whole
                     console.print(Text(f"    {line}"), soft_wrap=True)
         if not plan.fixes:
-            console.print(
-                "no flag change closes them within the default gate's budgets "
-                "(every candidate was planned again or bounded; --allow-over-budget to see more)"
-            )
+            print_wrapped(console, no_fix_line(plan))
     return buf.getvalue()
 
 
 def render_markdown(plan: Plan, *, source: str | None = None) -> str:
     """The plan as GitHub-flavoured markdown."""
-    out = [f"### cgplan plan{f' · `{source}`' if source else ''}", ""]
+    out = [f"### cgplan plan{f' · `{source}`' if source else ''}", "", f"**{verdict_line(plan)}**", ""]
     out += [f"{line}  " for line in headline(plan, None)]
     out += ["", "| graph family | PIECEWISE | FULL | sizes |", "|---|---:|---:|---|"]
     for r in family_rows(plan):
@@ -191,7 +208,7 @@ def render_markdown(plan: Plan, *, source: str | None = None) -> str:
                 out += [f"  - {CONFIG_LINES_TITLE}", "", "    ```yaml", *(f"    {x}" for x in f.config_lines)]
                 out += ["    ```"]
         if not plan.fixes:
-            out.append("- no flag change closes them within the default gate's budgets")
+            out.append(f"- {no_fix_line(plan)}")
     else:
         out.append("No gaps: every uniform decode batch of every tier replays a graph of the decode mode.")
     return "\n".join(out) + "\n"

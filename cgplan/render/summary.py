@@ -331,6 +331,69 @@ def fix_title(plan: Plan, i: int) -> str:
     return "fix" if i == 0 else "or"
 
 
+def _gap_span(plan: Plan, i: int) -> str:
+    g = plan.gaps[i]
+    span = f"{g.first}" if g.first == g.last else f"{g.first}-{g.last}"
+    if g.family != "uniform_decode":
+        return f"{span} tokens {outcome_name(g.mode)}"
+    return f"{span} requests × {g.query_len} {outcome_name(g.mode)}"
+
+
+def verdict_line(plan: Plan) -> str:
+    """The plan in one line, first: its gaps, what they cost at the traffic, the best fix.
+
+    `verdict: 2 gaps (86-256 requests × 6 EAGER, 84-85 requests × 6 PIECEWISE) cost 35.8% of the
+    expected 2.76 ms step (extrapolated) · best fix: --max-cudagraph-capture-size 1536 (expected
+    step 2.76 → 1.78 ms, graphs 239 → 301, +170 MiB)`."""
+    if not plan.gaps:
+        return "verdict: no gaps · every uniform-decode batch of every tier replays a decode-mode graph"
+    lat = plan.latency
+    # the costliest two by their share of the step (the plan's order without a latency model)
+    order = list(range(len(plan.gaps)))
+    if lat is not None and lat.gaps:
+        cost = {g.gap: g.expected_cost_ms_per_step for g in lat.gaps}
+        order.sort(key=lambda i: -cost.get(i, 0.0))
+    named = ", ".join(_gap_span(plan, i) for i in order[:2])
+    more = f" and {len(plan.gaps) - 2} more" if len(plan.gaps) > 2 else ""
+    n = len(plan.gaps)
+    line = f"verdict: {n} gap{'s' * (n != 1)} ({named}{more})"
+    if lat is not None and lat.expected_step_ms > 0 and lat.gaps:
+        share = sum(g.expected_cost_ms_per_step for g in lat.gaps) / lat.expected_step_ms
+        line += f" cost {share:.1%} of the expected {lat.expected_step_ms:.2f} ms step"
+        line += " (extrapolated)" if lat.extrapolated else ""
+        if not any(g.worth_closing for g in lat.gaps):
+            line += " · not worth closing"
+    if not plan.fixes:
+        offered = lat is not None and lat.not_offered
+        return line + (" · no fix offered (every fix found is slower)" if offered else " · no fix found")
+    f = plan.fixes[0]
+    parts = []
+    timed = {t.fix: t for t in lat.fixes} if lat is not None else {}
+    if lat is not None and 0 in timed:
+        parts.append(f"expected step {lat.expected_step_ms:.2f} → {timed[0].expected_step_ms_after:.2f} ms")
+    parts.append(f"graphs {f.graphs_before} → {f.graphs_after}")
+    if f.pool_before_mib is not None and f.pool_after_mib is not None:
+        parts.append(f"{f.pool_after_mib - f.pool_before_mib:+,.0f} MiB")
+    if not f.complete:
+        parts.append(f"{f.remaining_gaps} gap(s) left")
+    return line + f" · best fix: {_short_flags(f.flags)} ({', '.join(parts)})"
+
+
+def no_fix_line(plan: Plan) -> str:
+    """Why a plan with gaps offers no fix: none found within the budgets, or every one found is
+    predicted slower than leaving the gaps."""
+    lat = plan.latency
+    if lat is not None and lat.not_offered:
+        return (
+            f"no fix offered: the {len(lat.not_offered)} found are predicted slower than leaving the gaps "
+            "(listed under the predicted step time)"
+        )
+    return (
+        "no flag change closes them within the default gate's budgets "
+        "(every candidate was planned again or bounded; --allow-over-budget to see more)"
+    )
+
+
 def fix_details(f: Fix) -> list[str]:
     """The lines under a fix's flags: what it changes and what it costs."""
     lines = [f"changes: {'; '.join(f.changes)}"] if f.changes else []
@@ -431,6 +494,8 @@ def latency_lines(plan: Plan) -> list[str]:
             f"{gl.tokens_per_s:,.0f} vs {gl.graph_tokens_per_s:,.0f} tokens/s scheduled), "
             f"{gl.expected_cost_ms_per_step:+.3f} ms on the expected step"
         )
+        if gl.verdict:
+            lines.append(f"    {gl.verdict}")
     if len(lat.gaps) > len(shown):
         rest = [x for x in lat.gaps if x not in shown]
         lines.append(
@@ -445,5 +510,13 @@ def latency_lines(plan: Plan) -> list[str]:
             f"batch; expected step {lat.expected_step_ms:.2f} → {fl.expected_step_ms_after:.2f} ms "
             f"({-fl.gain_ms_per_step:+.3f} ms)"
         )
+    lines.extend(
+        f"  not offered ({_short_flags(sf.flags)}): predicted slower than leaving the gaps; expected "
+        f"step {lat.expected_step_ms:.2f} → {sf.expected_step_ms_after:.2f} ms "
+        f"({-sf.gain_ms_per_step:+.3f} ms)"
+        for sf in lat.not_offered
+    )
+    if lat.fix_order and (plan.fixes or lat.not_offered):
+        lines.append(f"  {lat.fix_order}")
     lines.extend(f"  caveat: {x}" for x in lat.caveats)
     return lines

@@ -18,7 +18,7 @@ import pytest
 
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.io.cost_coefficients import default_coefficients
-from tests.cli_helpers import run
+from tests.cli_helpers import run, unwrap
 from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
@@ -401,23 +401,32 @@ def test_artifacts_get_the_umask_mode(
 # --------------------------------------------------------------------------------------- gate
 
 
-IN_YAML = " (in the YAML: max_cudagraph_capture_size: 544)"
+IN_YAML = "; in the YAML: max_cudagraph_capture_size: 544"
 """A YAML target's fix also as the line to paste into it (#28)."""
 
 
 def test_gate_failure_names_the_fix_and_the_figures(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE))
+    code, wrapped, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE))
     assert code == 1
+    out = "\n".join(unwrap(wrapped)) + "\n"  # lines wrap at spaces: compared unwrapped
+    fix = (
+        "fix: --max-cudagraph-capture-size 544 "
+        f"(graphs 178 → 177, predicted 296 → 297 MiB, expected step 3.02 → 2.88 ms{IN_YAML})\n"
+    )
     assert (
-        "  FAIL no_eager_uniform_decode: eager: 31-32 requests × 17 (527..544 tokens); "
-        f"fix: --max-cudagraph-capture-size 544{IN_YAML}\n"
+        "  FAIL no_eager_uniform_decode: eager: 31-32 requests × 17 (527..544 tokens): 2 of 32 request "
+        "counts; they cost +0.146 ms of the expected 3.02 ms step (4.8%) (extrapolated: hidden size 256 "
+        "is outside the measured 512..5120); " + fix
     ) in out
     assert (
-        "  FAIL widest_decode_full: 32 requests × 17 (544 tokens) → NONE; "
-        f"fix: --max-cudagraph-capture-size 544{IN_YAML}\n"
-    ) in out
+        "  FAIL widest_decode_full: 32 requests × 17 (544 tokens) → NONE "
+        "(+2.33 ms per such step vs a FULL graph); " + fix in out
+    )
+    # a passing check states its figure beside its limit; the eager share is stated without a limit
+    assert "  ok   max_graphs_per_family[*]: 85 ≤ 400 (target, the largest of 3 families)\n" in out
+    assert "  info max_eager_time_share: 11.0% of the expected 3.02 ms step is eager (no limit set" in out
 
 
 def test_gate_eager_time_failure_names_the_fix(
@@ -427,11 +436,12 @@ def test_gate_eager_time_failure_names_the_fix(
     (the coverage checks did); the fix is named once its re-planned share is within the limit."""
     policy = tmp_path / "p.yaml"
     policy.write_text("max_eager_time_share: 0.05\n")
-    code, out, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--policy", str(policy))
+    code, wrapped, _ = run(monkeypatch, capsys, "gate", str(EXAMPLE), "--policy", str(policy))
     assert code == 1
+    out = "\n".join(unwrap(wrapped)) + "\n"
     assert (
-        "  FAIL max_eager_time_share: 11.0% of the expected 3.02 ms step is eager (limit 5.0%); "
-        f"fix: --max-cudagraph-capture-size 544{IN_YAML} (0.0% eager after it)\n"
+        "  FAIL max_eager_time_share: 11.0% > 5.0% of the expected 3.02 ms step is eager; "
+        f"fix: --max-cudagraph-capture-size 544 (0.0% eager after it{IN_YAML})\n"
     ) in out
 
 
@@ -442,12 +452,12 @@ def test_github_annotations(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     code, out, _ = run(monkeypatch, capsys, "gate", rel, str(PASSING.relative_to(ROOT)))
     lines = [x for x in out.splitlines() if x.startswith("::")]
-    assert lines == [
-        f"::error file={rel},title=cgplan gate%3A no_eager_uniform_decode::eager: 31-32 requests × 17 "
-        f"(527..544 tokens); fix: --max-cudagraph-capture-size 544{IN_YAML}",
-        f"::error file={rel},title=cgplan gate%3A widest_decode_full::32 requests × 17 (544 tokens) → NONE; "
-        f"fix: --max-cudagraph-capture-size 544{IN_YAML}",
+    # line 9: num_speculative_tokens (the fix's key, compilation_config, is not in the file)
+    assert [x.split("::")[1] for x in lines] == [
+        f"error file={rel},line=9,title=cgplan gate%3A no_eager_uniform_decode",
+        f"error file={rel},line=9,title=cgplan gate%3A widest_decode_full",
     ]
+    assert "(4.8%25)" in lines[0]  # GitHub's escaping of %
     code, out, err = run(monkeypatch, capsys, "gate", rel, "--json", "-")
     assert json.loads(out)["passed"] is False and err.count("::error file=") == 2  # stdout stays JSON
 
@@ -479,4 +489,4 @@ def test_one_token_per_request_headline(
 ) -> None:
     """Before: "uniform decode = 1 tokens per request" on every plan without speculation."""
     code, out, _ = run(monkeypatch, capsys, "plan", str(PASSING))
-    assert code == 0 and "· uniform decode = 1 token per request ·" in out.splitlines()[1]
+    assert code == 0 and "· uniform decode = 1 token per request ·" in unwrap(out)[2]

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 from cgplan.core.plan.budgets import MIB_PER_GIB, FixBudgets
 
 if TYPE_CHECKING:
-    from cgplan.core.compare.sides import Side
+    from cgplan.core.compare.sides import RequestMove, Side
+    from cgplan.core.model.predictions import FixLatency
+    from cgplan.core.model.types import Fix
 
 GIB = 1 << 30
 
@@ -36,7 +38,8 @@ class GatePolicy:
     max_eager_time_share: float | None = None
     """Most share of the expected step time (latency model, default traffic) spent in eager steps."""
     no_regression: bool = True
-    """With a baseline: no request count loses coverage (FULL → PIECEWISE/eager, PIECEWISE → eager)."""
+    """With a baseline: no request count loses coverage (FULL → PIECEWISE/eager, PIECEWISE → eager),
+    compared per request count across tiers and K."""
     max_graph_growth_pct: float | None = 10.0
     """With a baseline: most growth of the total graph count, in percent."""
 
@@ -49,6 +52,10 @@ class Check:
     passed: bool
     detail: str
     skipped: bool = False
+    value: float | None = None
+    """The figure the check judged (eager request counts, graphs, GiB, s, a share...)."""
+    limit: float | None = None
+    """The policy's limit it was held to (None: a yes/no check, or no limit set)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,14 @@ class GateResult:
 
     target: str
     checks: tuple[Check, ...]
+    fix: Fix | None = None
+    """The flag change that closes the failed coverage checks (a config's best fix, planned
+    again), None where none was found or none was needed."""
+    fix_timing: FixLatency | None = None
+    """That fix in time (the latency model's expected step after it)."""
+    gap_share: float | None = None
+    """What the target's uniform-decode gaps cost, as a share of its expected step (a plan with a
+    latency model and gaps; None otherwise)."""
 
     @property
     def passed(self) -> bool:
@@ -135,12 +150,50 @@ def _missing_graphs(side: Side) -> str | None:
     return None
 
 
+def _le(value: float, limit: float, text: str) -> str:
+    """`235 ≤ 400` or `420 > 400`: the figure beside its limit, `text` formatting both."""
+    return f"{text.format(value)} {'≤' if value <= limit else '>'} {text.format(limit)}"
+
+
+def _time_cost(side: Side, gaps: list[tuple[int, int, int, str]]) -> str:
+    """What the batches of `gaps` cost on the expected step, from the plan's latency model:
+    `; they cost +0.674 ms of the expected 2.10 ms step (32%)` ('' without the figures)."""
+    step = side.expected_step_ms
+    if not side.gap_costs or not step:
+        return ""
+    want = {(ql, mode) for ql, _, _, mode in gaps}
+    spans = [(ql, a, b) for ql, a, b, _ in gaps]
+    cost = sum(
+        c.expected_cost_ms
+        for c in side.gap_costs
+        if (c.query_len, c.mode) in want
+        and any(ql == c.query_len and a <= c.last_reqs and c.first_reqs <= b for ql, a, b in spans)
+    )
+    outside = extrapolated(side)
+    why = f" (extrapolated: {outside[0].split(' (', 1)[0]})" if outside else ""
+    return f"; they cost +{cost:.3f} ms of the expected {step:.2f} ms step ({cost / step:.1%}){why}"
+
+
+def extrapolated(side: Side) -> list[str]:
+    """Where the step-time figures lie outside the latency model's measured domain (beyond the
+    two caveats every plan carries: the release it was measured with, short-context attention)."""
+    return [
+        c
+        for c in side.step_caveats
+        if not (c.startswith("measured with ") or c.startswith("attention over short contexts"))
+    ]
+
+
+def _count(gaps: list[tuple[int, int, int, str]]) -> int:
+    return sum(b - a + 1 for _, a, b, _ in gaps)
+
+
 def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) -> GateResult:
     """Hold `side` against `policy` (and `baseline` for the regression checks).
 
-    A check never holds for want of data: where the side lacks what the check needs (a
-    partial or failed capture, an empty or short dispatch or graph table) it fails and says
-    what is missing."""
+    Every check states its figure beside its limit (`235 ≤ 400`), passed or not. A check never
+    holds for want of data: where the side lacks what the check needs (a partial or failed
+    capture, an empty or short dispatch or graph table) it fails and says what is missing."""
     # here, not at import: diff and sweep read this module without gating (issue 18)
     from cgplan.core.compare.sides import decode_gaps, padding
 
@@ -155,64 +208,108 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
         # it did not get to (mixed batches, memory, the rest of the engine) is unknown.
         checks.append(Check("capture_complete", False, f"{incomplete}: gate a complete capture"))
     gaps = decode_gaps(side)
+    total = side.request_counts()
     if policy.no_eager_uniform_decode:
         eager = [g for g in gaps if g[3] == "NONE"]
+        n = _count(eager)
         checks.append(
             Check(
                 "no_eager_uniform_decode",
                 not eager and not no_dispatch,
-                f"eager: {_runs(eager)}" if eager else (no_dispatch or "no eager decode batch"),
+                f"eager: {_runs(eager)}: {n} of {total} request counts" + _time_cost(side, eager)
+                if eager
+                else (no_dispatch or f"0 of {total} request counts eager"),
+                value=n,
+                limit=0,
             )
         )
     if policy.no_piecewise_uniform_decode:
         pw = [g for g in gaps if g[3] == "PIECEWISE"]
+        n = _count(pw)
         checks.append(
             Check(
                 "no_piecewise_uniform_decode",
                 not pw and not no_dispatch,
-                f"PIECEWISE: {_runs(pw)}" if pw else (no_dispatch or "all FULL"),
+                f"PIECEWISE: {_runs(pw)}: {n} of {total} request counts" + _time_cost(side, pw)
+                if pw
+                else (no_dispatch or f"0 of {total} request counts PIECEWISE (all FULL)"),
+                value=n,
+                limit=0,
             )
         )
     if policy.widest_decode_full:
-        bad = []
+        bad, good = [], []
         for ql in side.query_lens:
             runs = side.decode_runs(ql)
-            if runs and runs[-1].mode != "FULL":
-                last = runs[-1].last
-                bad.append(f"{last} requests × {ql} ({last * ql} tokens) → {runs[-1].mode}")
+            if not runs:
+                continue
+            last, mode = runs[-1].last, runs[-1].mode
+            text = f"{last} requests × {ql} ({last * ql} tokens) → {mode}"
+            if mode == "FULL":
+                good.append(text)
+                continue
+            cost = next(
+                (
+                    c.cost_ms_per_step
+                    for c in side.gap_costs
+                    if c.query_len == ql and c.first_reqs <= last <= c.last_reqs
+                ),
+                None,
+            )
+            bad.append(text + ("" if cost is None else f" (+{cost:.2f} ms per such step vs a FULL graph)"))
         checks.append(
             Check(
                 "widest_decode_full",
                 not bad and not no_dispatch,
-                "; ".join(bad) or no_dispatch or "every tier's widest batch is FULL",
+                "; ".join(bad) or no_dispatch or "; ".join(good) or "no uniform-decode batch",
+                value=len(bad),
+                limit=0,
             )
         )
     counts = {f: len(g) for f, g in side.graphs.items()}
     for family, limit in sorted(policy.max_graphs_per_family.items()):
         fams = counts if family == "*" else {family: counts.get(family, 0)}
         over = {f: n for f, n in fams.items() if n > limit}
+        widest = max(fams.values(), default=0)
+        if over:
+            detail = ", ".join(f"{f}: {n} > {limit}" for f, n in over.items())
+        elif len(fams) > 1:
+            top = max(fams, key=lambda f: fams[f])
+            detail = f"{_le(widest, limit, '{}')} ({top}, the largest of {len(fams)} families)"
+        else:
+            detail = f"{', '.join(fams) or family}: {_le(widest, limit, '{}')}"
         checks.append(
             Check(
                 f"max_graphs_per_family[{family}]",
                 not over and not no_graphs,
-                ", ".join(f"{f}: {n} > {limit}" for f, n in over.items()) or no_graphs or f"at most {limit}",
+                detail if over or not no_graphs else no_graphs,
+                value=widest,
+                limit=limit,
             )
         )
     if policy.max_total_graphs is not None:
-        total = sum(counts.values())
-        over_total = total > policy.max_total_graphs
+        n_graphs = sum(counts.values())
+        over_total = n_graphs > policy.max_total_graphs
         checks.append(
             Check(
                 "max_total_graphs",
                 not over_total and not no_graphs,
-                f"{total} graphs (limit {policy.max_total_graphs})"
+                f"{_le(n_graphs, policy.max_total_graphs, '{}')} graphs"
                 + (f"; {no_graphs}" if no_graphs and not over_total else ""),
+                value=n_graphs,
+                limit=policy.max_total_graphs,
             )
         )
     if policy.max_pool_gib is not None:
         if side.pool_bytes is None:
             checks.append(
-                Check("max_pool_gib", True, "no pool memory figure (plan without a cost model)", True)
+                Check(
+                    "max_pool_gib",
+                    True,
+                    "no pool memory figure (plan without a cost model)",
+                    True,
+                    limit=policy.max_pool_gib,
+                )
             )
         else:
             gib = side.pool_bytes / GIB
@@ -220,81 +317,143 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 Check(
                     "max_pool_gib",
                     gib <= policy.max_pool_gib and not incomplete,
-                    f"{gib:.2f} GiB {side.pool_source}, capture phase per rank (limit {policy.max_pool_gib})"
+                    f"{gib:.2f} {'≤' if gib <= policy.max_pool_gib else '>'} {policy.max_pool_gib:g} GiB "
+                    f"{side.pool_source}, capture phase per rank"
                     + (f"; {incomplete}: the figure covers only what was captured" if incomplete else ""),
+                    value=round(gib, 4),
+                    limit=policy.max_pool_gib,
                 )
             )
     if policy.max_capture_seconds is not None:
         if side.capture_time_s is None:
-            checks.append(Check("max_capture_seconds", True, "no capture time (not a capture report)", True))
-        else:
             checks.append(
                 Check(
                     "max_capture_seconds",
-                    side.capture_time_s <= policy.max_capture_seconds and not incomplete,
-                    f"{side.capture_time_s:.1f} s (limit {policy.max_capture_seconds})"
+                    True,
+                    "no capture time (not a capture report)",
+                    True,
+                    limit=policy.max_capture_seconds,
+                )
+            )
+        else:
+            secs = side.capture_time_s
+            checks.append(
+                Check(
+                    "max_capture_seconds",
+                    secs <= policy.max_capture_seconds and not incomplete,
+                    f"{secs:.1f} {'≤' if secs <= policy.max_capture_seconds else '>'} "
+                    f"{policy.max_capture_seconds:g} s"
                     + (f"; {incomplete}: the time covers only what was captured" if incomplete else ""),
+                    value=secs,
+                    limit=policy.max_capture_seconds,
                 )
             )
     if policy.max_decode_padding_ratio is not None:
-        worst = []
+        worst: list[str] = []
+        each: list[str] = []
+        top_ratio = 0.0
+        lim = policy.max_decode_padding_ratio
         for ql in side.query_lens:
             p, r = padding(side, ql)
             if not r:
                 worst.append(f"q={ql}: no graph-replayed decode batch to measure")
-            elif p / r > policy.max_decode_padding_ratio:
-                worst.append(f"q={ql}: {p / r:.3f} (limit {policy.max_decode_padding_ratio})")
+                continue
+            top_ratio = max(top_ratio, p / r)
+            (worst if p / r > lim else each).append(f"q={ql}: {_le(p / r, lim, '{:.3f}')}")
         checks.append(
             Check(
                 "max_decode_padding_ratio",
                 not worst and not no_dispatch,
-                ", ".join(worst) or no_dispatch or f"every tier at most {policy.max_decode_padding_ratio}",
+                ", ".join(worst) or no_dispatch or ", ".join(each),
+                value=round(top_ratio, 4),
+                limit=lim,
             )
         )
-    if policy.max_eager_time_share is not None:
-        if side.eager_time_share is None:
+    if side.eager_time_share is not None and side.expected_step_ms is not None:
+        share, lim_share = side.eager_time_share, policy.max_eager_time_share
+        what = f"of the expected {side.expected_step_ms:.2f} ms step is eager"
+        if lim_share is None:
+            # Stated even without a limit: a gap's verdict reads differently at 2% and at 70%.
             checks.append(
                 Check(
                     "max_eager_time_share",
                     True,
-                    "no expected step time (not a plan with a latency model)",
+                    f"{share:.1%} {what} (no limit set: max_eager_time_share is null)",
                     True,
+                    value=round(share, 4),
                 )
             )
         else:
             checks.append(
                 Check(
                     "max_eager_time_share",
-                    side.eager_time_share <= policy.max_eager_time_share,
-                    f"{side.eager_time_share:.1%} of the expected {side.expected_step_ms:.2f} ms step "
-                    f"is eager (limit {policy.max_eager_time_share:.1%})",
+                    share <= lim_share,
+                    f"{share:.1%} {'≤' if share <= lim_share else '>'} {lim_share:.1%} {what}",
+                    value=round(share, 4),
+                    limit=lim_share,
                 )
             )
+    elif policy.max_eager_time_share is not None:
+        checks.append(
+            Check(
+                "max_eager_time_share",
+                True,
+                "no expected step time (not a plan with a latency model)",
+                True,
+                limit=policy.max_eager_time_share,
+            )
+        )
     if baseline is not None and not baseline.rejected:
         checks += _baseline_checks(policy, side, baseline, no_dispatch, no_graphs)
-    return GateResult(side.label, tuple(checks))
+    step = side.expected_step_ms
+    gap_share = sum(c.expected_cost_ms for c in side.gap_costs) / step if side.gap_costs and step else None
+    return GateResult(side.label, tuple(checks), gap_share=gap_share)
+
+
+def regressions(baseline: Side, side: Side) -> list[RequestMove]:
+    """Request counts that lose coverage from `baseline` to `side` (FULL → PIECEWISE or eager,
+    PIECEWISE → eager), compared per request count across tiers and K: K=3 → K=5 moves every
+    request count from the 4-token tier to the 6-token one, so a per-tier comparison would see
+    no common batch at all. A request count one side lacks (max_num_seqs changed) is no move."""
+    from cgplan.core.compare.sides import request_moves
+
+    return [
+        m
+        for m in request_moves(baseline, side)
+        if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
+    ]
+
+
+def _reqs(first: int, last: int) -> str:
+    return f"{first}-{last} requests" if first != last else f"{first} requests"
+
+
+def _tokens(first: int, last: int, query_len: int) -> str:
+    a, b = first * query_len, last * query_len
+    return f"{a}..{b} tokens" if a != b else f"{a} tokens"
+
+
+def _move_text(m: RequestMove) -> str:
+    """`31-32 requests × 17: FULL → NONE` within a tier; across tiers, both token counts:
+    `86-128 requests × 4 → × 6: FULL → NONE (344..512 → 516..768 tokens)`."""
+    n = _reqs(m.first_reqs, m.last_reqs)
+    if m.query_len_a == m.query_len_b:
+        return f"{n} × {m.query_len_a}: {m.mode_a} → {m.mode_b}"
+    ta = _tokens(m.first_reqs, m.last_reqs, m.query_len_a)
+    tb = _tokens(m.first_reqs, m.last_reqs, m.query_len_b)
+    return f"{n} × {m.query_len_a} → × {m.query_len_b}: {m.mode_a} → {m.mode_b} ({ta} → {tb})"
 
 
 def _baseline_checks(
     policy: GatePolicy, side: Side, baseline: Side, no_dispatch: str | None, no_graphs: str | None
 ) -> list[Check]:
-    from cgplan.core.compare.diff import diff_sides
-
     checks: list[Check] = []
-    d = diff_sides(baseline, side)
     if policy.no_regression:
-        worse = [
-            m
-            for m in d.moves
-            if m.mode_a in _RANK and m.mode_b in _RANK and _RANK[m.mode_b] < _RANK[m.mode_a]
-        ]
+        worse = regressions(baseline, side)
         base_lacks = _missing_shapes(baseline)
         compared = any(baseline.decode_runs(ql) for ql in baseline.query_lens)
         if worse:
-            detail = "; ".join(
-                f"{m.first_reqs}-{m.last_reqs} requests × {m.query_len}: {m.mode_a} → {m.mode_b}"
-                for m in worse
-            )
+            detail = "; ".join(map(_move_text, worse))
         elif no_dispatch:
             detail = no_dispatch
         elif not compared:
@@ -302,15 +461,23 @@ def _baseline_checks(
                 f"baseline {baseline.label}: {base_lacks or 'no uniform-decode outcome'}: nothing to compare"
             )
         else:
-            detail = f"no batch loses coverage against {baseline.label}" + (
-                f" (not compared, baseline {base_lacks})" if base_lacks else ""
+            detail = (
+                f"0 of {baseline.request_counts()} request counts lose coverage against {baseline.label}"
+                + (f" (not compared, baseline {base_lacks})" if base_lacks else "")
             )
-        checks.append(Check("no_regression", not worse and not no_dispatch and compared, detail))
+        lost = sum(m.last_reqs - m.first_reqs + 1 for m in worse)
+        if worse:
+            detail = f"{lost} request counts lose coverage: {detail}"
+        checks.append(
+            Check("no_regression", not worse and not no_dispatch and compared, detail, value=lost, limit=0)
+        )
     if policy.max_graph_growth_pct is not None:
         before = sum(len(g) for g in baseline.graphs.values())
         after = sum(len(g) for g in side.graphs.values())
         growth = 100.0 * (after - before) / before if before else 0.0
-        detail = f"{before} → {after} graphs ({growth:+.1f}%, limit {policy.max_graph_growth_pct}%)"
+        lim_growth = policy.max_graph_growth_pct
+        sign = "≤" if growth <= lim_growth else ">"
+        detail = f"{before} → {after} graphs ({growth:+.1f}% {sign} {lim_growth:g}%)"
         base_graphs = _missing_graphs(baseline)
         ok = growth <= policy.max_graph_growth_pct
         if ok and no_graphs:
@@ -319,5 +486,13 @@ def _baseline_checks(
             detail = f"baseline {baseline.label}: {base_graphs}: no growth to measure"
         elif base_graphs:
             detail += f" (baseline {base_graphs}: its count is a lower bound)"
-        checks.append(Check("max_graph_growth_pct", ok and not no_graphs and bool(before), detail))
+        checks.append(
+            Check(
+                "max_graph_growth_pct",
+                ok and not no_graphs and bool(before),
+                detail,
+                value=round(growth, 2),
+                limit=lim_growth,
+            )
+        )
     return checks

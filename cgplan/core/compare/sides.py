@@ -19,6 +19,20 @@ STATUSES = ("complete", "partial", "failed")
 
 
 @dataclass(frozen=True)
+class GapCost:
+    """What one uniform-decode gap of a plan costs in time (the latency model's figures)."""
+
+    query_len: int
+    first_reqs: int
+    last_reqs: int
+    mode: str
+    cost_ms_per_step: float
+    """At the gap's widest batch: as planned minus a FULL graph of its exact size."""
+    expected_cost_ms: float
+    """The gap's share of the expected step time at the traffic, in ms."""
+
+
+@dataclass(frozen=True)
 class Side:
     """One side of a comparison: a plan (predicted) or a capture report (measured)."""
 
@@ -68,6 +82,14 @@ class Side:
     """A plan's KV-cache bytes per token on a rank (graph memory in KV tokens)."""
     vllm_kv_cache_tokens: int | None = None
     """vLLM's own "GPU KV cache size: N tokens" (a capture report's), for scale."""
+    gap_costs: tuple[GapCost, ...] = ()
+    """A plan's uniform-decode gaps in time (empty without a latency model, or for a capture)."""
+    step_caveats: tuple[str, ...] = ()
+    """Where the step-time figures are extrapolated (the latency model's caveats)."""
+
+    def request_counts(self) -> int:
+        """Uniform-decode request counts with an outcome, over every tier."""
+        return sum(r.last - r.first + 1 for ql in self.query_lens for r in self.decode_runs(ql))
 
     def tier_batches(self, query_len: int) -> list[tuple[int, int]]:
         """Request-count runs that decode at `query_len` (sorted, not overlapping)."""
@@ -171,6 +193,59 @@ def coverage_moves(a: Side, b: Side, query_len: int) -> Iterator[tuple[int, int,
         yield pending
 
 
+@dataclass(frozen=True)
+class RequestMove:
+    """Request counts whose uniform-decode outcome differs between two sides, whatever tier
+    (tokens per request) each side decodes them at."""
+
+    first_reqs: int
+    last_reqs: int
+    query_len_a: int
+    """Tokens per request on side A (0: A has no such batch)."""
+    mode_a: str
+    """FULL, PIECEWISE, NONE (eager) or "-" (no such batch on that side)."""
+    query_len_b: int
+    mode_b: str
+
+
+def request_runs(side: Side) -> list[tuple[int, int, int, str]]:
+    """(first, last, query_len, mode) runs of every tier's own batches, sorted by request count
+    (the tiers partition the request counts, so the runs do not overlap)."""
+    return sorted((r.first, r.last, ql, r.mode) for ql in side.query_lens for r in side.decode_runs(ql))
+
+
+def request_moves(a: Side, b: Side) -> Iterator[RequestMove]:
+    """Runs of request counts whose (tokens per request, outcome) differ from A to B, across
+    tiers and K: a request count that decodes at 4 tokens on A and at 6 on B is compared as one
+    batch. One sweep over both sides' boundaries: O(runs of A + runs of B)."""
+    ra, rb = request_runs(a), request_runs(b)
+    cuts = sorted({r[0] for r in (*ra, *rb)} | {r[1] + 1 for r in (*ra, *rb)})
+    i = j = 0
+    pending: RequestMove | None = None
+    for lo, nxt in itertools.pairwise(cuts):
+        while i < len(ra) and ra[i][1] < lo:
+            i += 1
+        while j < len(rb) and rb[j][1] < lo:
+            j += 1
+        xa = (ra[i][2], ra[i][3]) if i < len(ra) and ra[i][0] <= lo else (0, "-")
+        xb = (rb[j][2], rb[j][3]) if j < len(rb) and rb[j][0] <= lo else (0, "-")
+        if xa == xb:
+            continue
+        move = RequestMove(lo, nxt - 1, *xa, *xb)
+        if (
+            pending
+            and pending.last_reqs == lo - 1
+            and ((pending.query_len_a, pending.mode_a, pending.query_len_b, pending.mode_b) == (*xa, *xb))
+        ):
+            pending = RequestMove(pending.first_reqs, nxt - 1, *xa, *xb)
+            continue
+        if pending:
+            yield pending
+        pending = move
+    if pending:
+        yield pending
+
+
 def side_from_plan(
     plan: Plan, label: str, fingerprint: str | None = None, pool_bytes: int | None = None
 ) -> Side:
@@ -181,6 +256,16 @@ def side_from_plan(
     withheld = None
     if pool_bytes is None and plan.cost is not None and plan.cost.graphs and not plan.cost.domain.figure:
         withheld = "no figure: outside the validated domain (" + "; ".join(plan.cost.domain.outside) + ")"
+    costs: list[GapCost] = []
+    if plan.latency is not None:
+        for g in plan.latency.gaps:
+            gap = plan.gaps[g.gap] if g.gap < len(plan.gaps) else None
+            if gap is None or gap.family != "uniform_decode":
+                continue
+            q = gap.query_len or plan.uniform_decode_query_len
+            costs.append(
+                GapCost(q, gap.first, gap.last, gap.mode, g.cost_ms_per_step, g.expected_cost_ms_per_step)
+            )
     if pool_bytes is None and plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure:
         mib = 1 << 20
         pool_bytes = round(plan.cost.total_mib * mib)
@@ -208,6 +293,8 @@ def side_from_plan(
         capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
         expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
         eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,
+        gap_costs=tuple(costs),
+        step_caveats=plan.latency.caveats if plan.latency is not None else (),
     )
 
 
@@ -243,6 +330,8 @@ def decode_gaps(side: Side) -> list[tuple[int, int, int, str]]:
 
 __all__ = [
     "STATUSES",
+    "GapCost",
+    "RequestMove",
     "Side",
     "coverage_moves",
     "decode_gaps",
@@ -250,5 +339,7 @@ __all__ = [
     "graph_count",
     "padding",
     "padding_tokens",
+    "request_moves",
+    "request_runs",
     "side_from_plan",
 ]

@@ -59,6 +59,27 @@ class Comparison:
         return self.refused is None and not self.disagreements
 
 
+@dataclass(frozen=True)
+class LogPlan:
+    """`cgplan logs LOG` without --config: the log's own engine arguments, planned."""
+
+    plan: Plan | None
+    """None where they could not be planned (`not_planned` says why)."""
+    comparison: Comparison | None
+    """That plan against every figure the log states: where they disagree, the plan is not the
+    engine's and its gaps are withheld."""
+    not_planned: str | None = None
+    assumed: tuple[str, ...] = ()
+    """What the log does not say and the plan assumed (the GPU, ...)."""
+    left_out: tuple[str, ...] = ()
+    """Keys of the log's arguments cgplan does not read."""
+
+    @property
+    def trusted(self) -> bool:
+        """The plan agrees with everything the log states (its gaps are the engine's)."""
+        return self.plan is not None and self.comparison is not None and self.comparison.agrees
+
+
 def _plan_counts(plan: Plan) -> dict[str, dict[str, int]]:
     return {
         family: {

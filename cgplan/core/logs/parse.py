@@ -191,6 +191,34 @@ class ParsedLog:
     """Every capture progress bar, in log order."""
     metrics: tuple[MetricsTable, ...]
     """`--cudagraph-metrics` tables, in log order."""
+    engine_args: dict[str, Any] | None = None
+    """The "non-default args" dict as vLLM printed it (the serve arguments the engine was started
+    with; None without that line): what `cgplan logs` plans when no config is given."""
+    engine_model: str | None = None
+    """The engine line's `model='...'`."""
+    max_model_len: int | None = None
+    """The engine line's `max_seq_len`."""
+
+    @property
+    def negative_memory(self) -> tuple[str, ...]:
+        """vLLM's graph-memory figures that are negative, each in words: a free-memory delta that
+        went the wrong way (vLLM #44740: an estimate of -20.50 GiB sized the KV cache past the
+        memory there is; #25683: "took -9.96 GiB")."""
+        out = []
+        if self.estimated_cudagraph_gib is not None and self.estimated_cudagraph_gib < 0:
+            out.append(
+                f"estimated CUDA graph memory {self.estimated_cudagraph_gib:.2f} GiB is negative: vLLM "
+                "added it to the KV cache budget instead of taking it away (vLLM #44740); the KV cache "
+                "is sized past the memory there is"
+            )
+        if self.capture_took_gib is not None and self.capture_took_gib < 0:
+            out.append(
+                f"the capture 'took {self.capture_took_gib:.2f} GiB': a negative free-memory delta "
+                "(vLLM #25683, #44740), not the graphs' memory"
+            )
+        if self.pool_actual_gib is not None and self.pool_actual_gib < 0:
+            out.append(f"the graph pool's actual {self.pool_actual_gib:.2f} GiB is negative (vLLM #44740)")
+        return tuple(out)
 
     @property
     def capture_bars(self) -> tuple[ProgressBar, ...]:
@@ -261,6 +289,10 @@ def _engine_fields(config: str) -> dict[str, Any]:
             out["speculative_method"] = m.group(2)
         if m := re.search(r"num_spec_tokens=(\d+)", body):
             out["num_speculative_tokens"] = int(m.group(1))
+    if m := re.search(r"^model=(['\"])(.*?)\1", config):
+        out["model"] = m.group(2)
+    if m := re.search(r"\bmax_seq_len=(\d+)", config):
+        out["max_model_len"] = int(m.group(1))
     if m := re.search(r"\btensor_parallel_size=(\d+)", config):
         out["tensor_parallel_size"] = int(m.group(1))
     if m := re.search(r"\benforce_eager=(True|False)\b", config):
@@ -739,6 +771,9 @@ class _Region:
             worker_started=worker or kv_at >= 0 or bool(bars) or status != "not reached",
             bars=bars,
             metrics=tuple(MetricsTable(_mode_name(t["mode"]), t["sizes"], tuple(t["rows"])) for t in tables),
+            engine_args=non_default,
+            engine_model=engine.get("model"),
+            max_model_len=engine.get("max_model_len"),
         )
 
 

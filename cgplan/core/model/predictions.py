@@ -107,6 +107,12 @@ class GapLatency:
     graph_tokens_per_s: float
     expected_cost_ms_per_step: float
     """The gap's contribution to the expected step time at the traffic (0 if no traffic hits it)."""
+    share: float = 0.0
+    """expected_cost_ms_per_step over the expected step time: the gap's share of the step."""
+    worth_closing: bool | None = None
+    """The verdict of `cgplan.core.plan.advice.rank_fixes` (None: not judged)."""
+    verdict: str = ""
+    """The same in words, with its reason ("worth closing: 4.8% of the expected step ...")."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,17 @@ class FixLatency:
     eager_share_after: float = 0.0
     """Share of the expected step spent eager once the fix is applied (for the gate's
     max_eager_time_share: a fix is named there only when it brings the share within the limit)."""
+
+
+@dataclass(frozen=True)
+class SlowerFix:
+    """A fix the search found that the latency model says is slower than leaving its gaps:
+    not offered (`LatencyPrediction.not_offered`), named with its figures."""
+
+    flags: tuple[str, ...]
+    expected_step_ms_after: float
+    gain_ms_per_step: float
+    """Negative: the expected step grows by this much."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +168,16 @@ class LatencyPrediction:
     fixes: tuple[FixLatency, ...] = ()
     caveats: tuple[str, ...] = ()
     """Where the config is outside the measured domain (figures are extrapolations there)."""
+    extrapolated: tuple[str, ...] = ()
+    """Why the step times of the traffic's batches are extrapolated (outside the measured shapes
+    or ranges); empty where every batch of the traffic lies in the measured domain. The release
+    the model was measured with and short-context attention, caveats of every plan, are not here."""
+    model_error: float = 0.0
+    """The coefficients' held-out median |predicted / measured - 1| (their resolution)."""
+    fix_order: str = ""
+    """How the plan's fixes are ranked, in words (set by `rank_fixes`)."""
+    not_offered: tuple[SlowerFix, ...] = ()
+    """Fixes dropped for being predicted slower than the gaps they close."""
 
     @property
     def eager_graph_ratio(self) -> float:

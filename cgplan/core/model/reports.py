@@ -147,6 +147,21 @@ class LatencyGap:
     tokens_per_s: float
     graph_tokens_per_s: float
     expected_cost_ms_per_step: float
+    share_of_expected_step: float | None = None
+    worth_closing: bool | None = None
+    verdict: str | None = None
+    """Whether the gap is worth closing at this traffic, in words (issue 30)."""
+    absent: frozenset[str] = NO_KEYS
+
+
+@dataclass(frozen=True)
+class LatencyFixNotOffered:
+    """A fix the search found but predicted slower than leaving the gaps (issue 30)."""
+
+    flags: tuple[str, ...]
+    expected_step_ms_after: float
+    gain_ms_per_step: float
+    why: str
     absent: frozenset[str] = NO_KEYS
 
 
@@ -177,6 +192,11 @@ class PredictedLatency:
     gaps: tuple[LatencyGap, ...] = ()
     fixes: tuple[LatencyFix, ...] = ()
     caveats: tuple[str, ...] = ()
+    extrapolated: tuple[str, ...] = ()
+    """The inputs outside the model's measured domain (issue 30)."""
+    fix_order: str | None = None
+    """How the fixes are ranked, and why (issue 30)."""
+    fixes_not_offered: tuple[LatencyFixNotOffered, ...] = ()
     absent: frozenset[str] = NO_KEYS
 
 
@@ -267,6 +287,8 @@ class PlanFix:
     delta_graphs: int | None = None
     step_padding_after: StepPaddingDoc | None = None
     over_budget: tuple[str, ...] = ()
+    yaml: tuple[str, ...] = ()
+    """The change as nested YAML lines (issue 30)."""
     config_lines: tuple[str, ...] = ()
     """The same change as lines of the YAML planned (issue 28); absent for a command line."""
     absent: frozenset[str] = NO_KEYS

@@ -183,6 +183,21 @@ class Optimized:
     are extrapolations there), as `plan` states them."""
 
     @property
+    def improved(self) -> bool:
+        """The result is another ladder than the default and better by the objective (or as good
+        and lighter in predicted memory): else there is no flag worth setting."""
+        if self.sizes == tuple(self.default_plan.capture_sizes):
+            return False
+        if self.objective == "time":
+            lighter = (
+                self.memory_mib is not None
+                and self.default_memory_mib is not None
+                and self.memory_mib < self.default_memory_mib
+            )
+            return self.step_ms < self.default_step_ms or (self.step_ms <= self.default_step_ms and lighter)
+        return self.cost.total(self.eager_step_cost) < self.default_cost.total(self.eager_step_cost)
+
+    @property
     def flags(self) -> tuple[str, ...]:
         """The vLLM flag that sets this ladder."""
         return (shlex.quote("-cc.cudagraph_capture_sizes=[" + ",".join(map(str, self.sizes)) + "]"),)
@@ -329,7 +344,18 @@ def _optimize(
             )
         mem_budget = max_memory_mib if max_memory_mib is not None else default_mem
         plan, mem, cap_s, t = _optimize_time(
-            inp, default_plan, traffic, lat, coeffs, budget, cap, graph_budget, mem_budget, max_capture_s
+            inp,
+            default_plan,
+            traffic,
+            lat,
+            coeffs,
+            budget,
+            cap,
+            graph_budget,
+            mem_budget,
+            max_capture_s,
+            gate_policy,
+            () if "widest_decode_full" in relax else _widest_sizes(default_plan, cap),
         )
         return Optimized(
             traffic=traffic,
@@ -487,13 +513,18 @@ def _optimize_time(
     graph_budget: int,
     mem_budget: float | None,
     max_capture_s: float | None,
+    gate_policy: GatePolicy = DEFAULT_POLICY,
+    must: tuple[int, ...] = (),
 ) -> tuple[Plan, float | None, float | None, float]:
+    """The ladder of least expected step time within the budgets; one that passes the (relaxed)
+    default gate beats every one that fails it, and each DP ladder is tried also with the sizes
+    the gate needs (`must`: each tier's widest batch, for its FULL graph)."""
     shapes, tiers = _timed_shapes(inp, default_plan, traffic, lat)
 
     def graph_ms(kind: str, s: int) -> float:
         return _graph_step(lat, inp, default_plan, kind, tiers.get(kind, 1), s)
 
-    best: tuple[float, Plan, float | None, float | None] | None = None
+    best: _Best | None = None
     # Graph memory grows mostly with the largest size (its pool), so a memory budget is met by
     # capping the ladder: try the full cap, then lower ones (shape sizes, about 10% apart); for
     # each, the DP's best ladders of the full size budget and of a few smaller ones.
@@ -513,7 +544,7 @@ def _optimize_time(
         caps.append(top_default)
     seen: set[tuple[int, ...]] = set()
     for c in caps:
-        if best is not None:
+        if best is not None and best[0][0] == 0:  # a ladder that passes the gate: caps only go down
             break
         ladders = optimal_timed_ladders(shapes, budget, c, graph_ms)
         top = len(ladders) - 1
@@ -521,12 +552,22 @@ def _optimize_time(
             if r <= 0:
                 continue
             sol = ladders[r]
-            if not sol.sizes or sol.sizes in seen:
-                continue
-            seen.add(sol.sizes)
-            best = _consider(
-                sol.sizes, inp, traffic, lat, coeffs, graph_budget, mem_budget, max_capture_s, best
-            )
+            for sizes in (sol.sizes, tuple(sorted({*sol.sizes, *(m for m in must if m <= c)}))):
+                if not sizes or sizes in seen:
+                    continue
+                seen.add(sizes)
+                best = _consider(
+                    sizes,
+                    inp,
+                    traffic,
+                    lat,
+                    coeffs,
+                    graph_budget,
+                    mem_budget,
+                    max_capture_s,
+                    best,
+                    gate_policy,
+                )
     # The default ladder itself meets its own budgets: the answer is never worse than it.
     best = _consider(
         tuple(default_plan.capture_sizes),
@@ -538,13 +579,24 @@ def _optimize_time(
         mem_budget,
         max_capture_s,
         best,
+        gate_policy,
     )
     if best is None:
         raise ConfigError(
             "--max-graph-memory-mib",
             "no ladder fits the graph, memory and capture-time budgets for this traffic",
         )
-    return best[1], best[2], best[3], best[0]
+    return best[1], best[2], best[3], best[0][1]
+
+
+_Best = tuple[tuple[int, float], Plan, float | None, float | None]
+"""((fails the gate, expected step ms), plan, MiB, capture s): the best ladder so far."""
+
+
+def _widest_sizes(plan: Plan, cap: int) -> tuple[int, ...]:
+    """The token counts of each tier's widest batch (within `cap`): a FULL graph serves that batch
+    only at its exact size, which the default gate's widest_decode_full asks for."""
+    return tuple(sorted({last * ql for ql, last in _widest(plan) if last * ql <= cap}))
 
 
 def _consider(
@@ -556,9 +608,11 @@ def _consider(
     graph_budget: int,
     mem_budget: float | None,
     max_capture_s: float | None,
-    best: tuple[float, Plan, float | None, float | None] | None,
-) -> tuple[float, Plan, float | None, float | None] | None:
-    """Re-plan a ladder; keep it if it fits the budgets and beats `best` in expected step time."""
+    best: _Best | None,
+    gate_policy: GatePolicy = DEFAULT_POLICY,
+) -> _Best | None:
+    """Re-plan a ladder; keep it if it fits the budgets and beats `best`: passing the gate first,
+    then in expected step time."""
     for sol_sizes in (sizes,):
         changed = dataclasses.replace(inp, cudagraph_capture_sizes=sol_sizes, max_cudagraph_capture_size=None)
         try:
@@ -575,8 +629,9 @@ def _consider(
         if max_capture_s is not None and cap_s is not None and cap_s > max_capture_s:
             continue
         t = expected(lat, candidate, changed, traffic.uniform_decode, traffic.mixed).step_ms
-        if best is None or t < best[0]:
-            best = (t, candidate, mem, cap_s)
+        fails = 0 if evaluate_gate(gate_policy, side_from_plan(candidate, "optimized")).passed else 1
+        if best is None or (fails, t) < best[0]:
+            best = ((fails, t), candidate, mem, cap_s)
     return best
 
 

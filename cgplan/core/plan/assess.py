@@ -61,8 +61,11 @@ def with_latency(
         except ConfigError:
             return None
 
+    from cgplan.core.plan.advice import rank_fixes
+
     pred: LatencyPrediction = predict_latency(coefficients, plan, inp, uniform, mixed, traffic, replan)
-    return dataclasses.replace(plan, latency=pred)
+    # the fixes ranked by what they buy at this traffic (each priced on its own re-plan above)
+    return rank_fixes(dataclasses.replace(plan, latency=pred))
 
 
 def apply_change(inp: PlanInput, change: Sequence[tuple[str, object]]) -> PlanInput | None:

@@ -45,6 +45,14 @@ HEAVY_PADDING_PCT = 25.0
 whatever it saves in memory: padding is paid on every step, memory once. (vLLM's own grids pad
 a few percent on average; their worst step, just above a power of two, can pad 78%, so the worst
 step alone would rule out vLLM's own ladder.)"""
+MAX_WORST_PADDING_PCT = 400.0
+"""A fix whose worst per-step padding exceeds this (a graph more than five times the batch it
+serves) is not offered, unless the plan pads as badly already: a single size far above a tier's
+graphs (5,923% worst padding: 17 tokens replayed as a 1,024-token graph) closes a gap on paper
+and makes the steps it serves slower than the eager gap it replaced."""
+PADDING_TOLERANCE_PCT = 1.0
+"""Fixes whose mean per-step padding is within this many percent of the least padded pad alike:
+among them the cheaper in memory ranks first."""
 MAX_EXACT_SIZES = 256
 """Most sizes the "exact token counts" candidate appends."""
 
@@ -684,6 +692,48 @@ def fix_flags(
     return flags, tuple(words), tuple(change)
 
 
+def _yaml_scalar(value: object) -> str:
+    """A value as YAML reads it back: JSON's spelling (flow lists, true/false, quoted strings)
+    except a plain word such as FULL_AND_PIECEWISE."""
+    words = ("true", "false", "null", "yes", "no", "on", "off", "~")
+    if isinstance(value, str) and value.replace("_", "").isalnum() and not value[0].isdigit():
+        return value if value.lower() not in words else json.dumps(value)
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def config_yaml(change: Sequence[tuple[str, object]]) -> tuple[str, ...]:
+    """A fix's (dotted key, value) pairs as the lines of a `vllm serve --config` YAML, nested
+    keys under their section, sections in first-seen order.
+
+    >>> config_yaml([("compilation_config.max_cudagraph_capture_size", 544)])
+    ('compilation_config:', '  max_cudagraph_capture_size: 544')
+    >>> config_yaml([("enforce_eager", False), ("compilation_config.cudagraph_mode", "FULL")])
+    ('enforce_eager: false', 'compilation_config:', '  cudagraph_mode: FULL')
+    """
+    tree: dict[str, object] = {}
+    for key, value in change:
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):  # a fix's keys are never both a leaf and a section
+                child = node[part] = {}
+            node = child
+        node[leaf] = value
+    lines: list[str] = []
+
+    def emit(node: dict[str, object], depth: int) -> None:
+        for k, v in node.items():
+            if isinstance(v, dict):
+                lines.append(f"{'  ' * depth}{k}:")
+                emit(v, depth + 1)
+            else:
+                lines.append(f"{'  ' * depth}{k}: {_yaml_scalar(v)}")
+
+    emit(tree, 0)
+    return tuple(lines)
+
+
 def _closed(before: Plan, after: Plan) -> tuple[int, ...]:
     return tuple(
         i
@@ -702,6 +752,11 @@ def _still_open(after: Plan) -> str:
         f"{gap_batches(after)} batch sizes in {len(after.gaps)} gap(s) stay open "
         f"(requests {', '.join(parts)}{more}; {', '.join(map(str, tiers))} tokens/request)"
     )
+
+
+_Key = tuple[int, bool, float, int, int, float, float, float, int]
+"""A fix's rank in the search: gap batches left, heavy padding, mean padding, MiB, graphs, capture
+seconds, worst and mean padding, flag length."""
 
 
 def propose_fixes(
@@ -741,7 +796,7 @@ def propose_fixes(
     pad0 = step_padding(plan)
     before_graphs, before_pad = graph_count(plan), padding_tokens(plan)
     seen: set[PlanInput] = {inp}
-    fixes: list[tuple[Fix, tuple[object, ...]]] = []
+    fixes: list[tuple[Fix, _Key]] = []
     runs0, mixed0 = _runs(plan), _mixed_runs(plan)  # what every candidate is held against
 
     def attempt(cand: _Candidate, bound_base: Plan | None) -> Plan | None:
@@ -774,6 +829,8 @@ def propose_fixes(
         if not flags:
             return after
         pad = step_padding(after)
+        if pad.worst_pct > max(MAX_WORST_PADDING_PCT, pad0.worst_pct):
+            return after  # absurd padding: never a fix (it may still be a base for stage two)
         after_pad = padding_tokens(after)
         remaining = len(after.gaps)
         parts = [
@@ -812,9 +869,12 @@ def propose_fixes(
             step_padding_after=pad,
             over_budget=breaks,
         )
+        # coverage, then padding (paid on every step), then memory (paid once): the order that
+        # stands where the latency model cannot price the steps (`advice.rank_fixes`)
         key = (
             gap_batches(after),
             pad.mean_pct > max(HEAVY_PADDING_PCT, pad0.mean_pct),
+            pad.mean_pct,  # compared within PADDING_TOLERANCE_PCT of the least padded below
             round(c.total_mib) if c else 0,
             fix.graphs_after,
             round(c.capture_s, 1) if c else 0.0,
@@ -834,7 +894,13 @@ def propose_fixes(
         limit = None if search.allow_over_budget else budgets.tightest_family_limit
         for size_cand in _size_candidates(base_plan, base_cand.inp, limit):
             attempt(_Candidate((*base_cand.what, *size_cand.what), size_cand.inp), base_plan)
-    ranked = [f for f, _ in sorted(fixes, key=lambda fk: fk[1])]
+    least = min((k[2] for _, k in fixes), default=0.0)
+
+    def rank(fk: tuple[Fix, _Key]) -> _Key:
+        k = fk[1]
+        return (k[0], k[1], 0.0 if k[2] <= least + PADDING_TOLERANCE_PCT else k[2], *k[3:])
+
+    ranked = [f for f, _ in sorted(fixes, key=rank)]
 
     # Drop a fix another beats on every figure the user pays (Pareto front).
     def figures(f: Fix) -> tuple[float, ...]:

@@ -281,11 +281,8 @@ def _query_len_for(plan: Plan, n: int) -> int:
     return plan.uniform_decode_query_len
 
 
-def domain_caveats(
-    c: LatencyCoefficients, inp: PlanInput, model_runner: str | None = None
-) -> tuple[str, ...]:
-    """Where `inp` lies outside what the coefficients were measured on; `model_runner` is the
-    plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name."""
+def _shape_caveats(c: LatencyCoefficients, inp: PlanInput, model_runner: str | None) -> list[str]:
+    """Where the model, runner or parallelism of `inp` lies outside what was measured."""
     m = inp.model
     out: list[str] = []
     measured_on = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
@@ -316,21 +313,66 @@ def domain_caveats(
         out.append(f"speculative method {spec.method} was not measured (its proposer is not modelled)")
     if spec is not None and spec.num_speculative_tokens > c.max_speculative_tokens:
         out.append(f"K={spec.num_speculative_tokens} is above the measured {c.max_speculative_tokens}")
-    widest = inp.max_num_seqs * inp.uniform_decode_query_len
-    if widest > c.max_tokens:
-        out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest})")
-    if inp.max_num_seqs > c.max_reqs:
+    return out
+
+
+def _range_caveats(c: LatencyCoefficients, widest_tokens: int, most_reqs: int, reqs_what: str) -> list[str]:
+    out: list[str] = []
+    if widest_tokens > c.max_tokens:
+        out.append(f"batches above {c.max_tokens} tokens were not measured (widest here: {widest_tokens})")
+    if most_reqs > c.max_reqs:
         # the per-request GPU time is a straight line fitted on steps of up to max_reqs requests
         out.append(
-            f"steps above {c.max_reqs} requests were not measured (max_num_seqs here: {inp.max_num_seqs}; "
+            f"steps above {c.max_reqs} requests were not measured ({reqs_what}: {most_reqs}; "
             "the per-request time is extrapolated)"
         )
+    return out
+
+
+def domain_caveats(
+    c: LatencyCoefficients, inp: PlanInput, model_runner: str | None = None
+) -> tuple[str, ...]:
+    """Where `inp` lies outside what the coefficients were measured on; `model_runner` is the
+    plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name."""
+    out = _shape_caveats(c, inp, model_runner)
+    widest = inp.max_num_seqs * inp.uniform_decode_query_len
+    out += _range_caveats(c, widest, inp.max_num_seqs, "max_num_seqs here")
     if f"vLLM {inp.vllm_version}" not in c.measured_with:
         out.append(
             f"measured with {c.measured_with.split(',')[0]}; vLLM {inp.vllm_version}'s step may differ"
         )
     out.append("attention over short contexts (KV reads of long contexts are not in the model)")
     return tuple(out)
+
+
+def traffic_extrapolated(
+    c: LatencyCoefficients,
+    plan: Plan,
+    inp: PlanInput,
+    uniform: Sequence[tuple[int, float]] | None = None,
+    mixed: Sequence[tuple[int, float]] = (),
+) -> tuple[str, ...]:
+    """Why the step times of the traffic's own batches are extrapolated: the model's shape, runner
+    or parallelism outside what was measured, or a batch of the traffic (default: every
+    uniform-decode batch size that fits the token budget) wider in tokens or requests than the
+    measured steps. Empty: every step the expected step time sums was inside the measured domain.
+
+    The release the coefficients were measured with is not a reason here: every plan of another
+    release carries that caveat, and what differs by release (which batches get which graph) is
+    what cgplan plans from the release's own rules; the time of a FULL, PIECEWISE or eager step
+    of a shape is what was measured."""
+    out = _shape_caveats(c, inp, plan.model_runner)
+    if uniform is None:
+        runs = [(a, min(b, plan.max_num_batched_tokens // q), q) for a, b, q in _tier_runs(plan)]
+        runs = [(a, b, q) for a, b, q in runs if b >= a]
+        tokens = max((b * q for _, b, q in runs), default=0)
+        reqs = max((b for _, b, _ in runs), default=0)
+    else:
+        hit = [(n, _query_len_for(plan, n)) for n, w in uniform if w > 0 and n <= plan.max_num_seqs]
+        tokens = max((n * q for n, q in hit), default=0)
+        reqs = max((n for n, _ in hit), default=0)
+    tokens = max(tokens, *(t for t, w in mixed if w > 0 and t <= plan.max_num_batched_tokens), 0)
+    return tuple(out + _range_caveats(c, tokens, reqs, "the traffic's widest step"))
 
 
 def _tier_runs(plan: Plan) -> list[tuple[int, int, int]]:
@@ -915,6 +957,8 @@ def predict_latency(
         gaps=tuple(gaps),
         fixes=tuple(fixes),
         caveats=domain_caveats(c, inp, plan.model_runner),
+        extrapolated=traffic_extrapolated(c, plan, inp, uniform, mixed),
+        model_error=c.held_out_median_error,
     )
 
 

@@ -137,12 +137,14 @@ _V0_26 = LogFormat(
     ),
     profiling=_re(r"Profiling CUDA graph memory: (?P<groups>.*)"),
     profiling_group=_re(r"\b(?P<mode>\w+)=(?P<count>\d+) \(largest=(?P<largest>\d+)\)"),
-    estimate=_re(r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB total"),
+    # "%.2f": negative where the free-memory deltas went the wrong way (vLLM #44740: -20.50 GiB
+    # on a GB10 with MTP, which sized the KV cache past the memory there is)
+    estimate=_re(r"Estimated CUDA graph memory: (?P<gib>-?[\d.]+) GiB total"),
     kv_memory=_re(r"Available KV cache memory: (?P<gib>[\d.]+) GiB"),
     kv_tokens=_re(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens"),
     capture_finished=_re(r"Graph capturing finished in (?P<secs>[\d.]+) secs, took (?P<gib>-?[\d.]+) GiB"),
     pool_memory=_re(
-        r"CUDA graph pool memory: (?P<actual>[\d.]+) GiB \(actual\), (?P<estimated>[\d.]+) GiB "
+        r"CUDA graph pool memory: (?P<actual>-?[\d.]+) GiB \(actual\), (?P<estimated>-?[\d.]+) GiB "
         r"\(estimated\), difference: (?P<diff>[\d.]+) GiB \((?P<pct>[\d.]+)%\).*"
     ),
     speculator_capture=_re(r"Capturing model for (?:[\w-]+ ){0,8}speculator\.\.\."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cgplan import __version__
-from cgplan.core.logs.check import Comparison, jsonable
+from cgplan.core.logs.check import Comparison, LogPlan, jsonable
 from cgplan.core.logs.parse import ParsedLog
 from cgplan.io.schema import SCHEMA_VERSION
 
@@ -20,7 +20,34 @@ FIGURE_FIELDS = (
 """vLLM's own figures, named as in a capture report's `measured.vllm`."""
 
 
-def logs_to_dict(parsed: ParsedLog, comparison: Comparison | None = None) -> dict[str, Any]:
+def own_plan_to_dict(own: LogPlan) -> dict[str, Any]:
+    """`cgplan logs LOG` without --config: the plan of the log's own engine arguments (its gaps
+    and fixes only where it agrees with every figure the log states)."""
+    from cgplan.io.schema.plan import plan_to_dict
+
+    comparison = own.comparison
+    return {
+        "config": comparison.config if comparison else None,
+        "vllm_version": comparison.vllm_version if comparison else None,
+        "not_planned": own.not_planned,
+        "assumed": list(own.assumed),
+        "left_out": list(own.left_out),
+        "agrees_with_log": own.trusted,
+        "checks": []
+        if comparison is None
+        else [
+            {"name": c.name, "log": c.log, "plan": c.plan, "agrees": c.agrees, "detail": c.detail}
+            for c in comparison.checks
+        ],
+        "plan": plan_to_dict(own.plan, source=comparison.config)
+        if own.trusted and own.plan and comparison
+        else None,
+    }
+
+
+def logs_to_dict(
+    parsed: ParsedLog, comparison: Comparison | None = None, own: LogPlan | None = None
+) -> dict[str, Any]:
     """The JSON document of `cgplan logs --json` (schema_version 1, kind "logs")."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -105,7 +132,9 @@ def logs_to_dict(parsed: ParsedLog, comparison: Comparison | None = None) -> dic
             }
             for t in parsed.metrics
         ],
+        "negative_memory": list(parsed.negative_memory),
         "comparison": None,
+        "own_plan": None if own is None else own_plan_to_dict(own),
     }
     if comparison is not None:
         doc["comparison"] = {

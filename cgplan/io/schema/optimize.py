@@ -28,6 +28,8 @@ def optimize_to_dict(o: Optimized) -> dict[str, Any]:
         "vllm_version": o.plan.vllm_version,
         "traffic": o.traffic.source,
         "flags": list(o.flags),
+        "improved": o.improved,
+        "passes_gate": not o.gave_up,
         "capture_sizes": list(o.sizes),
         "eager_step_cost": o.eager_step_cost,
         "default": {

@@ -6,8 +6,8 @@ from typing import Any
 
 from cgplan import __version__
 from cgplan.core.model.predictions import CostPrediction, LatencyPrediction
-from cgplan.core.model.types import Graph, Plan, StepPadding
-from cgplan.core.plan.gaps import graph_count, padding_tokens, step_padding
+from cgplan.core.model.types import Fix, Graph, Plan, StepPadding
+from cgplan.core.plan.gaps import config_yaml, graph_count, padding_tokens, step_padding
 from cgplan.io.schema import SCHEMA_VERSION, range_to_dict
 
 
@@ -81,6 +81,9 @@ def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
                 "tokens_per_s": round(g.tokens_per_s, 1),
                 "graph_tokens_per_s": round(g.graph_tokens_per_s, 1),
                 "expected_cost_ms_per_step": round(g.expected_cost_ms_per_step, 5),
+                "share_of_expected_step": round(g.share, 5),
+                "worth_closing": g.worth_closing,
+                "verdict": g.verdict,
             }
             for g in lat.gaps
         ],
@@ -94,6 +97,17 @@ def latency_to_dict(lat: LatencyPrediction | None) -> dict[str, Any] | None:
             for f in lat.fixes
         ],
         "caveats": list(lat.caveats),
+        "extrapolated": list(lat.extrapolated),
+        "fix_order": lat.fix_order,
+        "fixes_not_offered": [
+            {
+                "flags": list(f.flags),
+                "expected_step_ms_after": round(f.expected_step_ms_after, 4),
+                "gain_ms_per_step": round(f.gain_ms_per_step, 5),
+                "why": "predicted slower than leaving the gaps",
+            }
+            for f in lat.not_offered
+        ],
     }
 
 
@@ -215,42 +229,47 @@ def plan_to_dict(
             }
             for g in plan.gaps
         ],
-        "fixes": [
-            {
-                "flags": list(f.flags),
-                "config_change": dict(f.config_change),
-                "closes_gaps": list(f.closes),
-                "remaining_gaps": f.remaining_gaps,
-                "graphs_before": f.graphs_before,
-                "graphs_after": f.graphs_after,
-                "num_capture_sizes_after": f.num_capture_sizes_after,
-                "decode_padding_before_tokens": f.padding_before_tokens,
-                "decode_padding_after_tokens": f.padding_after_tokens,
-                "summary": f.summary,
-                "command_line": f.command_line,
-                "argv": [list(words) for words in f.argv],
-                "changes": list(f.changes),
-                "complete": f.complete,
-                "still_open": f.still_open,
-                "predicted_mib_before": f.pool_before_mib,
-                "predicted_mib_after": f.pool_after_mib,
-                "delta_predicted_mib": None
-                if f.pool_after_mib is None or f.pool_before_mib is None
-                else round(f.pool_after_mib - f.pool_before_mib, 1),
-                "capture_s_before": f.capture_before_s,
-                "capture_s_after": f.capture_after_s,
-                "delta_capture_s": None
-                if f.capture_after_s is None or f.capture_before_s is None
-                else round(f.capture_after_s - f.capture_before_s, 2),
-                "delta_graphs": f.graphs_after - f.graphs_before,
-                "step_padding_after": _padding(f.step_padding_after),
-                "over_budget": list(f.over_budget),
-                **({"config_lines": list(f.config_lines)} if f.config_lines else {}),
-            }
-            for f in plan.fixes
-        ],
+        "fixes": [fix_to_dict(f) for f in plan.fixes],
         "notes": [{"kind": n.kind, "message": n.message} for n in plan.notes],
         "ignored_keys": list(ignored_keys),
         # flags planned without (cgplan does not model them), only where there are some
         **({"unmodelled": list(unmodelled)} if unmodelled else {}),
+    }
+
+
+def fix_to_dict(f: Fix) -> dict[str, Any]:
+    """One fix as JSON (a plan's `fixes`, the gate's `fix`): its flags, the same change as config
+    keys and as YAML lines, and what it changes (graphs, memory, capture time, padding)."""
+    return {
+        "flags": list(f.flags),
+        "config_change": dict(f.config_change),
+        "closes_gaps": list(f.closes),
+        "remaining_gaps": f.remaining_gaps,
+        "graphs_before": f.graphs_before,
+        "graphs_after": f.graphs_after,
+        "num_capture_sizes_after": f.num_capture_sizes_after,
+        "decode_padding_before_tokens": f.padding_before_tokens,
+        "decode_padding_after_tokens": f.padding_after_tokens,
+        "summary": f.summary,
+        "command_line": f.command_line,
+        "yaml": list(config_yaml(f.config_change)),
+        "argv": [list(words) for words in f.argv],
+        "changes": list(f.changes),
+        "complete": f.complete,
+        "still_open": f.still_open,
+        "predicted_mib_before": f.pool_before_mib,
+        "predicted_mib_after": f.pool_after_mib,
+        "delta_predicted_mib": None
+        if f.pool_after_mib is None or f.pool_before_mib is None
+        else round(f.pool_after_mib - f.pool_before_mib, 1),
+        "capture_s_before": f.capture_before_s,
+        "capture_s_after": f.capture_after_s,
+        "delta_capture_s": None
+        if f.capture_after_s is None or f.capture_before_s is None
+        else round(f.capture_after_s - f.capture_before_s, 2),
+        "delta_graphs": f.graphs_after - f.graphs_before,
+        "step_padding_after": _padding(f.step_padding_after),
+        "over_budget": list(f.over_budget),
+        # the change as lines of the YAML planned, spelled as the file spells it (issue 28)
+        **({"config_lines": list(f.config_lines)} if f.config_lines else {}),
     }

@@ -184,7 +184,7 @@ def test_gate_pr50488_fails_default_policy_and_passes_with_the_fix(
     assert "**FAIL**" in md.read_text()
     assert 'failures="2"' in junit.read_text()
     code, out, _ = run(monkeypatch, capsys, "gate", str(fixed_config(tmp_path)), "--vllm-version", "0.33.0")
-    assert code == 0 and out.startswith("PASS")
+    assert code == 0 and out.startswith("gate passed: 1/1 targets pass\nPASS ")
 
 
 def test_gate_regression_against_baseline(
@@ -207,7 +207,8 @@ def test_gate_regression_against_baseline(
     doc = json.loads(out)
     assert code == 1
     check = next(c for c in doc["targets"][0]["checks"] if c["name"] == "no_regression")
-    assert check["detail"].startswith("31-32 requests × 17: FULL → NONE")
+    assert check["detail"].startswith("2 request counts lose coverage: 31-32 requests × 17: FULL → NONE")
+    assert (check["value"], check["limit"]) == (2, 0)
 
 
 def test_gate_measured_memory_and_time(
@@ -284,3 +285,52 @@ def test_sweep_categorical_axis_is_listed_not_a_range() -> None:
     r = sweep_config(PR, ["compilation_config.cudagraph_mode=FULL_AND_PIECEWISE,FULL,PIECEWISE"], ["0.33.0"])
     text = render_sweep(r)
     assert "FULL_AND_PIECEWISE, FULL " in text and "FULL_AND_PIECEWISE..FULL" not in text
+
+
+def test_gate_json_carries_the_fix_as_data_and_its_yaml_closes_the_gap(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The verdict's `fix` is data a bot can apply: its YAML lines, added to the config, pass the
+    gate (planned again, not trusted); its flags and deltas are the plan's own fix."""
+    code, out, _ = run(monkeypatch, capsys, "gate", str(PR), "--json", "-")
+    assert code == 1
+    (target,) = json.loads(out)["targets"]
+    fix = target["fix"]
+    _, plan = plan_file(PR)
+    best = plan.fixes[0]
+    assert fix["flags"] == list(best.flags) and fix["config_change"] == dict(best.config_change)
+    assert fix["argv"] == [list(w) for w in best.argv]
+    assert fix["delta_graphs"] == best.graphs_after - best.graphs_before
+    assert plan.latency is not None
+    timed = {f.fix: f for f in plan.latency.fixes}[0]
+    assert fix["expected_step_ms_after"] == round(timed.expected_step_ms_after, 4)
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(PR.read_text() + "\n".join(fix["yaml"]) + "\n")
+    code, out, _ = run(monkeypatch, capsys, "gate", str(fixed), "--json", "-")
+    doc = json.loads(out)
+    assert code == 0 and doc["passed"] and doc["targets"][0]["fix"] is None
+
+
+def test_every_check_states_its_figure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Passed or failed, a check with a limit states the figure beside it (`85 ≤ 400`), in words
+    and as `value`/`limit`."""
+    policy = tmp_path / "all.yaml"
+    policy.write_text(
+        "no_piecewise_uniform_decode: true\nmax_graphs_per_family: {'*': 400, target: 50}\n"
+        "max_total_graphs: 1000\nmax_pool_gib: 4\nmax_capture_seconds: 60\n"
+        "max_decode_padding_ratio: 0.5\nmax_eager_time_share: 0.5\n"
+    )
+    fixed = fixed_config(tmp_path)
+    code, out, _ = run(
+        monkeypatch, capsys, "gate", str(fixed), "--policy", str(policy), "--baseline", str(PR), "--json", "-"
+    )
+    checks = {c["name"]: c for c in json.loads(out)["targets"][0]["checks"]}
+    assert code == 1 and not checks["max_graphs_per_family[target]"]["passed"]
+    for name, c in checks.items():
+        assert c["value"] is not None, name
+        if c["limit"] is not None and c["limit"] != 0:
+            assert " ≤ " in c["detail"] or " > " in c["detail"], (name, c["detail"])
+    assert checks["max_total_graphs"]["detail"] == f"{checks['max_total_graphs']['value']:.0f} ≤ 1000 graphs"
+    assert checks["max_graphs_per_family[target]"]["detail"].endswith(" > 50")

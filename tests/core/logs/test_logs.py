@@ -25,7 +25,7 @@ from cgplan.core.vllm.log_formats import log_format_for
 from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS
 from cgplan.io.logs import parse_file, read_log
 from cgplan.io.schema.logs import FIGURE_FIELDS
-from tests.cli_helpers import run
+from tests.cli_helpers import run, unwrap
 from tests.paths import ROOT_DIR
 
 ROOT = ROOT_DIR
@@ -471,8 +471,8 @@ def test_text_report_plain_and_deterministic(
     args = ("logs", LOGS / "synthetic-v1-ngram-k16-bars.log", "--config", CONFIGS / "tiny-ngram-k16.yaml")
     code, out, _ = run(monkeypatch, capsys, *args)
     assert code == 0 and "\x1b[" not in out
-    assert out.startswith(
-        f"cgplan logs {LOGS / 'synthetic-v1-ngram-k16-bars.log'} · vLLM 0.26.0 · model runner V1\n"
+    assert unwrap(out)[0] == (
+        f"cgplan logs {LOGS / 'synthetic-v1-ngram-k16-bars.log'} · vLLM 0.26.0 · model runner V1"
     )
     assert "Capturing CUDA graphs (decode, FULL)                      30/30  capture" in out
     assert out.rstrip().endswith("checks agree with the plan")

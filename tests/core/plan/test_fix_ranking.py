@@ -1,0 +1,161 @@
+"""Fixes ranked by what they buy (issue 30): by predicted step time where the latency model's
+figures hold for the traffic, else by coverage and padding (said so), then memory; a fix the
+model predicts slower than its gaps is never offered; absurd padding is never offered; each gap
+states its share of the expected step and whether it is worth closing."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cgplan.api.plan import plan_file
+from cgplan.core.model.types import Plan
+from cgplan.core.plan.advice import WORTH_CLOSING_SHARE, rank_fixes
+from cgplan.core.plan.gaps import MAX_WORST_PADDING_PCT, step_padding
+from cgplan.errors import CgplanError
+from tests.paths import ROOT_DIR
+
+CORPORA = sorted(
+    [
+        *ROOT_DIR.glob("tests/data/corpus/*.yaml"),
+        *ROOT_DIR.glob("tests/data/corpus-deploy/*.yaml"),
+        *ROOT_DIR.glob("tests/data/corpus-gate/*.yaml"),
+        *ROOT_DIR.glob("configs/examples/*.yaml"),
+        *ROOT_DIR.glob("configs/gpu/**/*.yaml"),
+    ]
+)
+VALIDATED = ROOT_DIR / "configs/gpu/cost/fit-llama3b-eagle-k2-mns128.yaml"
+"""A config whose traffic lies inside the latency model's measured domain (Llama 3.2 3B, EAGLE)."""
+
+
+def _plans() -> list[tuple[Path, Plan]]:
+    out = []
+    for path in CORPORA:
+        try:
+            _, plan = plan_file(path)
+        except CgplanError:
+            continue  # configs vLLM refuses, or that need a GPU's answer
+        if plan.gaps:
+            out.append((path, plan))
+    return out
+
+
+def test_every_first_fix_is_not_slower_than_its_gaps_and_pads_sanely() -> None:
+    """Over every corpus: no offered fix is predicted slower than leaving the gaps, none pads
+    beyond MAX_WORST_PADDING_PCT (unless the plan pads as badly already), and every gap says its
+    share of the expected step and its verdict."""
+    plans = _plans()
+    assert len(plans) >= 50
+    fixed = 0
+    for path, plan in plans:
+        lat = plan.latency
+        assert lat is not None, path
+        timed = {f.fix: f for f in lat.fixes}
+        for i, f in enumerate(plan.fixes):
+            if i in timed:
+                assert timed[i].expected_step_ms_after <= lat.expected_step_ms + 1e-6, (path, i)
+            sp = f.step_padding_after
+            assert sp is not None
+            assert sp.worst_pct <= max(MAX_WORST_PADDING_PCT, step_padding(plan).worst_pct), (path, i)
+        fixed += bool(plan.fixes)
+        assert lat.fix_order or not plan.fixes, path
+        for g in lat.gaps:
+            assert g.share == pytest.approx(g.expected_cost_ms_per_step / lat.expected_step_ms)
+            assert g.verdict.startswith(("worth closing", "not worth closing")), (path, g.verdict)
+            assert g.worth_closing == g.verdict.startswith("worth"), path
+            if g.share < WORTH_CLOSING_SHARE:
+                assert not g.worth_closing
+    assert fixed >= 40
+
+
+def _with_steps(plan: Plan, steps: dict[int, float], extrapolated: tuple[str, ...] = ()) -> Plan:
+    """`plan` with its fixes' expected steps set (fix index → ms), as if the model said so."""
+    assert plan.latency is not None
+    fixes = tuple(
+        dataclasses.replace(
+            f,
+            expected_step_ms_after=steps.get(f.fix, f.expected_step_ms_after),
+            gain_ms_per_step=plan.latency.expected_step_ms - steps.get(f.fix, f.expected_step_ms_after),
+        )
+        for f in plan.latency.fixes
+    )
+    return dataclasses.replace(
+        plan, latency=dataclasses.replace(plan.latency, fixes=fixes, extrapolated=extrapolated)
+    )
+
+
+def test_validated_traffic_ranks_by_step_time_then_memory() -> None:
+    _, plan = plan_file(VALIDATED)
+    lat = plan.latency
+    assert lat is not None and not lat.extrapolated and len(plan.fixes) >= 2
+    assert "expected step time" in lat.fix_order
+    # as the model says: the two are within its error of each other, so the cheaper comes first
+    mem = [f.pool_after_mib or 0.0 for f in plan.fixes]
+    assert mem == sorted(mem)
+    base = lat.expected_step_ms
+    # the second fix clearly faster: it comes first, whatever its memory
+    faster = rank_fixes(_with_steps(plan, {0: base * 0.99, 1: base * 0.8}))
+    assert faster.fixes[0] == plan.fixes[1] and faster.fixes[1] == plan.fixes[0]
+    assert faster.latency is not None
+    assert [f.fix for f in faster.latency.fixes] == [0, 1]
+    assert faster.latency.fixes[0].expected_step_ms_after == pytest.approx(base * 0.8)
+    # the same figures extrapolated: the search's order (coverage, padding, memory) stands
+    kept = rank_fixes(_with_steps(plan, {0: base * 0.99, 1: base * 0.8}, ("hidden size 9 is outside",)))
+    assert kept.fixes == plan.fixes
+    assert kept.latency is not None and "coverage and per-step padding" in kept.latency.fix_order
+
+
+def test_a_fix_predicted_slower_than_its_gaps_is_not_offered() -> None:
+    _, plan = plan_file(VALIDATED)
+    assert plan.latency is not None
+    base = plan.latency.expected_step_ms
+    ranked = rank_fixes(_with_steps(plan, {0: base * 1.2}))
+    assert ranked.fixes == plan.fixes[1:]
+    assert ranked.latency is not None
+    (slower,) = ranked.latency.not_offered
+    assert slower.flags == plan.fixes[0].flags and slower.gain_ms_per_step < 0
+    assert "1 fix(es) predicted slower" in ranked.latency.fix_order
+    # every fix slower: none offered, and the gaps are not worth closing with what was found
+    none = rank_fixes(_with_steps(plan, {0: base * 1.2, 1: base * 1.1}))
+    assert none.fixes == () and none.latency is not None and len(none.latency.not_offered) == 2
+    for g in none.latency.gaps:
+        if g.share >= WORTH_CLOSING_SHARE:
+            assert (
+                g.verdict.startswith("not worth closing")
+                and "every fix found is predicted slower" in g.verdict
+            )
+
+
+def test_default_llama_8b_first_fix_is_not_one_padded_size(tmp_path: Path) -> None:
+    """The issue's `vllm serve Llama-3.1-8B` on an H200 (max_num_seqs 1024): the first fix was one
+    padded size (worst padding 99.6%, predicted slower than the gap); now the fix that pads least
+    comes first, the slower one is named but not offered, and the order says why."""
+    config = tmp_path / "llama.yaml"
+    config.write_text(
+        f"model: {ROOT_DIR / 'configs/models/llama-3.1-8b'}\n"
+        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
+    )
+    _, plan = plan_file(config)
+    lat = plan.latency
+    assert lat is not None and plan.fixes and lat.not_offered
+    assert all(s.gain_ms_per_step < 0 for s in lat.not_offered)
+    assert all(f.gain_ms_per_step >= 0 for f in lat.fixes)
+    means = [f.step_padding_after.mean_pct for f in plan.fixes if f.step_padding_after]
+    assert means[0] == min(means)
+    assert "coverage and per-step padding" in lat.fix_order and "256 requests" in lat.fix_order
+    (gap,) = lat.gaps
+    assert gap.verdict.startswith("worth closing") and "extrapolated" in gap.verdict
+
+
+def test_a_gap_under_one_percent_of_the_step_is_not_worth_closing() -> None:
+    """K=5, 256 requests: 84-85 requests fall back to PIECEWISE (0.3% of the expected step), 86-256
+    run eager (35%)."""
+    _, plan = plan_file(ROOT_DIR / "tests/data/corpus-gate/eagle-k5-mns256-default-mnbt.yaml")
+    assert plan.latency is not None
+    verdicts = {(plan.gaps[g.gap].first, plan.gaps[g.gap].mode): g for g in plan.latency.gaps}
+    small, big = verdicts[(84, "PIECEWISE")], verdicts[(86, "NONE")]
+    assert small.share < WORTH_CLOSING_SHARE and small.worth_closing is False
+    assert small.verdict.startswith("not worth closing: it costs 0.3% of the expected")
+    assert big.worth_closing is True and big.share > 0.3
