@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cgplan.core.predict.calibrate import Calibration, LatencyCalibration
 from cgplan.core.predict.calibrate import calibrate_latency as fit_latency_runs
-from cgplan.core.predict.cost import CostObservation, FitError, check_coefficients, fit_coefficients
+from cgplan.core.predict.cost_fit import CostObservation, FitError, check_coefficients, fit_coefficients
 from cgplan.errors import ReportError
 from cgplan.io.cost_coefficients import observation_from_report
 from cgplan.io.reports import read_capture_report, read_fleet_report, read_report, report_kind

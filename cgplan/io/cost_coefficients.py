@@ -7,15 +7,18 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cgplan.core.model.reports import CaptureReport, PlanDocument
-from cgplan.core.predict.cost import CostCoefficients, CostObservation, ObservedGraph, cost_input_for
+from cgplan.core.predict.cost import CostCoefficients, cost_input_for
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
 from cgplan.io.output import write_atomically
 from cgplan.io.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:  # the report types cost ~30 ms to build; `plan` never reads a report (issue 26)
+    from cgplan.core.model.reports import CaptureReport, PlanDocument
+    from cgplan.core.predict.cost_fit import CostObservation
 
 DEFAULT_COEFFICIENTS = Path(__file__).parent.parent / "data" / "cost-h200.json"
 """Fitted from the H200 capture reports under benchmarks/results/h200 (docs/cost-model.md);
@@ -181,6 +184,8 @@ def observation_from_report(
             figure out of range, at its key path.
     """
     # the report reader only here: `plan` (which prices every plan) does not pay for it (issue 18)
+    from cgplan.core.model.reports import CaptureReport
+    from cgplan.core.predict.cost_fit import CostObservation, ObservedGraph
     from cgplan.io.reports import measurements
     from cgplan.io.schema.reports import number
 

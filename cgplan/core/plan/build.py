@@ -752,8 +752,19 @@ def _families(cap: _Captured) -> _Captured:
                 # SpeculatorCudaGraphManager.capture(specialize_spec_tokens=...): each decode
                 # descriptor once per K of the dense schedule (0 and 1 left out), largest K first
                 plain = len(decode_graphs)
+                # the constructor, not dataclasses.replace: ~1,900 graphs per plan and fix candidate
                 decode_graphs = tuple(
-                    replace(g, num_speculative_tokens=kk) for g in decode_graphs for kk in per_k
+                    Graph(
+                        mode=g.mode,
+                        num_tokens=g.num_tokens,
+                        num_reqs=g.num_reqs,
+                        query_len=g.query_len,
+                        num_active_loras=g.num_active_loras,
+                        num_ubatches=g.num_ubatches,
+                        num_speculative_tokens=kk,
+                    )
+                    for g in decode_graphs
+                    for kk in per_k
                 )
                 notes.append(
                     Note(

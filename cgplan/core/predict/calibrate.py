@@ -9,7 +9,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cgplan.core.predict.cost import CostCoefficients, FitCheck
+from cgplan.core.predict.cost import CostCoefficients
+from cgplan.core.predict.cost_fit import FitCheck
 from cgplan.core.predict.latency import LatencyCoefficients, LatencyObservation, errors, fit_latency
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cgplan.core.predict.calibrate import Calibration, LatencyCalibration, vllm_estimate
-from cgplan.core.predict.cost import FitCheck
+from cgplan.core.predict.cost_fit import FitCheck
 from cgplan.io.cost_coefficients import coefficients_to_dict
 from cgplan.io.latency_coefficients import latency_to_dict
 from cgplan.io.schema import SCHEMA_VERSION

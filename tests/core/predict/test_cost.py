@@ -19,10 +19,12 @@ from cgplan.api.plan import plan_file
 from cgplan.core.model.spec import ModelShape, PlanInput
 from cgplan.core.predict.cost import (
     CostInput,
+    predict_cost,
+)
+from cgplan.core.predict.cost_fit import (
     FitError,
     check_coefficients,
     fit_coefficients,
-    predict_cost,
 )
 from cgplan.errors import ConfigError
 from cgplan.io.cost_coefficients import (

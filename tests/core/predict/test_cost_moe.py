@@ -24,18 +24,20 @@ from cgplan.core.predict.cost import (
     MIB,
     SPLIT_KV_BACKENDS,
     CostCoefficients,
-    CostObservation,
-    ObservedGraph,
-    _lstsq,
-    _lstsq_non_negative,
     cost_input_for,
     dense_mlp_mib,
     drafter_shape,
-    fit_coefficients,
     plan_cost,
     predict_cost,
     shared_expert_layers,
     split_kv_mib,
+)
+from cgplan.core.predict.cost_fit import (
+    CostObservation,
+    ObservedGraph,
+    _lstsq,
+    _lstsq_non_negative,
+    fit_coefficients,
 )
 from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
@@ -285,7 +287,7 @@ def test_moe_coefficients_are_the_fit_of_the_committed_moe_reports() -> None:
 
 
 def test_moe_held_out_reports_are_predicted_within_five_percent() -> None:
-    from cgplan.core.predict.cost import check_coefficients
+    from cgplan.core.predict.cost_fit import check_coefficients
     from cgplan.io.cost_coefficients import load_coefficients
 
     shipped = load_coefficients(MOE_COEFFICIENTS)
