@@ -24,7 +24,7 @@ EPILOG = (
     "3 environment cannot capture · 4 capture failed."
 )
 
-COMMANDS = ("plan", "capture", "diff", "sweep", "gate", "logs", "optimize", "env", "calibrate")
+COMMANDS = ("plan", "capture", "diff", "sweep", "gate", "logs", "optimize", "env", "calibrate", "verify")
 """Each is `cgplan/cli/<name>.py` with a function `<name>`; only the one being run is imported."""
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from cgplan.core.plan.build import build_plan
     from cgplan.core.vllm.releases import LATEST_VERSION, SUPPORTED_VERSIONS, rules_for
 
+
 def __getattr__(name: str) -> Any:
     # Explicit imports rather than importlib (the core touches no import machinery: the purity test).
     if name in ("LATEST_VERSION", "SUPPORTED_VERSIONS", "rules_for"):

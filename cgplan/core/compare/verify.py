@@ -115,6 +115,12 @@ class VerifyReport:
     drift: tuple[RuleDrift, ...]
     limits: tuple[str, ...] = ()
     """What vLLM's code on a CPU cannot reach (stated with every answer)."""
+    import_s: float = 0.0
+    """Seconds the build took to import vLLM (once)."""
+    seconds: tuple[float, ...] = ()
+    """Seconds vLLM's code took per config."""
+    policy: str | None = None
+    """The what-if capture policy cgplan's rules were planned under (None: vLLM's own)."""
 
     @property
     def agree(self) -> bool:
