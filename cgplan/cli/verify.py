@@ -52,6 +52,14 @@ def verify(
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
     output: OutputOpt = None,
+    save: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--save",
+            help="Also write the result to this file, in the format its suffix names (.json, .md, else "
+            "text); repeatable: one run of vLLM, several artifacts.",
+        ),
+    ] = None,
     model_config: ModelConfigOpt = None,
     platform: PlatformOpt = None,
     model_runner: ModelRunnerOpt = None,
@@ -66,7 +74,7 @@ def verify(
     """
     from cgplan.api.verify import verify_paths
     from cgplan.cli._console import colorize, note, output_format, use_color, width
-    from cgplan.cli._output import write_artifacts
+    from cgplan.cli._output import one_stdout, write_artifacts
     from cgplan.cli._progress import RichSteps
     from cgplan.core.compare.verify import BuildComparison
     from cgplan.errors import ExitCode
@@ -82,6 +90,7 @@ def verify(
     )
 
     chosen = output_format(fmt, ("table", "json", "markdown"), json_flag=json_out, markdown_flag=markdown)
+    one_stdout([("-o", output), *(("--save", p) for p in save or [])], main_to_stdout=output is None)
     if fail_on_change and against is None:
         raise typer.BadParameter(
             "needs --against (a second build to compare with)", param_hint="--fail-on-change"
@@ -101,25 +110,30 @@ def verify(
             progress=progress,
         )
     color = use_color(no_color, output)
+
+    def text_of(form: str, color: bool = False) -> str:
+        if isinstance(result, BuildComparison):
+            if form == "json":
+                return dumps_ascii(comparison_to_dict(result))
+            if form == "markdown":
+                return render_against_markdown(result)
+            return colorize(render_against(result, width=width(color), color=color), color)
+        if form == "json":
+            return dumps_ascii(verify_to_dict(result))
+        if form == "markdown":
+            return render_verify_markdown(result)
+        return colorize(render_verify(result, width=width(color), color=color), color)
+
+    suffixes = {".json": "json", ".md": "markdown"}
+    artifacts = [(text_of(chosen, color), output)]
+    artifacts += [(text_of(suffixes.get(p.suffix, "table")), p) for p in save or []]
+    write_artifacts(artifacts)
     if isinstance(result, BuildComparison):
         reports = [result.before, result.after]
-        if chosen == "json":
-            text = dumps_ascii(comparison_to_dict(result))
-        elif chosen == "markdown":
-            text = render_against_markdown(result)
-        else:
-            text = colorize(render_against(result, width=width(color), color=color), color)
         failed = fail_on_change and any(c.changed for c in result.changes)
     else:
         reports = [result]
-        if chosen == "json":
-            text = dumps_ascii(verify_to_dict(result))
-        elif chosen == "markdown":
-            text = render_verify_markdown(result)
-        else:
-            text = colorize(render_verify(result, width=width(color), color=color), color)
         failed = not result.agree
-    write_artifacts([(text, output)])
     for r in reports:
         if r.rules_note:
             note(f"note: {r.rules_note}", quiet)

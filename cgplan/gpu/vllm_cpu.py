@@ -186,11 +186,14 @@ def ask_vllm(
                 raise VllmEngineError(f"--python {python}: cannot run it: {e.strerror or e}") from None
             assert proc.stdout is not None
             lines: queue.Queue[str | None] = queue.Queue()
-            threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+            reader = threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True)
+            reader.start()
             try:
                 return _collect(python, proc, lines, stderr_path, labels, timeout_s, max(1, jobs), sink)
             finally:
                 _stop(proc)
+                reader.join(timeout=5)
+                proc.stdout.close()
 
 
 def _collect(

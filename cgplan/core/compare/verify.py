@@ -310,6 +310,7 @@ def drift(verdicts: Sequence[Verdict]) -> tuple[RuleDrift, ...]:
 
 
 def _decode_at(answer: BuildAnswer, q: str, n: int) -> tuple[int, int, str, int | None] | None:
+    """The run of `answer`'s decode table for `q` that holds `n` requests."""
     return next((r for r in answer.decode.get(q, ()) if r[0] <= n <= r[1]), None)
 
 
@@ -338,7 +339,7 @@ def change(
         last = max([r[1] for r in (*before.decode.get(q, ()), *after.decode.get(q, ()))] or [0])
         for n in range(1, last + 1):
             a, b = _decode_at(before, q, n), _decode_at(after, q, n)
-            if a == b:
+            if (a and a[2:]) == (b and b[2:]):  # the same mode and padding (runs may be cut apart)
                 continue
             ta, tb = _dispatch_kind(a, n, int(q)), _dispatch_kind(b, n, int(q))
             if ta == tb:
