@@ -124,8 +124,8 @@ def test_rules_release() -> None:
 
 
 def test_two_builds_before_and_after(tmp_path: Path) -> None:
-    """0.28.0 → 0.29.0 on #50488's case: four decode sizes appended (17, 34, ... in 0.28 already
-    as the ladder's; 0.29 appends the uniform-decode ones), graphs per family, the gap unchanged."""
+    """0.28.0 → 0.29.0 on #50488's case: 0.29 appends uniform-decode sizes (multiples of 17) to the
+    ladder, the target and drafter-prefill PIECEWISE sets grow with them, the 31-32 gap stays."""
     before = fake(tmp_path, [answer("0.28.0")], version="0.28.0")
     after = fake(tmp_path, [answer("0.29.0")], version="0.29.0")
     c = verify_paths([EXAMPLE], before, against=after)
@@ -139,6 +139,12 @@ def test_two_builds_before_and_after(tmp_path: Path) -> None:
     assert x.before.graph_counts["target"] == {"PIECEWISE": 51, "FULL": 30}
     assert x.after.graph_counts["target"] == {"PIECEWISE": 55, "FULL": 30}
     assert x.gaps_opened == x.gaps_closed == ()
+    added = set(x.after.capture_sizes) - set(x.before.capture_sizes)
+    assert (
+        added
+        and all(s % 17 == 0 for s in added)
+        and not set(x.before.capture_sizes) - set(x.after.capture_sizes)
+    )
 
 
 def test_a_folder_is_a_corpus_with_drift_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
