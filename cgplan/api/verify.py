@@ -129,6 +129,7 @@ def _report(
         verdicts=tuple(verdicts),
         drift=drift(verdicts),
         limits=CPU_HOST_LIMITS,
+        vllm_location=run.vllm_location,
         import_s=run.import_s,
         seconds=run.seconds,
         policy=policy.name if policy is not None and policy is not UPSTREAM else None,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
-    "3 environment cannot capture · 4 capture failed."
+    "3 environment cannot capture (verify: the interpreter cannot answer) · 4 capture failed."
 )
 
 COMMANDS = ("plan", "capture", "diff", "sweep", "gate", "logs", "optimize", "env", "calibrate", "verify")

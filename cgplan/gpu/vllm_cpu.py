@@ -82,6 +82,8 @@ class EngineRun:
     """The engine's JSON document per config (None: no answer, see `failures`)."""
     failures: tuple[str | None, ...]
     """Why a config got no answer (the engine crashed or timed out on it)."""
+    vllm_location: str | None = None
+    """The folder of the vLLM package that answered (None: not reported)."""
     import_s: float = 0.0
     """Seconds importing vLLM took (once per run)."""
     seconds: tuple[float, ...] = ()
@@ -210,6 +212,7 @@ def _collect(
     total = len(labels)
     version: str | None = None
     import_s = 0.0
+    location: str | None = None
     answers: list[dict[str, Any] | None] = [None] * total
     failures: list[str | None] = [None] * total
     seconds = [0.0] * total
@@ -242,6 +245,7 @@ def _collect(
         if event["event"] == "preloaded":
             version = str(event["vllm_version"])
             import_s = float(event.get("seconds") or 0.0)
+            location = event.get("vllm_location")
             sink.start(total, f"vLLM {version}")
         elif event["event"] == "done":
             i = int(event["index"])
@@ -257,4 +261,6 @@ def _collect(
         # a config's own limit (the engine kills it), plus time to fork and write; no limit: none
         deadline = time.monotonic() + (timeout_s * jobs + 60.0 if timeout_s else float("inf"))
     assert version is not None
-    return EngineRun(str(python), version, tuple(answers), tuple(failures), import_s, tuple(seconds))
+    return EngineRun(
+        str(python), version, tuple(answers), tuple(failures), location, import_s, tuple(seconds)
+    )

@@ -1174,6 +1174,14 @@ def _import_vllm() -> str:
     return str(vllm.__version__)
 
 
+def _vllm_location() -> str | None:
+    """The folder of the vLLM package that answers (a release's site-packages, or a checkout on
+    PYTHONPATH or installed editable): which code gave the answer."""
+    module = sys.modules.get("vllm")
+    where = getattr(module, "__file__", None)
+    return str(Path(where).parent) if where else None
+
+
 def _child(path: str, target: Path, compact: bool, no_log: bool) -> None:
     """A forked child: one config, its answer written to `target` (the error to `target`.error)."""
     code = 0
@@ -1210,7 +1218,12 @@ def batch(
     except Exception as e:
         _event(event="fatal", error=f"{type(e).__name__}: {e}".strip())
         return EXIT_NO_VLLM
-    _event(event="preloaded", vllm_version=version, seconds=round(time.perf_counter() - t0, 1))
+    _event(
+        event="preloaded",
+        vllm_version=version,
+        vllm_location=_vllm_location(),
+        seconds=round(time.perf_counter() - t0, 1),
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     pending = list(enumerate(paths))
     running: dict[int, tuple[int, str, Path, float]] = {}

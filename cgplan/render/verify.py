@@ -70,6 +70,8 @@ def _head(r: VerifyReport, folder: str = "") -> list[str]:
         f"cgplan verify · vLLM {r.vllm_version} ({r.python}) · compared with cgplan's "
         f"{r.rules_release} rules" + (f" under policy {r.policy}" if r.policy else "")
     ]
+    if r.vllm_location:
+        lines.append(f"vLLM's code from {r.vllm_location}")
     if r.rules_note:
         lines.append(f"note: {r.rules_note}")
     n = len(r.verdicts)

@@ -115,6 +115,8 @@ class VerifyReport:
     drift: tuple[RuleDrift, ...]
     limits: tuple[str, ...] = ()
     """What vLLM's code on a CPU cannot reach (stated with every answer)."""
+    vllm_location: str | None = None
+    """The folder of the vLLM package that answered (a checkout on PYTHONPATH shows here)."""
     import_s: float = 0.0
     """Seconds the build took to import vLLM (once)."""
     seconds: tuple[float, ...] = ()

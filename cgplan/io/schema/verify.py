@@ -53,6 +53,7 @@ def _report(r: VerifyReport) -> dict[str, Any]:
     return {
         "python": r.python,
         "vllm_version": r.vllm_version,
+        "vllm_location": r.vllm_location,
         "rules_release": r.rules_release,
         "rules_note": r.rules_note,
         "policy": r.policy,
