@@ -38,15 +38,18 @@ IMPORT_TIMEOUT_S = 300.0
 CPU_HOST_LIMITS = (
     "no GPU and no weights: vLLM's config, attention-backend choice, dispatcher and CUDA-graph "
     "manager code runs with a fake CUDA device of the platform's family (H200, B200, A100-80GB, "
-    "RTX PRO 6000); nothing is captured and no memory is measured",
+    "RTX PRO 6000, RTX 5090, GB10); nothing is captured and no memory is measured",
     "the attention backend is the first importable one of the platform's priority list (a GPU host "
     "also checks its kernels): set cgplan.attention_backend where a host picks another",
     "the engine's Scheduler is not built: a dynamic-SD schedule vLLM's own lookup rejects counts as "
     "refused, as the Scheduler refuses it at start",
-    "drafter graphs: the EAGLE/EAGLE3/MTP speculator managers are built directly; DFlash, "
-    "multi-module MTP and the per-K drafter decode graphs of dynamic SD are not",
-    "per-step decisions of DP, DBO and LoRA, encoder-decoder, pooling and multimodal encoder graphs "
-    "are not exercised; tensor-parallel configs rely on the engine's import-time kernel allowlist",
+    "drafter graphs come from the release's own speculator code (V2: init_speculator and its "
+    "managers; V1: the runner's capture loop over the proposer's keys); suffix decoding is taken to "
+    "have Arctic Inference installed, B12X its kernels",
+    "the model registry's class flags are a dense decoder's (hybrid and attention-free models are not "
+    "exercised); per-step decisions of DP, DBO and LoRA, encoder-decoder, pooling and multimodal "
+    "encoder graphs are not exercised; tensor-parallel configs rely on the engine's import-time "
+    "kernel allowlist",
 )
 """What vLLM's code on a CPU host cannot reach (scripts/oracle/README.md has the long form); every
 verify answer states these."""

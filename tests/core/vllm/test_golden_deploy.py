@@ -1,7 +1,7 @@
 """Parallelism, LoRA, DBO and validation configs against vLLM's own code, release by release (issue 16).
 
 tests/data/oracle-deploy/<config>.<version>.json.gz hold what the project's oracle
-(scripts/oracle/oracle.py: vLLM's config, dispatcher and graph-manager code on the CPU) computed
+(cgplan/gpu/vllm_oracle.py: vLLM's config, dispatcher and graph-manager code on the CPU) computed
 for tests/data/corpus-deploy/<config>.yaml, written by scripts/oracle/make_corpus.py and recorded
 with:
 
