@@ -206,8 +206,13 @@ def vllm_answer(doc: dict[str, Any]) -> dict[str, Any]:
             d[2] is not None and d[2] < 0 for block in decode_descs for d in block["descs"]
         ):
             # what the engine printed there ("capture failed (engine error): AssertionError: ..."),
-            # seen on a GPU run, not worded by vLLM's config code: its reason is not compared
-            return {"error": "AssertionError: AssertionError", "error_source": "gpu-run"}
+            # and where: seen on a GPU run, not worded by vLLM's config code (its reason is not
+            # compared)
+            return {
+                "error": "AssertionError: AssertionError (an H200 run, capturing the drafter's decode "
+                "graphs)",
+                "error_source": "gpu-run",
+            }
         if "speculator_error" in side:
             raise AssertionError(f"the oracle could not build vLLM's speculator: {side['speculator_error']}")
         if "speculator" in side:
