@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from cgplan.errors import ConfigError, VllmEngineError, one_line
+from cgplan.io.files import REPORT_LIMIT_BYTES, ReadError, read_json
 
 ENGINE = Path(__file__).with_name("vllm_oracle.py")
 """The file that runs inside the other interpreter (stdlib and vLLM only)."""
@@ -253,7 +254,12 @@ def _collect(
         elif event["event"] == "done":
             i = int(event["index"])
             if event["status"] == "ok":
-                answers[i] = json.loads(Path(event["path"]).read_text())
+                try:  # the answer file through the one bounded reader (the engine is the user's)
+                    answers[i] = read_json(
+                        Path(event["path"]), what="vLLM's answer", limit=REPORT_LIMIT_BYTES
+                    )
+                except ReadError as e:
+                    failures[i] = f"the engine's answer cannot be read: {one_line(e.problem)}"
             elif event["status"] == "timeout":
                 failures[i] = f"vLLM's code took more than {timeout_s:g} s on it (--timeout)"
             else:
