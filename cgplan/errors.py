@@ -101,12 +101,18 @@ class GpuUnavailableError(CgplanError):
     """The environment cannot capture: no GPU, no NVML, no vLLM or an unsupported one."""
 
 
+class VllmEngineError(CgplanError):
+    """The interpreter given to `cgplan verify` cannot answer: no vLLM, vLLM fails to import, or the
+    engine process crashed or timed out."""
+
+
 class CaptureError(CgplanError):
     """Capture started but failed (out of memory, interrupted, engine error)."""
 
 
 _EXIT_CODES: dict[type[CgplanError], ExitCode] = {
     GpuUnavailableError: ExitCode.ENVIRONMENT,
+    VllmEngineError: ExitCode.ENVIRONMENT,
     CaptureError: ExitCode.CAPTURE_FAILED,
 }
 """Error class → exit code; every other error (bad input, a refused config, an unreadable report or
@@ -127,6 +133,7 @@ __all__ = [
     "ExitCode",
     "GpuUnavailableError",
     "ReportError",
+    "VllmEngineError",
     "exit_code_of",
     "one_line",
     "preview",

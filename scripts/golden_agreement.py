@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.core.vllm.test_golden_deploy import RECORDS, field_agreement, load, vllm_reason
+from cgplan.core.compare.oracle import field_agreement
+from tests.core.vllm.test_golden_deploy import RECORDS, load
 
 FEATURES = (
     ("lora", "LoRA"),
@@ -48,10 +49,7 @@ def main() -> int:
     for path in RECORDS:
         name, version = path.name.removesuffix(".json.gz").split(".", 1)
         exp, got = load(path)
-        fields = field_agreement(exp, got)
-        if "error" in exp and "error" in got:
-            reason = vllm_reason(exp["error"])[:60]
-            fields["reason"] = reason in " ".join(got["error"].split())
+        fields = field_agreement(exp, got, reason=True)
         r = rows[feature(name)]
         r[0] += 1
         r[1] += all(fields.values())

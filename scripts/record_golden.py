@@ -11,8 +11,9 @@ The committed data under tests/data/oracle/ is regenerated, from a clone's root,
 `make oracle-venvs` builds one CPU-only venv per supported release,
 `.cache/venv-X` (git-ignored), with `scripts/oracle/setup-venv.sh X .cache/venv-X`;
 `ORACLE_VENVS=DIR make golden` uses venvs built elsewhere. The oracle is the
-project's own `scripts/oracle/oracle.py` (adapted from the shared one; it also
-builds data/pipeline/decode-context/expert parallel, LoRA and DBO configs).
+product's engine, cgplan/gpu/vllm_oracle.py (adapted from the shared one; it also
+builds data/pipeline/decode-context/expert parallel, LoRA and DBO configs;
+scripts/oracle/oracle.py is its command line for people).
 `--versions` defaults to every release in `cgplan/core/vllm/releases.py`; `--only STEM`
 re-records the corpus files whose name contains STEM. The corpus of the parallel,
 LoRA, DBO and validation rules is written by `scripts/oracle/make_corpus.py`.
@@ -21,12 +22,11 @@ For every version it:
 
 1. translates each cgplan config (tests/data/corpus/<stem>.yaml) into the
    oracle's config dict (see `translate()`), written as JSON to a temp dir;
-2. runs the oracle in batch mode with that version's venv python, through this
-   same file re-invoked with `--_oracle-child`: the child loads oracle.py by path
-   and patches `EngineArgs.create_engine_config` so that, like `vllm serve`
+2. runs the product's engine, cgplan/gpu/vllm_oracle.py (what `cgplan verify` runs),
+   in batch mode with that version's venv python. Like `vllm serve`
    (vllm/entrypoints/cli/serve.py and openai/api_server.py call
    `engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)`),
-   the usage context is OPENAI_API_SERVER instead of None (it decides the
+   it builds the config with the usage context OPENAI_API_SERVER (it decides the
    default max_num_batched_tokens / max_num_seqs);
 3. writes tests/data/oracle/<stem>.<version>.json.gz: the oracle's output plus
    `"_recorded": {"vllm_version", "corpus_file", "usage_context"}`. Two
@@ -55,120 +55,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "oracle"
-ORACLE = REPO / "scripts" / "oracle" / "oracle.py"
-USAGE_CONTEXT = "OPENAI_API_SERVER"
-
-# Top-level cgplan keys that the oracle reads itself; any other scalar goes
-# through the oracle's `engine_args` dict (EngineArgs field of the same name).
-ORACLE_SCALAR_KEYS = {
-    "max_model_len",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "tensor_parallel_size",
-    "enforce_eager",
-    "performance_mode",
-    "optimization_level",
-    "async_scheduling",
-}
-CGPLAN_KEY_MAP = {
-    "platform": "platform",
-    "model_runner": "model_runner",
-    "attention_backend": "attention_backend",
-    "attention_cudagraph_support": "attn_cg_support",
-    "env": "env",  # vLLM's environment (cgplan.env): set in the oracle's child process
-}
-CGPLAN_IGNORED = {"vllm_version"}
-
-
-# --------------------------------------------------------------------------
-# translation cgplan YAML -> oracle config dict
-# --------------------------------------------------------------------------
-def _abs_model(path: str, base: Path) -> str:
-    p = Path(path)
-    if not p.is_absolute():
-        p = (base / p).resolve()
-    if not (p / "config.json").is_file():
-        raise ValueError(f"model folder {p} has no config.json")
-    return str(p)
+ORACLE = REPO / "cgplan" / "gpu" / "vllm_oracle.py"
+USAGE_CONTEXT = "OPENAI_API_SERVER"  # the engine's default, as `vllm serve`
+EVENT = "@cgplan-oracle "
 
 
 def translate(yaml_path: Path) -> dict:
-    import yaml
+    """The oracle's config dict for a corpus YAML: the product's translation
+    (cgplan/io/oracle_input.py, the one `cgplan verify` uses); relative model paths start
+    from the working directory, as in vLLM."""
+    sys.path.insert(0, str(REPO))
+    from cgplan.io.oracle_input import oracle_config
 
-    src = yaml.safe_load(yaml_path.read_text()) or {}
-    base = Path.cwd()  # relative model paths start from the working directory, as in vLLM
-    out: dict = {}
-    engine_args: dict = {}
-    for key, val in src.items():
-        if key == "model":
-            out["model_dir"] = _abs_model(val, base)
-        elif key == "speculative_config":
-            sc = dict(val)
-            if sc.get("model"):
-                sc["model"] = _abs_model(sc["model"], base)
-            out["speculative"] = sc
-        elif key == "compilation_config":
-            out["compilation_config"] = dict(val)
-        elif key == "cgplan":
-            for ck, cv in (val or {}).items():
-                if ck in CGPLAN_IGNORED:
-                    continue
-                if ck not in CGPLAN_KEY_MAP:
-                    raise ValueError(f"{yaml_path.name}: unknown cgplan key {ck!r}")
-                out[CGPLAN_KEY_MAP[ck]] = cv
-        elif key == "kv_transfer_config":  # an EngineArgs field that takes the mapping as it is
-            engine_args[key] = dict(val)
-        elif key in ORACLE_SCALAR_KEYS:
-            out[key] = val
-        elif isinstance(val, (str, int, float, bool)) or val is None:
-            engine_args[key] = val
-        else:
-            raise ValueError(f"{yaml_path.name}: cannot translate top-level key {key!r}")
-    if engine_args:
-        out["engine_args"] = engine_args
-    for required in ("max_model_len", "max_num_seqs"):
-        if required not in out:
-            raise ValueError(f"{yaml_path.name}: {required} must be given")
-    if "model_dir" not in out:
-        raise ValueError(f"{yaml_path.name}: model must be given")
-    return out
-
-
-# --------------------------------------------------------------------------
-# child: runs inside a vLLM venv
-# --------------------------------------------------------------------------
-def oracle_child(argv: list[str]) -> int:
-    import importlib.util
-
-    oracle_path = os.environ["CGPLAN_ORACLE_PATH"]
-    spec = importlib.util.spec_from_file_location("cgplan_oracle", oracle_path)
-    oracle = importlib.util.module_from_spec(spec)
-    sys.modules["cgplan_oracle"] = oracle
-    spec.loader.exec_module(oracle)
-
-    orig_setup = oracle.setup_process
-
-    def setup_process_serve() -> None:
-        orig_setup()
-        from vllm.engine.arg_utils import EngineArgs
-        from vllm.usage.usage_lib import UsageContext
-
-        if getattr(EngineArgs.create_engine_config, "_cgplan_serve", False):
-            return
-        orig_create = EngineArgs.create_engine_config
-
-        def create_engine_config(self, *args, **kwargs):
-            # `vllm serve` passes usage_context=UsageContext.OPENAI_API_SERVER.
-            if not args and kwargs.get("usage_context") is None:
-                kwargs["usage_context"] = UsageContext[USAGE_CONTEXT]
-            return orig_create(self, *args, **kwargs)
-
-        create_engine_config._cgplan_serve = True  # type: ignore[attr-defined]
-        EngineArgs.create_engine_config = create_engine_config
-
-    oracle.setup_process = setup_process_serve
-    sys.argv = [oracle_path, *argv]
-    return int(oracle.main() or 0)
+    return oracle_config(yaml_path)
 
 
 # --------------------------------------------------------------------------
@@ -232,26 +131,21 @@ def record_version(
             f.write_text(json.dumps(translated[p.stem], indent=1))
             files.append(str(f))
         env = dict(os.environ)
-        env["CGPLAN_ORACLE_PATH"] = str(oracle_path)
         env.setdefault("ORACLE_CACHE_DIR", str(venv_root / "vllm-oracle-cache"))
-        cmd = [
-            str(py),
-            str(Path(__file__).resolve()),
-            "--_oracle-child",
-            "--out-dir",
-            str(res_dir),
-            "--compact",
-            *files,
-        ]
+        cmd = [str(py), str(oracle_path), "--out-dir", str(res_dir), "--compact", *files]
         proc = subprocess.run(cmd, env=env, text=True, capture_output=True)
         status: dict[str, tuple[str, Path]] = {}
         for line in proc.stdout.splitlines():
-            if ": " in line and " -> " in line:
-                stem, rest = line.split(": ", 1)
-                word, target = rest.split(" -> ", 1)
-                status[stem] = (word, Path(target.strip()))
-            elif line.strip():
-                print(f"  [{version}] {line}")
+            if not line.startswith(EVENT):
+                continue
+            event = json.loads(line[len(EVENT) :])
+            if event["event"] == "done":
+                stem = Path(event["config"]).stem
+                status[stem] = (event["status"], Path(event.get("path") or "-"))
+                if event.get("error"):
+                    print(f"  [{version}] {stem}: {event['error'][-2000:]}", file=sys.stderr)
+            else:
+                print(f"  [{version}] {event}")
         if proc.returncode != 0:
             print(proc.stderr[-4000:], file=sys.stderr)
             raise SystemExit(f"oracle batch for {version} exited {proc.returncode}")
@@ -306,8 +200,6 @@ def _supported_versions() -> tuple[str, ...]:
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--_oracle-child":
-        return oracle_child(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", nargs="*", type=Path, help="cgplan config YAMLs")
     ap.add_argument(
@@ -319,7 +211,7 @@ def main() -> int:
     ap.add_argument("--versions", nargs="+", default=list(_supported_versions()))
     ap.add_argument("--only", help="only corpus files whose stem contains this")
     ap.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--oracle", type=Path, help="path to oracle.py")
+    ap.add_argument("--oracle", type=Path, help="the engine (default: cgplan/gpu/vllm_oracle.py)")
     args = ap.parse_args()
     # `--versions A B x.yaml y.yaml`: the greedy --versions list also swallows
     # the corpus files given after it; move them back.

@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 EPILOG = (
     "Exit codes: 0 ok · 1 gate failed / gaps with --fail-on-gap · 2 bad config, option or report · "
-    "3 environment cannot capture · 4 capture failed."
+    "3 environment cannot capture (verify: the interpreter cannot answer) · 4 capture failed."
 )
 
-COMMANDS = ("plan", "capture", "diff", "sweep", "gate", "logs", "optimize", "env", "calibrate")
+COMMANDS = ("plan", "capture", "diff", "sweep", "gate", "logs", "optimize", "env", "calibrate", "verify")
 """Each is `cgplan/cli/<name>.py` with a function `<name>`; only the one being run is imported."""
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}

@@ -44,6 +44,8 @@ COMMAND_LINE_PATHS = frozenset(
         "--max-graphs",
         "--max-sizes",
         "--traffic",
+        "--python",
+        "--against",
     }
 )
 """Error paths that name a cgplan option rather than a key of the file being read."""

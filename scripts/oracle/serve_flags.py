@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print vLLM's own `vllm serve` argument table as JSON, for cgplan's serve-flag check.
 
-Run with a release's oracle venv (CPU only, the same fake platform as oracle.py):
+Run with a release's oracle venv (CPU only, the same fake platform as cgplan/gpu/vllm_oracle.py):
 
     .cache/venv-0.33.0/bin/python scripts/oracle/serve_flags.py > tests/data/oracle-serve-flags/0.33.0.json
 
@@ -23,7 +23,8 @@ from pathlib import Path
 
 
 def main() -> int:
-    spec = importlib.util.spec_from_file_location("cgplan_oracle", Path(__file__).with_name("oracle.py"))
+    engine = Path(__file__).resolve().parents[2] / "cgplan" / "gpu" / "vllm_oracle.py"
+    spec = importlib.util.spec_from_file_location("cgplan_oracle", engine)
     assert spec is not None and spec.loader is not None
     oracle = importlib.util.module_from_spec(spec)
     sys.modules["cgplan_oracle"] = oracle

@@ -4,7 +4,8 @@ Every `cgplan ...` and `scripts/cgplan-gate ...` command of its bash blocks runs
 root, with the README's placeholder files (serve.yaml, old.yaml, ...) played by bundled ones in a
 temporary folder (PLACEHOLDERS), where the files a command writes go too. A command may pass or fail
 its gate (exit 0 or 1: a plan with a gap, a gate that finds it), never refuse its input (exit 2)
-or crash. Only the commands that need a GPU, or that change the user's shell, are left out. A
+or crash. Only the commands that need a GPU or the user's own vLLM builds, or that change the user's shell,
+are left out (an interpreter with vLLM 0.33.0 is played by recorded answers). A
 `$ cgplan ...` text block shows that command's real output.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api.fake_vllm import tool
 from tests.paths import ROOT_DIR
 
 README = (ROOT_DIR / "README.md").read_text()
@@ -33,6 +35,12 @@ PLACEHOLDERS = {
 """README placeholder → the bundled file that plays it (vllm-startup.log: a recorded engine log)."""
 NEEDS_GPU_OR_SHELL = ("cgplan capture --gpu", "cgplan calibrate r/", "cgplan --install-completion")
 """Commands left out: a GPU capture (and the fit of its reports), a change to the user's shell."""
+VLLM_PYTHON = "~/venvs/vllm-0.33.0/bin/python"
+"""The README's interpreter with vLLM 0.33.0: played by tests/api/fake_vllm.py answering with vLLM
+0.33.0's recorded answer for the example (tests/data/oracle-verify/, what `cgplan verify` compares)."""
+NEEDS_VLLM_BUILDS = ("cgplan verify configs/ ",)
+"""Commands left out: `verify` over a folder of configs in the user's own vLLM builds (a release and
+a branch); tests/api/test_verify.py runs that path (--against) on recorded answers."""
 
 
 def _commands() -> list[str]:
@@ -43,7 +51,7 @@ def _commands() -> list[str]:
             line = line.strip()
             if not line.startswith(("cgplan ", "scripts/cgplan-gate ")):
                 continue
-            if line.startswith(NEEDS_GPU_OR_SHELL):
+            if line.startswith(NEEDS_GPU_OR_SHELL + NEEDS_VLLM_BUILDS):
                 continue
             out.append(line)
     return out
@@ -60,6 +68,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (d / name).write_bytes((ROOT_DIR / source).read_bytes())
     log = gzip.decompress((ROOT_DIR / "tests/data/logs/tiny-eagle-k16-vllm.log.gz").read_bytes()).decode()
     (d / "vllm-startup.log").write_text(log.replace("/work/main/", f"{ROOT_DIR}/"))
+    answer = ROOT_DIR / "tests/data/oracle-verify/pr50488-eagle-k16.0.33.0.json.gz"
+    (d / "vllm-0.33.0").mkdir()
+    tool(d / "vllm-0.33.0", FAKE_VLLM_ANSWERS=str(answer), FAKE_VLLM_VERSION="0.33.0")
     return d
 
 
@@ -71,6 +82,7 @@ placeholder, or a file the command writes; both live in the temporary folder."""
 
 
 def _run(command: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+    command = command.replace(VLLM_PYTHON, str(workdir / "vllm-0.33.0" / "fake-python"))
     command = _BARE_FILE.sub(lambda m: str(workdir / m.group(1)), command)
     words = shlex.split(command, comments=True)
     if words[0] == "cgplan":

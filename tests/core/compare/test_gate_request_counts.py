@@ -23,9 +23,9 @@ import pytest
 
 from cgplan.api.sides import load_side
 from cgplan.core.compare.gate import GatePolicy, evaluate_gate, regressions
+from cgplan.core.compare.oracle import vllm_answer
 from cgplan.core.compare.sides import RequestMove, request_moves
 from tests.cli_helpers import run
-from tests.oracle_expect import expected
 from tests.paths import TESTS_DIR
 
 DATA = TESTS_DIR / "data"
@@ -50,7 +50,7 @@ def _where(stem: str) -> tuple[Path, Path]:
 def _vllm_outcomes(stem: str) -> dict[int, tuple[int, str]]:
     """request count -> (tokens per request, mode), from vLLM's recorded dispatch."""
     doc: dict[str, Any] = json.loads(gzip.decompress(_where(stem)[1].read_bytes()))
-    exp = expected(doc)
+    exp = vllm_answer(doc)
     tiers = exp["uniform_decode"]
     if exp["dynamic_sd"]:
         ql_of = {n: k + 1 for a, b, k in exp["dynamic_sd"]["lookup"] for n in range(a, b + 1)}

@@ -1,7 +1,7 @@
 """DFlash, DSpark and suffix decoding against vLLM's own speculators, field by field (#31).
 
 tests/data/oracle/{dflash,dspark,suffix}-*.json.gz hold what vLLM's `init_speculator` built for the
-corpus configs of the same names (scripts/oracle/oracle.py `v2_parallel_speculator`, recorded by
+corpus configs of the same names (cgplan/gpu/vllm_oracle.py `v2_parallel_speculator`, recorded by
 scripts/record_golden.py for every supported release): the speculator class, its query length, the
 draft attention backend and level `init_cudagraph_manager` was given, and the draft layers' level
 the runner's own attention groups report. test_golden.py compares the graphs; this compares the

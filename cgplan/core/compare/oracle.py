@@ -1,12 +1,54 @@
-"""Read a recorded oracle answer (tests/data/oracle/*.json) into the JSON contract's shape.
+"""vLLM's own answer beside cgplan's plan, field by field: the one comparison (pure, JSON in and out).
 
-The oracle runs vLLM's own code; this only renames its fields. See
-scripts/record_golden.py for how the files were made.
+The answer is what the engine (cgplan/gpu/vllm_oracle.py: vLLM's config, dispatcher and
+graph-manager code on a CPU) printed for a config; `vllm_answer` renames its fields into the plan's
+JSON contract (cgplan/io/schema/plan.py), and `field_agreement` compares the two. `cgplan verify`,
+the golden tests (tests/core/vllm/test_golden*.py) and scripts/golden_agreement.py all go through
+here, so a rule that stops matching vLLM fails them alike.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+FIELDS = (
+    "vllm_version",
+    "model_runner",
+    "cudagraph_mode",
+    "capture_sizes",
+    "max_capture_size",
+    "dynamic_sd",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "attention_backend",
+    "attention_cudagraph_support",
+    "graphs",
+    "uniform_decode",
+    "mixed",
+    "uniform_decode_lora1",
+)
+"""The plan's fields vLLM's code answers too, in the order they are compared."""
+
+RULES: dict[str, str] = {
+    "accept": "which configs vLLM starts with (cgplan/io/config.py, core/vllm/resolve.py)",
+    "reason": "vLLM's reason for refusing a config (its first clause, in cgplan's message)",
+    "vllm_version": "the release whose rules were applied",
+    "model_runner": "V1 or V2 model runner (core/vllm/resolve.py)",
+    "cudagraph_mode": "the cudagraph mode after the attention backend (core/vllm/resolve.py)",
+    "capture_sizes": "the capture-size ladder (core/vllm/ladder.py)",
+    "max_capture_size": "max_cudagraph_capture_size (core/vllm/ladder.py)",
+    "dynamic_sd": "the dynamic-SD schedule lookup (core/vllm/dynamic_sd.py)",
+    "max_num_seqs": "vllm serve's default max_num_seqs for the GPU's tier (core/vllm/defaults.py)",
+    "max_num_batched_tokens": "vllm serve's default max_num_batched_tokens (core/vllm/defaults.py)",
+    "attention_backend": "the attention backend a GPU host picks (core/vllm/attention.py)",
+    "attention_cudagraph_support": "its CUDA-graph support level (core/vllm/attention.py)",
+    "graphs": "the graph sets per family (core/vllm/graphs.py)",
+    "uniform_decode": "uniform-decode dispatch per request count (core/vllm/graphs.py)",
+    "mixed": "mixed-batch dispatch per token count (core/vllm/graphs.py)",
+    "uniform_decode_lora1": "decode dispatch with one LoRA adapter (core/vllm/graphs.py)",
+}
+"""Each compared field → the rule of cgplan that computes it (what drifts when the field differs)."""
 
 
 def _ranges(rows: list[dict[str, Any]], unit: str) -> list[dict[str, Any]]:
@@ -116,10 +158,18 @@ def _contract_shape(graphs: dict[str, list[dict[str, Any]]]) -> None:
             g.setdefault("num_speculative_tokens", None)
 
 
-def expected(doc: dict[str, Any]) -> dict[str, Any]:
-    """The contract fields vLLM's own code computed, or {"error": text} when it refused."""
+def vllm_answer(doc: dict[str, Any]) -> dict[str, Any]:
+    """The contract fields vLLM's own code computed for one config, or {"error": text} when vLLM
+    refuses it. `doc` is the engine's JSON document; its release is `doc["_recorded"]
+    ["vllm_version"]` when recorded, else the `vllm_version` the engine printed."""
     if doc.get("error"):
         return {"error": doc["error"]}
+    # The engine's Scheduler validates the dynamic-SD schedule at start in every release, so a
+    # schedule vLLM's own lookup rejects means vLLM refuses to start even where the config stage
+    # (all the oracle reaches) let it through.
+    dyn = doc.get("dynamic_sd")
+    if dyn and dyn.get("error"):
+        return {"error": dyn["error"]}
     if doc.get("runtime_error"):
         return {"error": doc["runtime_error"]}
     cfg, rt = doc["config"], doc["runtime"]
@@ -130,9 +180,9 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         # takes dspark for an EAGLE proposer (use_eagle() includes it; vllm/config/vllm.py: "V1
         # can't run dspark"), which the oracle cannot run; cgplan refuses it as not modelled
         return {"error": "dspark on model runner V1 (not modelled)"}
-    dyn = doc.get("dynamic_sd")
+    version = (doc.get("_recorded") or {}).get("vllm_version") or doc.get("vllm_version")
     out: dict[str, Any] = {
-        "vllm_version": doc["_recorded"]["vllm_version"],
+        "vllm_version": version,
         "model_runner": "v2" if v2 else "v1",
         "cudagraph_mode": rt["resolved_cudagraph_mode"],
         "capture_sizes": rt["cudagraph_capture_sizes"],
@@ -155,12 +205,18 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         if cfg["num_speculative_tokens"] > 1 and any(
             d[2] is not None and d[2] < 0 for block in decode_descs for d in block["descs"]
         ):
-            # what the engine printed there ("capture failed (engine error): AssertionError: ...")
-            return {"error": "AssertionError: AssertionError"}
+            # what the engine printed there ("capture failed (engine error): AssertionError: ..."),
+            # and where: seen on a GPU run, not worded by vLLM's config code (its reason is not
+            # compared)
+            return {
+                "error": "AssertionError: AssertionError (an H200 run, capturing the drafter's decode "
+                "graphs)",
+                "error_source": "gpu-run",
+            }
         if "speculator_error" in side:
             raise AssertionError(f"the oracle could not build vLLM's speculator: {side['speculator_error']}")
         if "speculator" in side:
-            # DFlash / DSpark: the speculator's own query manager (oracle.v2_parallel_speculator)
+            # DFlash / DSpark: the speculator's own query manager (vllm_oracle.v2_parallel_speculator)
             out["graphs"]["drafter_query"] = _v2_graphs(side["speculator"]["query"]["capture"])
         elif "speculator_class" in side:
             out["graphs"].update(_v2_speculator(side, cfg["num_speculative_tokens"]))
@@ -174,6 +230,9 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         ud = side["target"]["uniform_decode_dispatch"]
         out["uniform_decode"] = {k: _ranges(v, "reqs") for k, v in ud.items()}
         out["mixed"] = _ranges(side["target"]["mixed_dispatch"], "tokens")
+        if "uniform_decode_dispatch_lora1" in side["target"]:
+            lora1 = side["target"]["uniform_decode_dispatch_lora1"]
+            out["uniform_decode_lora1"] = {k: _ranges(v, "reqs") for k, v in lora1.items()}
     else:
         side = rt["v1"]
         out["graphs"] = {"target": _v1_graphs(side["target"]["capture"], q)}
@@ -213,8 +272,139 @@ def expected(doc: dict[str, Any]) -> dict[str, Any]:
         if "uniform_decode_dispatch_lora1" in side["target"]:
             lora1 = side["target"]["uniform_decode_dispatch_lora1"]
             out["uniform_decode_lora1"] = {str(q): _ranges(lora1, "reqs")}
-    if v2 and "uniform_decode_dispatch_lora1" in side["target"]:
-        lora1 = side["target"]["uniform_decode_dispatch_lora1"]
-        out["uniform_decode_lora1"] = {k: _ranges(v, "reqs") for k, v in lora1.items()}
     _contract_shape(out["graphs"])
     return out
+
+
+def vllm_reason(error: str) -> str:
+    """The sentence vLLM raised, without pydantic's wrapping ("1 validation error for X ...").
+
+    >>> vllm_reason("ValueError: 1 validation error for VllmConfig\\n Value error, too big [type=x]")
+    'too big'
+    """
+    text = " ".join(error.split())
+    text = re.sub(r"^\w+Error: \d+ validation errors? for \w+ ", "", text)
+    text = re.sub(r"^(Value error|Assertion failed), ", "", text)
+    text = re.sub(r"^\w+Error: ", "", text)
+    return text.split(" [type=")[0].strip()
+
+
+REASON_CHARS = 60
+"""How much of vLLM's reason (its first clause) cgplan's refusal must contain."""
+
+
+def reason_agrees(vllm_error: str, cgplan_error: str) -> bool:
+    """cgplan's refusal carries vLLM's reason (its first `REASON_CHARS` characters)."""
+    reason = vllm_reason(vllm_error)[:REASON_CHARS]
+    return reason in " ".join(cgplan_error.split())
+
+
+DISPATCH_BY_QUERY_LEN = ("uniform_decode", "uniform_decode_lora1")
+"""Dispatch tables keyed by decode query length: compared at the lengths vLLM's answer lists."""
+
+
+def field_agreement(exp: dict[str, Any], got: dict[str, Any], *, reason: bool = False) -> dict[str, bool]:
+    """Each compared field → whether cgplan's plan (`got`, the JSON contract or {"error": ...})
+    agrees with vLLM's answer (`exp`, from `vllm_answer`). "accept": both start the config, or
+    both refuse it; with `reason`, a refusal on both sides also compares vLLM's reason. A field
+    vLLM's answer lacks is not compared; nor the attention fields where the engine resolved none,
+    nor decode query lengths it did not dispatch.
+
+    >>> field_agreement({"error": "x"}, {"capture_sizes": [1]})
+    {'accept': False}
+    """
+    if "error" in exp or "error" in got:
+        out = {"accept": ("error" in exp) == ("error" in got)}
+        # a refusal seen on a GPU run is not worded by vLLM's code: its reason is not compared
+        if reason and out["accept"] and exp.get("error_source") != "gpu-run":
+            out["reason"] = reason_agrees(exp["error"], got["error"])
+        return out
+    out = {"accept": True}
+    for key in FIELDS:
+        if key not in exp:
+            continue
+        if key.startswith("attention") and exp[key] is None:
+            continue
+        if key in DISPATCH_BY_QUERY_LEN and isinstance(exp[key], dict):
+            # per decode query length the engine dispatched (V1 dispatches one, the uniform
+            # decode length; cgplan also lists the dynamic-SD tiers' own): those are compared
+            mine = got.get(key)
+            out[key] = isinstance(mine, dict) and all(mine.get(q) == rows for q, rows in exp[key].items())
+            continue
+        out[key] = got.get(key) == exp[key]
+    return out
+
+
+def _sizes(value: object) -> str:
+    if not isinstance(value, list) or not value:
+        return "no sizes" if isinstance(value, list) else str(value)
+    return f"{len(value)} sizes, {min(value)}..{max(value)}"
+
+
+def _graph_counts(value: object) -> str:
+    if not isinstance(value, dict):
+        return str(value)
+    parts = []
+    for family, graphs in value.items():
+        modes: dict[str, int] = {}
+        for g in graphs:
+            modes[g["mode"]] = modes.get(g["mode"], 0) + 1
+        inner = " + ".join(f"{n} {m}" for m, n in sorted(modes.items(), key=lambda kv: kv[0] != "PIECEWISE"))
+        parts.append(f"{family} {inner or 'none'}")
+    return "; ".join(parts) or "no graphs"
+
+
+def _row_of(rows: list[dict[str, Any]], unit: str, n: int) -> dict[str, Any] | None:
+    return next((r for r in rows if r[f"from_{unit}"] <= n <= r[f"to_{unit}"]), None)
+
+
+def _first_dispatch_difference(exp: list[dict[str, Any]], got: object, unit: str) -> tuple[str, str] | None:
+    """(vLLM's, cgplan's) dispatch at the first request or token count where they differ."""
+    rows = got if isinstance(got, list) else []
+    last = max([r[f"to_{unit}"] for r in exp + rows] or [0])
+    word = "requests" if unit == "reqs" else "tokens"
+    for n in range(1, last + 1):
+        a, b = _row_of(exp, unit, n), _row_of(rows, unit, n)
+        ka = None if a is None else (a["mode"], a["padded_tokens"], a["padded_reqs"])
+        kb = None if b is None else (b["mode"], b["padded_tokens"], b["padded_reqs"])
+        if ka != kb:
+            return f"{n} {word}: {_dispatch(a)}", f"{n} {word}: {_dispatch(b)}"
+    return None
+
+
+def _dispatch(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "not listed"
+    if row["mode"] == "NONE":
+        return "eager"
+    return f"{row['mode']} padded to {row['padded_tokens']} tokens"
+
+
+def describe_difference(key: str, exp: object, got: object) -> tuple[str, str]:
+    """(vLLM's side, cgplan's side) of one differing field, in a few words each.
+
+    >>> describe_difference("capture_sizes", [1, 2, 4], [1, 2])
+    ('3 sizes, 1..4', '2 sizes, 1..2')
+    """
+    if key == "capture_sizes":
+        return _sizes(exp), _sizes(got)
+    if key == "graphs":
+        return _graph_counts(exp), _graph_counts(got)
+    if key == "mixed" and isinstance(exp, list):
+        first = _first_dispatch_difference(exp, got, "tokens")
+        if first is not None:
+            return first
+    if key in ("uniform_decode", "uniform_decode_lora1") and isinstance(exp, dict):
+        other = got if isinstance(got, dict) else {}
+        for q in sorted(exp, key=int):
+            if q not in other:
+                return f"query length {q} dispatched", f"query length {q} not listed"
+            first = _first_dispatch_difference(exp[q], other[q], "reqs")
+            if first is not None:
+                return f"query length {q}, {first[0]}", f"query length {q}, {first[1]}"
+    return _short(exp), _short(got)
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
