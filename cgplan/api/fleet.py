@@ -328,7 +328,11 @@ def stored_report(job: FleetJob, backend: str) -> tuple[CaptureReport | None, st
     except ReportError as e:
         return None, e.message
     problem = None
-    if report.source is None or Path(report.source).resolve() != job.config.resolve():
+    try:  # a tampered `source` (a NUL, a name too long) is another config's, not an OS error
+        own = report.source is not None and Path(report.source).resolve() == job.config.resolve()
+    except (OSError, ValueError):
+        own = False
+    if not own:
         problem = f"the report of another config ({one_line(str(report.source))[:200]}), not of {job.config}"
     elif report.status != "complete":
         problem = f"a {report.status} report"

@@ -199,9 +199,7 @@ def _capture_locked(
         else:
             slots = visible_gpus(requested)
             notes: list[str] = []
-            todo, kept = skip_resumable(
-                jobs, force, host_environment_key(), progress, options.backend, notes
-            )
+            todo, kept = skip_resumable(jobs, force, host_environment_key(), progress, options.backend, notes)
             for line in notes:  # a report there that does not stand: said by name, then replaced
                 progress.console.print(f"cgplan: {line}", soft_wrap=True, markup=False, highlight=False)
             ran, interrupted = run_local(todo, slots, subprocess_launcher(options), progress=progress)

@@ -412,6 +412,7 @@ def test_ctrl_c_keeps_every_finished_report(tmp_path: Path, sig: signal.Signals)
         env={**os.environ, "CGPLAN_FAKE_CAPTURE": "b=sleep:60"},
     )
     deadline = time.monotonic() + 120
+
     def log() -> Path:
         return _report(out, "b").with_suffix(".log")
 

@@ -21,6 +21,8 @@ from cgplan.api.calibrate import expand_reports
 from cgplan.io.config import Overrides
 from tests.api.test_fleet import write_config
 
+CAPTURE = [sys.executable, "-m", "cgplan", "capture", "--gpu"]
+
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -175,8 +177,7 @@ def test_a_second_run_on_the_same_out_dir_is_refused(tmp_path: Path) -> None:
     write_config(cfg, "b", max_num_seqs=16)
     out = tmp_path / "out"
     first = subprocess.Popen(
-        [sys.executable, "-m", "cgplan", "capture", "--gpu", str(cfg), "--backend", "fake"]
-        + ["--out-dir", str(out), "--gpus", "0"],
+        [*CAPTURE, str(cfg), "--backend", "fake", "--out-dir", str(out), "--gpus", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -55,7 +55,11 @@ def _blocking(argv: list[str]) -> bytes:
 
 @pytest.mark.parametrize(
     "argv",
-    [["plan", str(BIG), "--json"], ["plan", str(BIG), "--format", "json"], ["diff", str(BIG), str(GOOD), "--json"]],
+    [
+        ["plan", str(BIG), "--json"],
+        ["plan", str(BIG), "--format", "json"],
+        ["diff", str(BIG), str(GOOD), "--json"],
+    ],
     ids=["fast-path", "typer-path", "diff"],
 )
 def test_a_nonblocking_stdout_gets_every_byte(argv: list[str]) -> None:
@@ -107,13 +111,15 @@ def test_a_closed_or_full_stderr_keeps_the_exit_code(argv: list[str], code: int,
         r = subprocess.run(
             [*CGPLAN, *argv],
             stdout=subprocess.PIPE,
-            preexec_fn=lambda: _close_fd(2),  # noqa: PLW1509 (the child closes its own stderr)
+            preexec_fn=lambda: _close_fd(2),
             cwd=ROOT_DIR,
             timeout=120,
         )
     else:
         with open("/dev/full", "wb") as full:
-            r = subprocess.run([*CGPLAN, *argv], stdout=subprocess.PIPE, stderr=full, cwd=ROOT_DIR, timeout=120)
+            r = subprocess.run(
+                [*CGPLAN, *argv], stdout=subprocess.PIPE, stderr=full, cwd=ROOT_DIR, timeout=120
+            )
     assert r.returncode == code
     if code == 0:
         assert r.stdout == _blocking(argv)
@@ -123,7 +129,7 @@ def test_a_closed_or_full_stderr_keeps_the_exit_code(argv: list[str], code: int,
 def test_a_closed_or_full_stdout_is_one_line_exit_2(stdout: str) -> None:
     argv = [*CGPLAN, "plan", str(BIG), "--json"]
     if stdout == "closed":
-        r = subprocess.run(argv, stderr=subprocess.PIPE, preexec_fn=lambda: _close_fd(1), timeout=120)  # noqa: PLW1509
+        r = subprocess.run(argv, stderr=subprocess.PIPE, preexec_fn=lambda: _close_fd(1), timeout=120)
     else:
         with open("/dev/full", "wb") as full:
             r = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, timeout=120)
@@ -133,7 +139,9 @@ def test_a_closed_or_full_stdout_is_one_line_exit_2(stdout: str) -> None:
 
 
 def test_a_reader_that_goes_away_ends_quietly() -> None:
-    proc = subprocess.Popen([*CGPLAN, "plan", str(BIG), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CGPLAN, "plan", str(BIG), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.read(10)
     proc.stdout.close()
