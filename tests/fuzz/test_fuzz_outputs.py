@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import hypothesis
 import pytest
@@ -302,6 +303,10 @@ def _drain(fd: int, delay_s: float, out: bytearray, stop_after: int | None = Non
         if stop_after is not None and len(out) >= stop_after:
             break
     os.close(fd)
+
+
+def _read_all(pipe: IO[bytes], out: bytearray) -> None:
+    out += pipe.read()
 
 
 def run_streams(inp: StreamInput) -> tuple[int, bytes, bytes, float]:
