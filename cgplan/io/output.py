@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from cgplan.errors import CgplanError, one_line
 
@@ -179,7 +180,7 @@ class CheckedStream:
         return False
 
 
-def _checked(stream: object, fd: int, *, lossy: bool) -> CheckedStream:
+def _checked(stream: object, fd: int, *, lossy: bool) -> Any:
     encoding = getattr(stream, "encoding", None) or "utf-8"
     errors = getattr(stream, "errors", None) or ("backslashreplace" if lossy else "strict")
     return CheckedStream(fd, encoding, errors, lossy=lossy)
@@ -190,21 +191,23 @@ def install_checked_streams() -> Callable[[], None]:
     own: a caller's captured streams are left alone); a stderr closed at start (`2>&-`) holds
     /dev/null, so no file cgplan opens becomes fd 2. Returns what puts the old ones back."""
     saved = (sys.stdout, sys.stderr)
-    if sys.stderr is None:
+    err: Any = sys.stderr  # Any: the stand-ins are not TextIOWrappers, only write-compatible
+    out: Any = sys.stdout
+    if err is None:
         with contextlib.suppress(OSError):
             fd = os.open(os.devnull, os.O_WRONLY)
             if fd != 2:
                 os.close(fd)
-        sys.stderr = _checked(None, 2, lossy=True)  # type: ignore[assignment]
-    elif sys.stderr is sys.__stderr__:
+        sys.stderr = _checked(None, 2, lossy=True)
+    elif sys.__stderr__ is not None and err is sys.__stderr__:
         with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
+            sys.__stderr__.flush()
         with contextlib.suppress(OSError, ValueError):
-            sys.stderr = _checked(sys.stderr, sys.stderr.fileno(), lossy=True)  # type: ignore[assignment]
-    if sys.stdout is not None and sys.stdout is sys.__stdout__:
+            sys.stderr = _checked(err, sys.__stderr__.fileno(), lossy=True)
+    if sys.__stdout__ is not None and out is sys.__stdout__:
         with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stdout = _checked(sys.stdout, sys.stdout.fileno(), lossy=False)  # type: ignore[assignment]
+            sys.__stdout__.flush()
+            sys.stdout = _checked(out, sys.__stdout__.fileno(), lossy=False)
 
     def restore() -> None:
         sys.stdout, sys.stderr = saved

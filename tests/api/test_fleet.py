@@ -105,7 +105,7 @@ def _report(out: Path, stem: str) -> Path:
     if manifest.is_file():
         for entry in json.loads(manifest.read_text())["configs"]:
             if Path(entry["config"]).stem == stem:
-                return out / entry["report"]
+                return out / str(entry["report"])
     return out / f"{stem}.not-yet.json"
 
 

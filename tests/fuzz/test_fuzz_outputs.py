@@ -197,8 +197,8 @@ def _check_aggregate(
     found: list[str] = []
     try:
         rows = json.loads((out / "fleet.json").read_text())["configs"]
-    except (OSError, ValueError, KeyError) as e:
-        return [f"no aggregate ({e}): {r.stderr[-500:]!r}"]
+    except (OSError, ValueError, KeyError) as why:
+        return [f"no aggregate ({why}): {r.stderr[-500:]!r}"]
     listed = sorted(os.path.realpath(row["config"]) for row in rows)
     expected = sorted({os.path.realpath(c) for c in configs})
     if listed != expected:
@@ -305,6 +305,12 @@ def _drain(fd: int, delay_s: float, out: bytearray, stop_after: int | None = Non
     os.close(fd)
 
 
+def _close_all(fds: list[int]) -> None:
+    """In the child, before exec: the descriptors the setup wants closed."""
+    for fd in fds:
+        os.close(fd)
+
+
 def _read_all(pipe: IO[bytes], out: bytearray) -> None:
     out += pipe.read()
 
@@ -314,8 +320,8 @@ def run_streams(inp: StreamInput) -> tuple[int, bytes, bytes, float]:
     out, err = bytearray(), bytearray()
     threads, close_in_child, files = [], [], []
     o_r = o_w = e_r = e_w = -1
-    stdout: int | object = subprocess.PIPE
-    stderr: int | object = subprocess.PIPE
+    stdout: int | IO[bytes] = subprocess.PIPE
+    stderr: int | IO[bytes] = subprocess.PIPE
     if inp.setup in ("nonblocking-stdout", "nonblocking-both", "early-reader"):
         o_r, o_w = os.pipe()
         if inp.setup != "early-reader":
@@ -341,10 +347,10 @@ def run_streams(inp: StreamInput) -> tuple[int, bytes, bytes, float]:
     proc = subprocess.Popen(
         [*CGPLAN, *inp.argv],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL if 1 in close_in_child else stdout,  # type: ignore[arg-type]
-        stderr=subprocess.DEVNULL if 2 in close_in_child else stderr,  # type: ignore[arg-type]
+        stdout=subprocess.DEVNULL if 1 in close_in_child else stdout,
+        stderr=subprocess.DEVNULL if 2 in close_in_child else stderr,
         cwd=ROOT_DIR,
-        preexec_fn=(lambda: [os.close(fd) for fd in close_in_child]) if close_in_child else None,
+        preexec_fn=(lambda: _close_all(close_in_child)) if close_in_child else None,
     )
     for fd in (o_w, e_w):
         if fd >= 0:
