@@ -84,7 +84,8 @@ clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 
 ## fuzz: the full fuzz run (32,000 inputs over every file kind: configs, reports, policies, --set strings,
-## side files, logs, trust) through the CLI in-process, one in 100 also as its own process (docs/fuzzing.md);
+## side files, logs, trust) through the CLI in-process, one in 100 also as its own process, and the fleet
+## and streams kinds (fleet folders, output streams) each as its own process (docs/fuzzing.md);
 ## no traceback, exit 0/1/2 with one located error line, bounded time and memory per input.
 ## Writes benchmarks/results/fuzz.json (FUZZ_SEED=N replays a run; FUZZ_JOBS=N runs N processes).
 FUZZ_JOBS ?= 1

@@ -29,13 +29,25 @@ from cgplan import __version__
 from cgplan.core.model.reports import CaptureReport, FleetReport, FleetRow, FleetTotals
 from cgplan.core.plan.fingerprint import fingerprint
 from cgplan.core.vllm.releases import release_for
-from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError
+from cgplan.errors import CgplanError, ConfigError, ExitCode, ReportError, one_line
 from cgplan.io.config import Overrides, load_config
+from cgplan.io.out_dir import open_log, prepare_out_dir, refuse_links
 from cgplan.io.output import write_atomically
 from cgplan.io.reports import read_capture_report, report_text
 
 AGGREGATE_NAME = "fleet"
 """The aggregate report's files in the output folder: fleet.json, fleet.md, fleet.html."""
+MANIFEST_NAME = "manifest.json"
+"""Which report and log in the output folder is which config's (written before any child starts,
+so a run killed outright still says what each file is)."""
+LOCK_NAME = ".cgplan-fleet.lock"
+"""Held (flock) by the run writing to the output folder; it holds that run's pid."""
+RESERVED_NAMES = frozenset({AGGREGATE_NAME, "manifest", LOCK_NAME})
+"""File stems of the output folder that are no config's: a config's report name always ends in
+`-` and its hash (hex digits), which none of these does, so no config is named like them."""
+NAME_HASH_HEX = 8
+"""Hex digits of the path hash in a report name (more where two configs' first 8 agree)."""
+_STEM_CHARS = 40
 
 FAILURE_CLASSES = {
     int(ExitCode.USAGE): "config",
@@ -54,13 +66,17 @@ class FleetJob:
 
     config: Path
     name: str
-    """Unique within the run: the config's stem, with its folder in front when two stems clash."""
+    """Unique by construction: the config's stem (readable) and a hash of its resolved path
+    (`report_names`); the same config has the same name in every run."""
     gpus_needed: int
     """tensor_parallel_size: the child gets this many GPUs."""
     fingerprint: str | None
     """The planned config's fingerprint (None when the config does not load: the child says why)."""
     report: Path
     log: Path
+    planned_vllm_version: str | None = None
+    """The vLLM release whose rules the child plans with (the fingerprint leaves it out, so that
+    `diff` can compare releases; a report planned under another one is not resumed)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +140,18 @@ def discover_configs(paths: Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(q for q in p.iterdir() if q.suffix in (".yaml", ".yml") and q.is_file())
+            found = sorted(q for q in p.iterdir() if q.suffix in (".yaml", ".yml"))
+            for q in found:
+                if q.is_symlink():
+                    # Named by a folder, not by the user: where it points is not ours to read (or to
+                    # quote in an error), so it is refused by its own name before any work.
+                    raise ConfigError(
+                        "",
+                        "a symbolic link in a config folder; not followed (name the file it points "
+                        "to, or copy it into the folder)",
+                        source=str(q),
+                    )
+            found = [q for q in found if q.is_file()]
             if not found:
                 raise ConfigError("", f"no *.yaml config in this folder (got {p})", source=str(p))
             out.extend(found)
@@ -142,19 +169,30 @@ def discover_configs(paths: Sequence[Path]) -> list[Path]:
     return unique
 
 
-def _names(configs: Sequence[Path]) -> list[str]:
-    stems = [c.stem for c in configs]
-    names = []
-    for c in configs:
-        if stems.count(c.stem) == 1:
-            names.append(c.stem)
-        else:
-            names.append(f"{c.resolve().parent.name}-{c.stem}")
-    # Still clashing (same folder name twice): number them, in order.
-    final: list[str] = []
-    for n in names:
-        final.append(n if names.count(n) == 1 else f"{n}-{sum(1 for f in final if f.startswith(n)) + 1}")
-    return final
+def _path_hash(config: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(os.fsencode(str(config.resolve()))).hexdigest()
+
+
+def report_names(configs: Sequence[Path]) -> list[str]:
+    """One file name (no suffix) per config: `<stem>-<hash>`, the stem for the reader (characters
+    outside [A-Za-z0-9._-] as `_`, at most 40) and the hash (sha256 of the resolved path, 8 hex
+    digits, more while two of these configs' agree) for uniqueness. Distinct configs get distinct
+    hashes of one length, so distinct names, whatever their stems or folders are called; no name
+    is one of RESERVED_NAMES (they end in no `-` and hex digits).
+
+    >>> [n.split("-")[0] for n in report_names([Path("/a/x.yaml"), Path("/b/x.yaml")])]
+    ['x', 'x']
+    """
+    import re
+
+    full = [_path_hash(c) for c in configs]
+    n = NAME_HASH_HEX
+    while len({h[:n] for h in full}) < len(set(full)):
+        n += 4
+    stems = [re.sub(r"[^A-Za-z0-9._-]", "_", c.stem)[:_STEM_CHARS] or "config" for c in configs]
+    return [f"{stem}-{h[:n]}" for stem, h in zip(stems, full, strict=True)]
 
 
 def planned_input_version(backend: str) -> str | None:
@@ -170,17 +208,41 @@ def make_jobs(configs: Sequence[Path], out_dir: Path, overrides: Overrides, back
     """One job per config, with the fingerprint the child's report will carry."""
     version = planned_input_version(backend)
     jobs = []
-    for config, name in zip(configs, _names(configs), strict=True):
-        tp, fp = 1, None
+    for config, name in zip(configs, report_names(configs), strict=True):
+        tp, fp, release = 1, None, None
         try:
             inp = load_config(config, overrides).input
             if version is not None:
                 inp = dataclasses.replace(inp, vllm_version=version)
-            tp, fp = inp.tensor_parallel_size, fingerprint(inp)
+            tp, fp, release = inp.tensor_parallel_size, fingerprint(inp), inp.vllm_version
         except CgplanError:
             pass  # the child reports the error with its location (class `config`)
-        jobs.append(FleetJob(config, name, tp, fp, out_dir / f"{name}.json", out_dir / f"{name}.log"))
+        report, log = out_dir / f"{name}.json", out_dir / f"{name}.log"
+        jobs.append(FleetJob(config, name, tp, fp, report, log, release))
     return jobs
+
+
+def manifest_text(jobs: Sequence[FleetJob], out_dir: Path) -> str:
+    """The output folder's manifest: which report and log is which config's."""
+    import json
+
+    from cgplan.io.schema import SCHEMA_VERSION
+
+    doc = {
+        "kind": "fleet-manifest",
+        "schema_version": SCHEMA_VERSION,
+        "configs": [
+            {
+                "name": j.name,
+                "config": str(j.config),
+                "config_resolved": str(j.config.resolve()),
+                "report": _rel(j.report, out_dir),
+                "log": _rel(j.log, out_dir),
+            }
+            for j in jobs
+        ],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 # --------------------------------------------------------------------------- resume
@@ -253,20 +315,58 @@ def same_environment(report: EnvironmentKey, host: EnvironmentKey) -> bool:
     return report.gpu_names <= host.gpu_names if host.gpu_names else not report.gpu_names
 
 
-def resumable(job: FleetJob, host: EnvironmentKey) -> bool:
-    """An existing, complete report of the same config (fingerprint) under the same
-    environment: capturing it again would measure the same thing."""
-    if job.fingerprint is None or not job.report.is_file():
-        return False
+def stored_report(job: FleetJob, backend: str) -> tuple[CaptureReport | None, str | None]:
+    """(the report in the output folder, why it does not stand for this job): None and None when
+    there is none; the reason names the file and what differs. Everything that changes a report
+    is checked here but the host (`same_environment`): it is this config's (its `source`), of the
+    same fingerprint, planned under the same vLLM release, by the same backend, and complete."""
+    path = job.report
+    if not path.is_file() and not path.is_symlink():
+        return None, None
     try:
-        report = read_capture_report(job.report)
-    except ReportError:
-        return False
-    return (
-        report.status == "complete"
-        and report.config_fingerprint == job.fingerprint
-        and same_environment(report_environment_key(report), host)
-    )
+        report = read_capture_report(path)
+    except ReportError as e:
+        return None, e.message
+    problem = None
+    try:  # a tampered `source` (a NUL, a name too long) is another config's, not an OS error
+        own = report.source is not None and Path(report.source).resolve() == job.config.resolve()
+    except (OSError, ValueError):
+        own = False
+    if not own:
+        problem = f"the report of another config ({one_line(str(report.source))[:200]}), not of {job.config}"
+    elif report.status != "complete":
+        problem = f"a {report.status} report"
+    elif job.fingerprint is None or report.config_fingerprint != job.fingerprint:
+        problem = "made from another version of the config (its fingerprint differs)"
+    elif report.plan.vllm_version != job.planned_vllm_version:
+        problem = (
+            f"planned under vLLM {report.plan.vllm_version} rules "
+            f"(this run plans under {job.planned_vllm_version})"
+        )
+    elif backend != "auto" and report.measured.backend != backend:
+        problem = f"measured by the {report.measured.backend} backend (this run: {backend})"
+    elif backend == "auto" and report.measured.backend == "fake":
+        problem = "measured by the fake backend (this run: a real one)"
+    return report, None if problem is None else f"{one_line(str(path))}: {problem}"
+
+
+def resume_problem(job: FleetJob, host: EnvironmentKey, backend: str = "auto") -> str | None:
+    """Why the existing report does not stand (a located line), or None when it does: capturing
+    it again would measure the same thing. No report at all is a problem too ("no report")."""
+    report, problem = stored_report(job, backend)
+    if problem is not None:
+        return problem
+    if report is None:
+        return f"{job.report}: no report"
+    if not same_environment(report_environment_key(report), host):
+        return f"{one_line(str(job.report))}: made under another cgplan, torch, vLLM, driver or GPU"
+    return None
+
+
+def resumable(job: FleetJob, host: EnvironmentKey, backend: str = "auto") -> bool:
+    """An existing, complete report of this config (source, fingerprint, release, backend) under
+    the same environment."""
+    return resume_problem(job, host, backend) is None
 
 
 # --------------------------------------------------------------------------- the child command
@@ -385,8 +485,7 @@ def subprocess_launcher(options: ChildOptions) -> Launcher:
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        job.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(job.log, "wb") as log:
+        with open_log(job.log) as log:
             # A session of its own: the terminal's Ctrl-C reaches cgplan only, which passes one
             # SIGINT on (a second one could cut the child's partial report short).
             return subprocess.Popen(
@@ -543,18 +642,27 @@ def _written(job: FleetJob, before: tuple[int, int] | None) -> bool:
 
 
 def skip_resumable(
-    jobs: Sequence[FleetJob], force: bool, host: EnvironmentKey | None, progress: FleetProgress
+    jobs: Sequence[FleetJob],
+    force: bool,
+    host: EnvironmentKey | None,
+    progress: FleetProgress,
+    backend: str = "auto",
+    notes: list[str] | None = None,
 ) -> tuple[list[FleetJob], list[JobResult]]:
-    """(jobs to run, results of the jobs whose reports stand)."""
+    """(jobs to run, results of the jobs whose reports stand); `notes` gets one located line per
+    report that is there but does not stand (tampered, foreign, another release, ...)."""
     if force or host is None:
         return list(jobs), []
     todo, kept = [], []
     for job in jobs:
-        if resumable(job, host):
+        problem = resume_problem(job, host, backend)
+        if problem is None:
             r = JobResult(job, "complete", None, None, 0, (), 0.0, resumed=True, has_report=True)
             kept.append(r)
             progress.finished(r)
         else:
+            if notes is not None and not problem.endswith(": no report"):
+                notes.append(f"{problem}; captured again")
             todo.append(job)
     return todo, kept
 
@@ -655,6 +763,19 @@ def aggregate(run: FleetRun) -> FleetReport:
     )
 
 
+def open_out_dir(out_dir: Path, jobs: Sequence[FleetJob]) -> None:
+    """Check the output folder before any child starts: a folder (made if missing), none of its
+    reports, logs or the aggregate a symbolic link; then write its manifest.
+
+    Raises:
+        CgplanError: (exit 2) one line naming the path.
+    """
+    prepare_out_dir(out_dir)
+    names = [out_dir / MANIFEST_NAME] + [out_dir / f"{AGGREGATE_NAME}.{s}" for s in ("json", "md", "html")]
+    refuse_links(names + [p for j in jobs for p in (j.report, j.log)])
+    write_atomically(out_dir / MANIFEST_NAME, manifest_text(jobs, out_dir))
+
+
 def exit_code(report: FleetReport) -> int:
     """4 when a config failed to capture (crashed, interrupted, lost), else 3 for an
     environment that cannot capture, else 2 for a bad config, else 0."""
@@ -671,7 +792,8 @@ def exit_code(report: FleetReport) -> int:
 def write_aggregate(report: FleetReport, out_dir: Path, *, markdown: str, html: str) -> list[Path]:
     """fleet.json, fleet.md and fleet.html in `out_dir`, each written atomically; the pages come
     rendered (render/fleet.py, by the caller: the library does not render)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out_dir)
+    refuse_links([out_dir / f"{AGGREGATE_NAME}.{suffix}" for suffix in ("json", "md", "html")])
     paths = []
     for suffix, text in (
         ("json", report_text(report)),

@@ -35,10 +35,10 @@ from cgplan.api.fleet import (
     report_environment_key,
     report_stamp,
     same_environment,
+    stored_report,
 )
-from cgplan.errors import GpuUnavailableError, ReportError
+from cgplan.errors import GpuUnavailableError
 from cgplan.io.output import write_atomically
-from cgplan.io.reports import read_capture_report
 
 LOG_TAIL_BYTES = 256 << 10
 """How much of a child's console log comes back to the caller."""
@@ -143,17 +143,13 @@ def capture_task(spec: TaskSpec) -> TaskResult:
     return TaskResult(rc, host, gpus, text, data.decode("utf-8", errors="replace"), run_s=run_s)
 
 
-def _existing(job: FleetJob) -> tuple[str, EnvironmentKey] | None:
-    if not job.report.is_file():
+def _existing(job: FleetJob, backend: str) -> tuple[str, EnvironmentKey] | None:
+    """(fingerprint, environment) of the report already there when everything but the host
+    (checked on the worker) says it stands for this job (`fleet.stored_report`)."""
+    report, problem = stored_report(job, backend)
+    if report is None or problem is not None or not report.config_fingerprint:
         return None
-    try:
-        report = read_capture_report(job.report)
-    except ReportError:
-        return None
-    if report.status != "complete":
-        return None
-    fp = report.config_fingerprint
-    return (fp, report_environment_key(report)) if fp else None
+    return report.config_fingerprint, report_environment_key(report)
 
 
 def _max_gpus_per_node(ray: Any) -> int:
@@ -226,7 +222,7 @@ def run_ray(
             job.name,
             options,
             job.fingerprint,
-            None if force else _existing(job),
+            None if force else _existing(job, options.backend),
             env,
         )
         ref = task.options(num_gpus=job.gpus_needed, max_retries=1, retry_exceptions=False).remote(spec)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 try:  # Ctrl-C while the CLI loads (a second of imports) exits 130 quietly, as later, not a traceback
     from cgplan import __version__
     from cgplan.errors import CgplanError, ExitCode, exit_code_of, one_line
-    from cgplan.io.output import flush_stdout, guard_closed_stdout, silence_stdout
+    from cgplan.io.output import flush_stdout, guard_closed_stdout, install_checked_streams, silence_stdout
 except KeyboardInterrupt:
     raise SystemExit(130) from None
 
@@ -148,6 +148,18 @@ def main(argv: list[str] | None = None, *, process_exit: bool = False) -> None:
     own entry points, not a caller in the same process) it then ends the process at once.
     """
     guard_closed_stdout()
+    restore = install_checked_streams()  # every write whole, on any stdout/stderr (issue 33)
+    try:
+        code, fast = _main(argv)
+    finally:
+        restore()
+    if fast and process_exit:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None) -> tuple[int, bool]:
+    """`main` with the streams in place: (exit code, whether the fast path ran)."""
     args = sys.argv[1:] if argv is None else argv
     # Shell completion asks about every command: build the whole app for it.
     completing = any(k.endswith("_COMPLETE") for k in os.environ)
@@ -169,9 +181,7 @@ def main(argv: list[str] | None = None, *, process_exit: bool = False) -> None:
         silence_stdout()
         sys.stderr.write(f"cgplan: error: <stdout>: cannot write: {e.strerror or e}\n")
         code = int(ExitCode.USAGE)
-    if fast is not None and process_exit:
-        _exit_now(code)
-    sys.exit(code)
+    return code, fast is not None
 
 
 def _exit_now(code: int) -> None:
@@ -184,7 +194,7 @@ def _exit_now(code: int) -> None:
     except OSError:
         silence_stdout()
         code = code or 1
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: started with stderr closed
         sys.stderr.flush()
     os._exit(code)
 

@@ -24,6 +24,17 @@ def _complete_platforms(incomplete: str) -> list[str]:
     return [n for n in names if n.lower().startswith(incomplete.lower())]
 
 
+def finite_non_negative(value: float | None) -> float | None:
+    """typer callback for a number option: NaN, infinity and negative numbers are refused by the
+    option's name (click reads `nan` and `inf` as floats; NaN compares false with everything, so
+    `--max-error nan` could never fail and `--eager-step-cost nan` priced every ladder alike)."""
+    import math
+
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise typer.BadParameter(f"expected a finite number >= 0 (got {value})")
+    return value
+
+
 ConfigArg = Annotated[
     Path,
     typer.Argument(

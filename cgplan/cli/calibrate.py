@@ -10,7 +10,7 @@ import typer
 
 from cgplan.api.calibrate import Calibration, expand_reports
 from cgplan.api.calibrate import calibrate as run_calibrate
-from cgplan.cli._options import FormatOpt, JsonOpt, MarkdownOpt, QuietOpt
+from cgplan.cli._options import FormatOpt, JsonOpt, MarkdownOpt, QuietOpt, finite_non_negative
 from cgplan.cli._output import is_stdout, write_artifact, write_artifacts
 from cgplan.io.cost_coefficients import coefficients_text
 from cgplan.io.schema import dumps_ascii
@@ -51,7 +51,11 @@ def calibrate(
     ] = "vLLM 0.26.0, torch 2.11.0, FLASH_ATTN (FA3)",
     max_error: Annotated[
         float | None,
-        typer.Option("--max-error", help="Exit 1 when a held-out report is off by more than this many %."),
+        typer.Option(
+            "--max-error",
+            callback=finite_non_negative,
+            help="Exit 1 when a held-out report is off by more than this many %.",
+        ),
     ] = None,
     configs: Annotated[
         Path | None,

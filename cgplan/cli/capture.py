@@ -103,7 +103,7 @@ def capture(
     # Imported here: the other commands (and `cgplan -h`) do not pay for the capture stack.
     from cgplan.api.capture import BACKENDS, run_capture
     from cgplan.cli._console import colorize, note, output_format, use_color
-    from cgplan.cli._output import write_artifact
+    from cgplan.cli._output import is_stdout, one_stdout, write_artifact
     from cgplan.cli._progress import RichProgress
     from cgplan.io.config import Overrides
     from cgplan.io.output import write_stdout
@@ -121,6 +121,10 @@ def capture(
         raise typer.BadParameter(
             f"expected one of {', '.join(b for b in BACKENDS if b != 'fake')}", param_hint="--backend"
         )
+    # `-o -`: the report is stdout's one document (the summary goes to stderr, `--json` is that
+    # same document); anything else for stdout beside it is refused before any work.
+    dash_o = output is not None and is_stdout(output)
+    one_stdout([("-o", output), ("--html", html)], main_to_stdout=chosen == "html" or not dash_o)
     if (
         len(configs) > 1
         or any(c.is_dir() for c in configs)
@@ -156,7 +160,10 @@ def capture(
             per_graph=instrument != "timing",
         )
     summary = render_capture(outcome.report)
-    if json_out:
+    if dash_o:  # run_capture wrote the report to stdout
+        if not quiet:
+            sys.stderr.write(summary)
+    elif json_out:
         write_artifact(report_text(outcome.report), None)
         if not quiet:
             sys.stderr.write(summary)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cgplan.api.fleet import (
+    LOCK_NAME,
     ChildOptions,
     FleetJob,
     FleetRun,
@@ -24,15 +25,18 @@ from cgplan.api.fleet import (
     exit_code,
     host_environment_key,
     make_jobs,
+    open_out_dir,
     run_local,
     skip_resumable,
     subprocess_launcher,
     visible_gpus,
     write_aggregate,
 )
-from cgplan.cli._output import write_artifact
+from cgplan.cli._output import is_stdout, write_artifact
 from cgplan.errors import CaptureError
 from cgplan.io.config import Overrides
+from cgplan.io.out_dir import lock_folder, prepare_out_dir
+from cgplan.io.output import write_stdout
 from cgplan.render.fleet import fleet_html, fleet_markdown, fleet_table
 
 
@@ -155,16 +159,34 @@ def capture_fleet(
     json_out: bool,
     html: Path | None,
 ) -> None:
-    """Capture every config, one engine process each; write the reports and the aggregate."""
-    from cgplan.io.reports import report_text
-
+    """Capture every config, one engine process each; write the reports and the aggregate. The
+    output folder is checked and locked before any work (a second run on it is refused)."""
     requested = _parse_gpus(gpus)
     if ray_address is not None and requested is not None:
         raise typer.BadParameter("--gpus is for this host; Ray assigns its GPUs itself", param_hint="--gpus")
     paths = discover_configs(configs)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out_dir)
+    with lock_folder(out_dir, LOCK_NAME):
+        _capture_locked(paths, options, out_dir, requested, ray_address, force, output, json_out, html)
+
+
+def _capture_locked(
+    paths: list[Path],
+    options: ChildOptions,
+    out_dir: Path,
+    requested: list[int] | None,
+    ray_address: str | None,
+    force: bool,
+    output: Path | None,
+    json_out: bool,
+    html: Path | None,
+) -> None:
+    """`capture_fleet` once the output folder is this run's (locked)."""
+    from cgplan.io.reports import report_text
+
     overrides = Overrides(options.vllm_version, options.platform, options.model_runner)
     jobs = make_jobs(paths, out_dir, overrides, options.backend)
+    open_out_dir(out_dir, jobs)
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with FleetBar() as progress, _sigterm_as_interrupt():
         progress.start(len(jobs))
@@ -176,7 +198,10 @@ def capture_fleet(
             runner = "ray"
         else:
             slots = visible_gpus(requested)
-            todo, kept = skip_resumable(jobs, force, host_environment_key(), progress)
+            notes: list[str] = []
+            todo, kept = skip_resumable(jobs, force, host_environment_key(), progress, options.backend, notes)
+            for line in notes:  # a report there that does not stand: said by name, then replaced
+                progress.console.print(f"cgplan: {line}", soft_wrap=True, markup=False, highlight=False)
             ran, interrupted = run_local(todo, slots, subprocess_launcher(options), progress=progress)
             by_name = {r.job.name: r for r in (*kept, *ran)}
             results = [by_name[j.name] for j in jobs if j.name in by_name]
@@ -193,10 +218,12 @@ def capture_fleet(
         )
     )
     written = write_aggregate(doc, out_dir, markdown=fleet_markdown(doc), html=fleet_html(doc))
-    if json_out:
+    if is_stdout(output) and output is not None:  # `-o -`: the report is stdout's one document
+        sys.stderr.write(fleet_table(doc))
+    elif json_out:
         write_artifact(report_text(doc), None)
     else:
-        sys.stdout.write(fleet_table(doc))
+        write_stdout(fleet_table(doc))
     if output is not None:
         write_artifact(report_text(doc), output)
     if html is not None:

@@ -20,6 +20,7 @@ from cgplan.cli._options import (
     PlatformOpt,
     QuietOpt,
     VllmVersionOpt,
+    finite_non_negative,
 )
 from cgplan.cli._output import write_artifact
 from cgplan.io.config import Overrides
@@ -47,7 +48,12 @@ def optimize(
         ),
     ] = None,
     eager_step_cost: Annotated[
-        float, typer.Option("--eager-step-cost", help="Cost of one eager step, in padded-token equivalents.")
+        float,
+        typer.Option(
+            "--eager-step-cost",
+            callback=finite_non_negative,
+            help="Cost of one eager step, in padded-token equivalents.",
+        ),
     ] = 1000.0,
     objective: Annotated[
         str,
@@ -60,12 +66,17 @@ def optimize(
         float | None,
         typer.Option(
             "--max-graph-memory-mib",
+            callback=finite_non_negative,
             help="Most predicted graph memory (objective time; default: the default ladder's).",
         ),
     ] = None,
     max_capture_s: Annotated[
         float | None,
-        typer.Option("--max-capture-s", help="Longest predicted capture phase (objective time)."),
+        typer.Option(
+            "--max-capture-s",
+            callback=finite_non_negative,
+            help="Longest predicted capture phase (objective time).",
+        ),
     ] = None,
     latency_coefficients: Annotated[
         Path | None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +151,12 @@ def moe_coefficients(path: Path | None = None) -> CostCoefficients | None:
     return load_coefficients(p) if p.is_file() else None
 
 
+SOURCE_MAX_CHARS = 4096
+"""The longest `source` a report may name (PATH_MAX on Linux)."""
+NAME_MAX_BYTES = 255
+"""The longest name of one folder or file in it (NAME_MAX)."""
+
+
 def _source_config(raw: str | None, report: Path, root: Path) -> Path:
     """The config a report names, only ever inside `root` (the folder the user named, or the
     working directory): a report is data, so its `source` cannot make cgplan open a file
@@ -157,16 +164,35 @@ def _source_config(raw: str | None, report: Path, root: Path) -> Path:
     where = f"{report}:source"
     if not raw:
         raise ReportError(f"{where}: missing (expected the config capture ran, relative to {root})")
+    # A report is data: its `source` is checked as a name before the file system sees it (a NUL
+    # or an over-long name was a traceback from the OS call; issue 33).
+    if "\x00" in raw:
+        raise ReportError(f"{where}: holds a NUL character; not a file name (got {preview(raw)})")
+    if len(raw) > SOURCE_MAX_CHARS:
+        raise ReportError(
+            f"{where}: longer than {SOURCE_MAX_CHARS:,} characters; not a file name (got {preview(raw)})"
+        )
+    if any(len(os.fsencode(part)) > NAME_MAX_BYTES for part in Path(raw).parts):
+        raise ReportError(
+            f"{where}: a name in it is longer than {NAME_MAX_BYTES} bytes; not a file name "
+            f"(got {preview(raw)})"
+        )
     src = Path(raw)
     if src.is_absolute() or ".." in src.parts or src.suffix.lower() not in (".yaml", ".yml"):
         raise ReportError(
             f"{where}: expected a relative path to a .yaml config inside {root} (got {preview(raw)})"
         )
-    base = root.resolve()
-    target = (base / src).resolve()
+    try:
+        base = root.resolve()
+        target = (base / src).resolve()
+        is_file = target.is_file()
+    except (OSError, ValueError) as e:
+        raise ReportError(
+            f"{where}: cannot look {preview(raw)} up: {getattr(e, 'strerror', None) or e}"
+        ) from None
     if not target.is_relative_to(base):
         raise ReportError(f"{where}: {preview(raw)} leads outside {root} (through a link); not read")
-    if not target.is_file():
+    if not is_file:
         raise ReportError(
             f"{where}: {preview(raw)} is not a file in {root} (give --configs DIR: the folder capture ran in)"
         )

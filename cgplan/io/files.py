@@ -53,6 +53,12 @@ MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 """Values a YAML document may expand to, aliases counted each time they are used: the largest
 real one (a capture-size list) has a few thousand."""
+MAX_YAML_TOKENS = 100_000
+"""Lines plus commas a YAML document may have, counted before it is parsed (two C-speed counts):
+every value of a document but the first starts a line or follows a comma, nesting aside (bounded
+by MAX_DEPTH), so this bounds what parsing could build before the parse starts; a 16 MiB list
+took 46-98 s and 3 GB to compose before MAX_NODES refused it (issue 33). The largest real input
+(a Helm-rendered manifest, a capture-size list) has a few thousand."""
 MAX_INT = 2**63 - 1
 """No number of any cgplan file needs more than 64 bits; larger ones are refused where read."""
 STDIN_IDLE_TIMEOUT_S = 10.0
@@ -767,10 +773,22 @@ def _plain_yaml(text: str) -> Any:
     return root
 
 
+def _check_tokens(text: str, source: str) -> None:
+    """Refuse, before parsing, a document with more than MAX_YAML_TOKENS lines and commas."""
+    n = text.count("\n") + text.count(",")
+    if n > MAX_YAML_TOKENS:
+        raise ReadError(
+            source,
+            f"too large to read as YAML: {n:,} lines and list items (more than {MAX_YAML_TOKENS:,} "
+            "values; a serve config has a few thousand)",
+        )
+
+
 def parse_yaml(text: str, source: str, *, exact: bool = False) -> Any:
-    """One YAML document, checked (depth, expansion, tags, numbers) before it is constructed; with
-    `exact` (a file `vllm serve --config` reads) accepted exactly when `yaml.safe_load` accepts it,
-    but for the bounds named above (tests/io/test_yaml_exact.py)."""
+    """One YAML document, checked (size, depth, expansion, tags, numbers) before it is constructed;
+    with `exact` (a file `vllm serve --config` reads) accepted exactly when `yaml.safe_load` accepts
+    it, but for the bounds named above (tests/io/test_yaml_exact.py)."""
+    _check_tokens(text, source)
     try:
         return _plain_yaml(text)
     except _NotPlain:
@@ -815,6 +833,7 @@ def parse_yaml_stream(text: str, source: str) -> list[Any]:
     checked as `parse_yaml` checks one."""
     import yaml
 
+    _check_tokens(text, source)
     try:
         loader = yaml_loader()(text)
     except yaml.YAMLError as e:

@@ -23,9 +23,10 @@ import re
 import signal
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from cgplan.errors import CgplanError, one_line
 
@@ -98,6 +99,120 @@ class ClosedStdout:
     def isatty(self) -> bool:
         """Not a terminal."""
         return False
+
+
+def _wait_writable(fd: int) -> None:
+    """Wait until `fd` takes data again (a non-blocking pipe that was full: EAGAIN). No time limit,
+    as for a blocking pipe; a reader that went away wakes it (POLLERR/POLLHUP) and the next write
+    fails with EPIPE."""
+    import select  # here: only a non-blocking descriptor that was full needs it
+
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.poll()
+
+
+def write_fd(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd`: a short write is continued, EAGAIN on a non-blocking
+    descriptor (some CI runners and Node tools leave stdout so) waits until it drains.
+
+    Raises:
+        OSError: the write failed (EPIPE as BrokenPipeError, ENOSPC, EBADF, EIO, ...).
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            _wait_writable(fd)
+            continue
+        view = view[n:]
+
+
+class CheckedStream:
+    """sys.stdout or sys.stderr for a CLI run: each write goes to the descriptor whole, at once
+    (no buffer to lose: a TextIOWrapper over a non-blocking pipe drops what its buffer could not
+    place when the pipe is full, and a failed flush at exit loses the rest). On stdout a failed
+    write raises (one line, exit 2, from `write_stdout`); on stderr (`lossy`) it is dropped: with
+    no stderr left the exit code is all a run can still say, and it must stay the command's."""
+
+    def __init__(self, fd: int, encoding: str, errors: str, *, lossy: bool) -> None:
+        self.fd = fd
+        self.encoding = encoding
+        self.errors = errors
+        self.lossy = lossy
+        self.lost = False
+        """A write to a lossy stream failed (what it held is gone)."""
+
+    def write(self, text: str) -> int:
+        """Write `text` whole (str only: click tells text streams from binary ones by a bytes write)."""
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        try:
+            write_fd(self.fd, text.encode(self.encoding, self.errors))
+        except OSError:
+            if not self.lossy:
+                raise
+            self.lost = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is ever buffered."""
+
+    def isatty(self) -> bool:
+        """Whether the descriptor is a terminal."""
+        try:
+            return os.isatty(self.fd)
+        except OSError:
+            return False
+
+    def fileno(self) -> int:
+        """The descriptor."""
+        return self.fd
+
+    def writable(self) -> bool:
+        """Always."""
+        return True
+
+    @property
+    def closed(self) -> bool:
+        """Never: a closed descriptor fails the write, as said above."""
+        return False
+
+
+def _checked(stream: object, fd: int, *, lossy: bool) -> Any:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    errors = getattr(stream, "errors", None) or ("backslashreplace" if lossy else "strict")
+    return CheckedStream(fd, encoding, errors, lossy=lossy)
+
+
+def install_checked_streams() -> Callable[[], None]:
+    """Make sys.stdout and sys.stderr `CheckedStream`s for this run (when they are the process's
+    own: a caller's captured streams are left alone); a stderr closed at start (`2>&-`) holds
+    /dev/null, so no file cgplan opens becomes fd 2. Returns what puts the old ones back."""
+    saved = (sys.stdout, sys.stderr)
+    err: Any = sys.stderr  # Any: the stand-ins are not TextIOWrappers, only write-compatible
+    out: Any = sys.stdout
+    if err is None:
+        with contextlib.suppress(OSError):
+            fd = os.open(os.devnull, os.O_WRONLY)
+            if fd != 2:
+                os.close(fd)
+        sys.stderr = _checked(None, 2, lossy=True)
+    elif sys.__stderr__ is not None and err is sys.__stderr__:
+        with contextlib.suppress(OSError, ValueError):
+            sys.__stderr__.flush()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr = _checked(err, sys.__stderr__.fileno(), lossy=True)
+    if sys.__stdout__ is not None and out is sys.__stdout__:
+        with contextlib.suppress(OSError, ValueError):
+            sys.__stdout__.flush()
+            sys.stdout = _checked(out, sys.__stdout__.fileno(), lossy=False)
+
+    def restore() -> None:
+        sys.stdout, sys.stderr = saved
+
+    return restore
 
 
 def guard_closed_stdout() -> None:
@@ -300,11 +415,14 @@ def write_atomically(path: Path, text: str, what: str = "write") -> None:
 
 __all__ = [
     "STDOUT",
+    "CheckedStream",
     "ClosedStdout",
     "flush_stdout",
     "guard_closed_stdout",
+    "install_checked_streams",
     "silence_stdout",
     "write_all",
     "write_atomically",
+    "write_fd",
     "write_stdout",
 ]

@@ -51,7 +51,7 @@ class FakeHandle:
             return None
         if self.rc == 0 and not self.job.report.exists():
             self.job.report.write_text(REPORT)
-            self.log.append(("end", self.job.name))
+            self.log.append(("end", self.job.config.stem))
         return self.rc
 
     def send_signal(self, sig: int) -> None:
@@ -82,9 +82,9 @@ class FakeLauncher:
         assert not self.busy & set(gpus), (job.name, gpus, self.busy)
         self.busy |= set(gpus)
         self.max_busy = max(self.max_busy, len(self.busy))
-        self.given[job.name] = gpus
-        self.events.append(("start", job.name))
-        h = FakeHandle(job, self.polls.get(job.name, 2), self.rcs.get(job.name, 0), self.events)
+        self.given[job.config.stem] = gpus
+        self.events.append(("start", job.config.stem))
+        h = FakeHandle(job, self.polls.get(job.config.stem, 2), self.rcs.get(job.config.stem, 0), self.events)
         original = h.poll
 
         def poll() -> int | None:
@@ -94,8 +94,19 @@ class FakeLauncher:
             return rc
 
         h.poll = poll  # type: ignore[method-assign]
-        self.handles[job.name] = h
+        self.handles[job.config.stem] = h
         return h
+
+
+def _report(out: Path, stem: str) -> Path:
+    """The report of config `stem` in `out` (named `<stem>-<hash>.json`), as the run's manifest
+    (written before any child starts) names it; a path that does not exist before that."""
+    manifest = out / fleet.MANIFEST_NAME
+    if manifest.is_file():
+        for entry in json.loads(manifest.read_text())["configs"]:
+            if Path(entry["config"]).stem == stem:
+                return out / str(entry["report"])
+    return out / f"{stem}.not-yet.json"
 
 
 def _jobs(tmp_path: Path, tps: dict[str, int]) -> list[FleetJob]:
@@ -138,7 +149,7 @@ def test_a_config_needing_more_gpus_than_given_is_unschedulable(tmp_path: Path) 
     jobs = _jobs(tmp_path, {"big": 4, "small": 1})
     (tmp_path / "out").mkdir()
     results, _ = fleet.run_local(jobs, ["0", "1"], FakeLauncher(), poll_s=0)
-    assert [(r.job.name, r.status, r.failure_class) for r in results] == [
+    assert [(r.job.config.stem, r.status, r.failure_class) for r in results] == [
         ("big", "not run", "unschedulable"),
         ("small", "complete", None),
     ]
@@ -166,7 +177,7 @@ def test_ctrl_c_signals_running_children_once_and_marks_the_rest(tmp_path: Path)
     finally:
         monkeypatch_sleep.undo()
     assert interrupted
-    by = {r.job.name: r for r in results}
+    by = {r.job.config.stem: r for r in results}
     assert by["a"].status == by["b"].status == "complete"
     assert by["c"].failure_class == "interrupted" and launcher.handles["c"].signals == [signal.SIGINT]
     assert by["d"].failure_class == "interrupted" and launcher.handles["d"].signals == [signal.SIGINT]
@@ -180,7 +191,7 @@ def test_exit_code_and_failure_classes(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     launcher = FakeLauncher(rcs={"bad": 2, "env": 3, "gone": -9})
     results, _ = fleet.run_local(jobs, ["0"], launcher, poll_s=0)
-    classes = {r.job.name: r.failure_class for r in results}
+    classes = {r.job.config.stem: r.failure_class for r in results}
     assert classes == {"ok": None, "bad": "config", "env": "environment", "gone": "crashed"}
     doc = fleet.aggregate(
         FleetRun(tuple(results), "local", ("0",), False, ("cgplan",), "t", tmp_path / "out")
@@ -212,7 +223,8 @@ def test_discover_and_name_configs(tmp_path: Path) -> None:
     write_config(tmp_path / "x" / "sub", "deeper")  # sub-folders are not entered
     found = fleet.discover_configs([tmp_path / "x", b, a])
     assert found == [a, b]
-    assert [j.name for j in fleet.make_jobs(found, tmp_path, Overrides(), "fake")] == ["x-same", "y-same"]
+    names = [j.name for j in fleet.make_jobs(found, tmp_path, Overrides(), "fake")]
+    assert [n.rsplit("-", 1)[0] for n in names] == ["same", "same"] and len(set(names)) == 2
     with pytest.raises(ConfigError, match="no such file"):
         fleet.discover_configs([tmp_path / "missing.yaml"])
     with pytest.raises(ConfigError, match=r"no \*\.yaml"):
@@ -335,28 +347,28 @@ def test_folder_capture_resume_failure_and_force(tmp_path: Path) -> None:
     assert first.returncode == 4, first.stderr
     doc = json.loads((out / "fleet.json").read_text())
     assert doc["schema_version"] == 1 and doc["kind"] == "fleet"
-    rows = {r["name"]: r for r in doc["configs"]}
+    rows = {Path(r["config"]).stem: r for r in doc["configs"]}
     assert (rows["a"]["status"], rows["a"]["plan_matches"], rows["a"]["gpus"]) == ("complete", True, ["0"])
     assert (rows["b"]["status"], rows["b"]["failure_class"]) == ("partial", "capture")
     assert "engine exploded" in rows["b"]["failure"]
     assert rows["c"]["status"] == "complete"  # the failure did not stop the others
     assert rows["a"]["predicted_memory_mib"] is not None and rows["a"]["measured_memory_mib"] is not None
-    assert json.loads((out / "a.json").read_text())["environment"]["cuda_visible_devices"] == "0"
+    assert json.loads(_report(out, "a").read_text())["environment"]["cuda_visible_devices"] == "0"
     assert (out / "fleet.md").is_file() and (out / "fleet.html").is_file()
     assert "[3/3]" in first.stderr and "a" in first.stdout
-    stamps = {n: (out / f"{n}.json").stat().st_mtime_ns for n in "ac"}
+    stamps = {n: _report(out, n).stat().st_mtime_ns for n in "ac"}
 
     # Again: a and c are resumed untouched; b (partial) is captured again and now succeeds.
     second = _cli(str(cfg), "--backend", "fake", "--out-dir", str(out), "--json")
     assert second.returncode == 0, second.stderr
-    rows = {r["name"]: r for r in json.loads(second.stdout)["configs"]}
+    rows = {Path(r["config"]).stem: r for r in json.loads(second.stdout)["configs"]}
     assert [rows[n]["resumed"] for n in "abc"] == [True, False, True]
-    assert {n: (out / f"{n}.json").stat().st_mtime_ns for n in "ac"} == stamps
+    assert {n: _report(out, n).stat().st_mtime_ns for n in "ac"} == stamps
 
     # A changed config (new fingerprint) and --force both capture again.
     write_config(cfg, "a", max_num_seqs=16)
     third = _cli(str(cfg), "--backend", "fake", "--out-dir", str(out), "--json")
-    rows = {r["name"]: r for r in json.loads(third.stdout)["configs"]}
+    rows = {Path(r["config"]).stem: r for r in json.loads(third.stdout)["configs"]}
     assert [rows[n]["resumed"] for n in "abc"] == [False, True, True]
     forced = _cli(str(cfg), "--backend", "fake", "--out-dir", str(out), "--json", "--force")
     assert not any(r["resumed"] for r in json.loads(forced.stdout)["configs"])
@@ -366,9 +378,9 @@ def test_a_report_from_another_cgplan_version_is_captured_again(tmp_path: Path) 
     cfg = write_config(tmp_path / "cfg", "a")
     out = tmp_path / "out"
     assert _cli(str(cfg), "--backend", "fake", "--out-dir", str(out)).returncode == 0
-    doc = json.loads((out / "a.json").read_text())
+    doc = json.loads(_report(out, "a").read_text())
     doc["environment"]["cgplan"] = "0.0.1"
-    (out / "a.json").write_text(json.dumps(doc))
+    _report(out, "a").write_text(json.dumps(doc))
     again = _cli(str(cfg), "--backend", "fake", "--out-dir", str(out), "--json")
     assert json.loads(again.stdout)["configs"][0]["resumed"] is False
 
@@ -400,23 +412,26 @@ def test_ctrl_c_keeps_every_finished_report(tmp_path: Path, sig: signal.Signals)
         env={**os.environ, "CGPLAN_FAKE_CAPTURE": "b=sleep:60"},
     )
     deadline = time.monotonic() + 120
-    log = out / "b.log"
-    while not (out / "a.json").exists() or not log.exists() or "captures for" not in log.read_text():
+
+    def log() -> Path:
+        return _report(out, "b").with_suffix(".log")
+
+    while not _report(out, "a").exists() or not log().exists() or "captures for" not in log().read_text():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.2)
     # b's child is now asleep inside its capture
-    a_before = (out / "a.json").read_bytes()
+    a_before = _report(out, "a").read_bytes()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
     assert f"interrupted ({sig.name}); 1 complete report(s) kept" in err
-    assert (out / "a.json").read_bytes() == a_before
+    assert _report(out, "a").read_bytes() == a_before
     doc = json.loads((out / "fleet.json").read_text())
-    rows = {r["name"]: r for r in doc["configs"]}
+    rows = {Path(r["config"]).stem: r for r in doc["configs"]}
     assert doc["interrupted"] is True
     assert rows["a"]["status"] == "complete"
     assert rows["b"]["failure_class"] == "interrupted" and rows["b"]["status"] in ("partial", "failed")
-    assert json.loads((out / "b.json").read_text())["failure"].startswith("interrupted (SIGINT)")
+    assert json.loads(_report(out, "b").read_text())["failure"].startswith("interrupted (SIGINT)")
     assert (rows["c"]["status"], rows["c"]["failure_class"]) == ("not run", "interrupted")
     # and a run afterwards resumes a, captures b and c
     again = _cli(str(cfg), "--backend", "fake", "--out-dir", str(out), "--json")

@@ -38,6 +38,12 @@ class LogError(CgplanError):
     """The log cannot be read, or is not a vLLM log (exit 2)."""
 
 
+NON_DEFAULT_ARGS_MAX_CHARS = 64 << 10
+"""The longest "non-default args" dict read: vLLM's is a few KiB. Reading one is a literal_eval
+whose cost grows with its size (an 8 KB .log.gz holding one 7.5 MB line took 7-30 s and 2.4-4 GB,
+issue 33), so a longer one is refused, at its line, before it is evaluated."""
+
+
 # --------------------------------------------------------------------------------------------
 # The parse
 # --------------------------------------------------------------------------------------------
@@ -671,6 +677,12 @@ class _Region:
         recognised = self.recognised
         events = self.events
         runner_evidence = self.runner_evidence
+        if self.non_default is not None and len(self.non_default) > NON_DEFAULT_ARGS_MAX_CHARS:
+            raise LogError(
+                f"{source}: a 'non-default args' line of "
+                f"{len(self.non_default):,} characters (more than {NON_DEFAULT_ARGS_MAX_CHARS >> 10} KiB; "
+                "vLLM's is a few KiB): not read"
+            )
         non_default = None if self.non_default is None else _non_default_args(self.non_default)
         chunked_tokens = self.chunked_tokens
         profiling = self.profiling
