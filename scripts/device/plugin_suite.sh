@@ -8,7 +8,8 @@
 # then v2 (0.26.0's default runner for a dense Llama: the gap and the counters), each in its own
 # process. Writes under $OUT (7 files): plugin-v1.log, plugin-v1-result.json,
 # plugin-v1-counters.json, plugin-v1-metrics.txt, plugin-v2.log, plugin-v2-result.json, suite.txt.
-# env: OUT, LIMIT (seconds, default 400), PAIRS (overhead pairs, default 12)
+# env: OUT, LIMIT (seconds, default 400), PAIRS (overhead pairs, default 12), SITE (where vLLM is:
+# /tmp/site, the payload; a CPU dry run points it at a fake)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/cgplan-out}; mkdir -p "$OUT"
@@ -29,7 +30,7 @@ lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for gr
 (d / "entry_points.txt").write_text("\n".join(lines))
 print("entry points:", (d / "entry_points.txt").read_text().strip().replace("\n", " | "))
 PY
-export PYTHONPATH="$ROOT:$EP:/tmp/site" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
+export PYTHONPATH="$ROOT:$EP:${SITE:-/tmp/site}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
   DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 \
   CGPLAN_PLUGIN=1 CGPLAN_PLUGIN_SUMMARY_STEPS=${CGPLAN_PLUGIN_SUMMARY_STEPS:-100}
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 --version; } > "$OUT/suite.txt" 2>&1
@@ -39,7 +40,7 @@ for name in v1 v2; do
   tl=$(( left - 10 )); [ $tl -gt 260 ] && tl=260
   pairs=0; [ $name = v1 ] && pairs=${PAIRS:-12}
   s=$(date +%s)
-  VLLM_USE_V2_MODEL_RUNNER=$([ $name = v2 ] && echo 1 || echo 0) CGPLAN_PLUGIN_COUNTERS="$OUT/plugin-$name-counters.json" \
+  VLLM_USE_V2_MODEL_RUNNER=$([ $name = v2 ] && echo 1 || echo 0) CGPLAN_PLUGIN_COUNTERS="/tmp/cgplan-plugin-$name-counters.json" \
     timeout -s KILL $tl python3 "$ROOT/scripts/device/plugin_drive.py" "plugin-$name" "$OUT" --overhead-pairs $pairs \
     > "$OUT/plugin-$name.log" 2>&1
   rc=$?
@@ -47,15 +48,7 @@ for name in v1 v2; do
   grep -a -F "[cgplan]" "$OUT/plugin-$name.log" | cut -c1-400 | tail -n 14
   grep -a -E "Traceback|Error" "$OUT/plugin-$name.log" | tail -n 5 | cut -c1-300
 done
-[ -f "$OUT/plugin-v2-metrics.txt" ] && rm -f "$OUT/plugin-v2-metrics.txt"   # 7 files: v1's metrics suffice
-[ -f "$OUT/plugin-v2-counters.json" ] && mv "$OUT/plugin-v2-counters.json" "$OUT/plugin-v2-counters.json.keep" && \
-  python3 - "$OUT" <<'PY'
-import json, pathlib, sys
-out = pathlib.Path(sys.argv[1]); keep = out / "plugin-v2-counters.json.keep"
-res = out / "plugin-v2-result.json"
-if res.is_file():
-    d = json.loads(res.read_text()); d["counters_file"] = json.loads(keep.read_text()); res.write_text(json.dumps(d, indent=1) + "\n")
-keep.unlink()
-PY
+# 7 files: v2's counters and metrics text are in its result.json (counts) and v1's suffice
+rm -f "$OUT/plugin-v2-counters.json" "$OUT/plugin-v2-metrics.txt"
 python3 -c "import json,sys; d=json.load(open('$OUT/plugin-v1-result.json')); print(json.dumps(d.get('overhead'), indent=1)[:1500])" 2>/dev/null
 echo "suite done in $(( $(date +%s) - T0 ))s" | tee -a "$OUT/suite.txt"
