@@ -251,11 +251,27 @@ def _vllm_version() -> str:
 
 
 def gpu_name() -> str | None:
-    """The device's name as cgplan's platform table spells it (`NVIDIA H200` → `H200`)."""
+    """The device's name as cgplan's GPU table spells it: `NVIDIA H100 80GB HBM3` → `H100` (the
+    longest table name the device's name starts with, as a word); another name as the device
+    gives it (planning then refuses it by name)."""
     import torch
 
-    name = str(torch.cuda.get_device_name(torch.cuda.current_device()))
-    return name.removeprefix("NVIDIA ").strip() or None
+    name = str(torch.cuda.get_device_name(torch.cuda.current_device())).removeprefix("NVIDIA ").strip()
+    return platform_name(name)
+
+
+def platform_name(device_name: str) -> str | None:
+    """The device's name (without `NVIDIA `) as cgplan's GPU table spells it.
+
+    >>> platform_name("H100 80GB HBM3"), platform_name("H100 NVL"), platform_name("H200")
+    ('H100', 'H100 NVL', 'H200')
+    """
+    from cgplan.core.vllm.gpus import GPUS
+
+    for g in sorted(GPUS, key=lambda g: -len(g.name)):
+        if device_name == g.name or device_name.startswith(g.name + " "):
+            return g.name
+    return device_name or None
 
 
 @dataclass

@@ -87,17 +87,19 @@ def after_start(worker: Any) -> Engine | None:
         return None
     runner = worker.model_runner
     vc = getattr(runner, "vllm_config", None) or worker.vllm_config
-    log = _logger()
     platform = guarded("reading the GPU's name", vp.gpu_name)
-    counter, hook, counting = start_counting(runner, vc)
-    from cgplan.plugin.startup import block, startup_lines
-
+    started = guarded("starting the counters", lambda: start_counting(runner, vc))
+    counter, hook, counting = started or (None, None, "counters: off (they failed to start: see the error above)")
     engine = Engine(runner, counter, hook)
-    engine.startup = startup_lines(runner, vc, _windows.get(id(runner)), platform, counting)
-    log.info("%s", block(engine.startup))
     ENGINES.append(engine)
-    if hook is not None:
-        hook.on()
+    try:
+        from cgplan.plugin.startup import block, startup_lines
+
+        engine.startup = startup_lines(runner, vc, _windows.get(id(runner)), platform, counting)
+        _logger().info("%s", block(engine.startup))
+    finally:  # counting goes on even where the check failed (its error is logged by the caller)
+        if hook is not None:
+            hook.on()
     return engine
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 NAME, OUTDIR = sys.argv[1], Path(sys.argv[2])
 PAIRS = int(sys.argv[sys.argv.index("--overhead-pairs") + 1]) if "--overhead-pairs" in sys.argv else 0
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = os.environ.get("CGPLAN_PLUGIN_MODEL", str(ROOT / ".devx" / "models" / "tiny-llama"))
+MODEL = os.environ.get("CGPLAN_PLUGIN_MODEL", str(ROOT / "configs" / "models" / "tiny-llama-v512"))
 MAX_NUM_SEQS, MAX_CAPTURE = 64, 32
 GAP_REQS, FULL_REQS, DECODE_TOKENS = 48, 16, 64
 T0 = time.perf_counter()

@@ -6,14 +6,14 @@
 # on the path (no build backend is needed on the machine); cgplan's code is this checkout's.
 # Runs: v1 (VLLM_USE_V2_MODEL_RUNNER=0: the gap, the counters, the overhead paired in one engine),
 # then v2 (0.26.0's default runner for a dense Llama: the gap and the counters), each in its own
-# process. Writes under $OUT (7 files): plugin-v1.log, plugin-v1-result.json,
+# process, then the gpu-marked test (tests/gpu/test_plugin_gpu.py, V1) if time is left. Writes under $OUT (7 files): plugin-v1.log, plugin-v1-result.json,
 # plugin-v1-counters.json, plugin-v1-metrics.txt, plugin-v2.log, plugin-v2-result.json, suite.txt.
-# env: OUT, LIMIT (seconds, default 400), PAIRS (overhead pairs, default 12), SITE (where vLLM is:
+# env: OUT, LIMIT (seconds, default 420), PAIRS (overhead pairs, default 12), SITE (where vLLM is:
 # /tmp/site, the payload; a CPU dry run points it at a fake)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/cgplan-out}; mkdir -p "$OUT"
-T0=$(date +%s); LIMIT=${LIMIT:-400}
+T0=$(date +%s); LIMIT=${LIMIT:-420}
 if [ ! -f /tmp/site/.ok ] && [ -f "$ROOT/.devx/payload.tar.xz" ]; then
   bash "$ROOT/.devx/scripts/dev.sh" setup >/dev/null 2>&1
 fi
@@ -48,6 +48,16 @@ for name in v1 v2; do
   grep -a -F "[cgplan]" "$OUT/plugin-$name.log" | cut -c1-400 | tail -n 14
   grep -a -E "Traceback|Error" "$OUT/plugin-$name.log" | tail -n 5 | cut -c1-300
 done
+# the gpu-marked test (V1; V2 ran above), if the time allows: its pass/fail line goes to suite.txt
+left=$(( LIMIT - ($(date +%s) - T0) ))
+if [ $left -ge 150 ]; then
+  s=$(date +%s)
+  timeout -s KILL $(( left - 20 )) python3 -m pytest -p no:cacheprovider -q -m gpu tests/gpu/test_plugin_gpu.py -k v1 \
+    2>&1 | tail -n 5 | tee -a "$OUT/suite.txt"
+  echo "gpu test $(( $(date +%s) - s ))s" | tee -a "$OUT/suite.txt"
+else
+  echo "SKIP the gpu test ($left s left)" | tee -a "$OUT/suite.txt"
+fi
 # 7 files: v2's counters and metrics text are in its result.json (counts) and v1's suffice
 rm -f "$OUT/plugin-v2-counters.json" "$OUT/plugin-v2-metrics.txt"
 python3 -c "import json,sys; d=json.load(open('$OUT/plugin-v1-result.json')); print(json.dumps(d.get('overhead'), indent=1)[:1500])" 2>/dev/null

@@ -17,7 +17,7 @@ from tests.paths import ROOT_DIR
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("runner", ["0", "1"])
+@pytest.mark.parametrize("runner", ["0", "1"], ids=["v1", "v2"])
 def test_plugin_names_the_gap_and_counts_its_eager_steps(tmp_path: Path, runner: str) -> None:
     env = {
         **os.environ,
