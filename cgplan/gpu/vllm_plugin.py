@@ -105,6 +105,17 @@ def on_import(patches: dict[str, Callable[[ModuleType], None]]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def first_tp_rank(worker: Any) -> bool:
+    """Whether `worker` is the one whose runner is checked and counted: tensor-parallel rank 0 of
+    its data-parallel rank (the ranks of one TP group run the same steps)."""
+    try:
+        from vllm.distributed.parallel_state import get_tp_group
+
+        return int(get_tp_group().rank_in_group) == 0
+    except Exception:  # no TP group (a test's fake engine): the worker's own rank
+        return int(getattr(worker, "rank", 0) or 0) == 0
+
+
 def runner_kind(runner: Any) -> str:
     """v1 or v2, by the runner's class."""
     return "v2" if type(runner).__module__.startswith("vllm.v1.worker.gpu.") else "v1"

@@ -70,20 +70,9 @@ def _wrap_compile_or_warm_up(orig: Callable[..., Any]) -> Callable[..., Any]:
     return compile_or_warm_up_model
 
 
-def _first_rank(worker: Any) -> bool:
-    """The worker whose runner is checked and counted: tensor-parallel rank 0 of each
-    data-parallel rank (the ranks of one TP group run the same steps)."""
-    try:
-        from vllm.distributed.parallel_state import get_tp_group
-
-        return int(get_tp_group().rank_in_group) == 0
-    except Exception:
-        return int(getattr(worker, "rank", 0) or 0) == 0
-
-
 def after_start(worker: Any) -> Engine | None:
     """The start-up block, then counting on (called once the engine is ready to serve)."""
-    if not _first_rank(worker):
+    if not vp.first_tp_rank(worker):
         return None
     runner = worker.model_runner
     vc = getattr(runner, "vllm_config", None) or worker.vllm_config

@@ -114,7 +114,7 @@ def startup_lines(
     if measured is None:
         lines.append(
             f"not checked: this runner ({type(runner).__module__}.{type(runner).__name__}) holds no "
-            "CUDA-graph dispatcher cgplan knows (vLLM 0.26.0-0.33.0 V1 CudagraphDispatcher, V2 CudaGraphManager)"
+            "CUDA-graph dispatcher cgplan knows (V1 CudagraphDispatcher.cudagraph_keys, V2 CudaGraphManager._capture_descs)"
         )
     else:
         lines.append(captured_line(measured))
