@@ -5,6 +5,7 @@ counters (cgplan.gpu.vllm_plugin reads the engine; this module composes it with 
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import logging
 import os
 from collections.abc import Callable
@@ -103,12 +104,17 @@ def start_counting(runner: Any, vc: Any) -> tuple[StepCounter | None, vp.Dispatc
     vp.pause_in_dummy_runs(runner, counter)
     words = f"counters: on: decode and mixed steps per outcome and size, a line every {steps:,} steps or {seconds:g} s"
     exports: list[Callable[[StepCounter], None]] = []
-    prom = guarded(
-        "the Prometheus counter",
-        lambda: PrometheusExport(
-            list(vc.compilation_config.cudagraph_capture_sizes or ()), int(vc.scheduler_config.max_num_batched_tokens)
-        ),
-    )
+    prom: PrometheusExport | None = None
+    if importlib.util.find_spec("prometheus_client") is None:  # a vLLM dependency: rarely missing
+        words += "; Prometheus: not exported (prometheus_client is not importable here)"
+    else:
+        prom = guarded(
+            "the Prometheus counter",
+            lambda: PrometheusExport(
+                list(vc.compilation_config.cudagraph_capture_sizes or ()),
+                int(vc.scheduler_config.max_num_batched_tokens),
+            ),
+        )
     if prom is not None:
         exports.append(prom.update)
         words += "; Prometheus cgplan_dispatch_steps_total (updated at each line)"

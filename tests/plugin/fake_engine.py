@@ -134,3 +134,77 @@ class Worker:
         out = self.model_runner.capture_model()
         self.model_runner._dummy_run(1)  # the sampler warmup: not a served step
         return out
+
+
+@dataclass(frozen=True)
+class BatchExecutionDescriptor:
+    """V2's descriptor (vllm/v1/worker/gpu/cudagraph_utils.py)."""
+
+    cg_mode: CUDAGraphMode
+    num_tokens: int
+    num_reqs: int | None = None
+    uniform_token_count: int | None = None
+    num_active_loras: int = 0
+
+
+class CudaGraphManager:
+    """V2 `CudaGraphManager` for FULL_AND_PIECEWISE without LoRA: `_capture_descs`,
+    `decode_query_len` and `dispatch` as `_init_candidates` and `dispatch` build them (a uniform
+    batch of `decode_query_len` tokens per request replays the FULL graph of its padded size when
+    its requests fit, any other a PIECEWISE one). `with_max_query_len`: 0.33's signature."""
+
+    __module__ = "vllm.v1.worker.gpu.cudagraph_utils"
+
+    def __init__(self, vc: Any, decode_query_len: int, with_max_query_len: bool) -> None:
+        cc, s = vc.compilation_config, vc.scheduler_config.max_num_seqs
+        self.decode_query_len = q = decode_query_len
+        self.sizes = sorted(cc.cudagraph_capture_sizes)
+        full = []
+        for n in self.sizes:
+            t = -(-n // q) * q
+            if t <= s * q and t <= cc.max_cudagraph_capture_size:
+                d = BatchExecutionDescriptor(CUDAGraphMode.FULL, t, t // q, q)
+                if d not in full:
+                    full.append(d)
+        pw = [BatchExecutionDescriptor(CUDAGraphMode.PIECEWISE, n) for n in self.sizes]
+        self._capture_descs = {
+            CUDAGraphMode.FULL: sorted(full, key=lambda d: -d.num_tokens),
+            CUDAGraphMode.PIECEWISE: sorted(pw, key=lambda d: -d.num_tokens),
+        }
+        self.with_max_query_len = with_max_query_len
+
+    def dispatch(
+        self, num_reqs: int, num_tokens: int, uniform_token_count: int | None, num_active_loras: int, *rest: Any
+    ) -> BatchExecutionDescriptor:
+        fits = [x for x in self.sizes if x >= num_tokens]
+        if fits:
+            for d in self._capture_descs[CUDAGraphMode.FULL]:
+                if (
+                    d.num_tokens == -(-fits[0] // self.decode_query_len) * self.decode_query_len
+                    and uniform_token_count == d.uniform_token_count
+                    and num_reqs <= (d.num_reqs or 0)
+                ):
+                    return d
+            return BatchExecutionDescriptor(CUDAGraphMode.PIECEWISE, fits[0])
+        return BatchExecutionDescriptor(CUDAGraphMode.NONE, num_tokens, num_reqs)
+
+
+class V2GPUModelRunner:
+    """V2 runner (`vllm.v1.worker.gpu.model_runner.GPUModelRunner`): `cudagraph_manager`, and the
+    step's call as `dispatch_cg_and_sync_dp` makes it (positional)."""
+
+    __module__ = "vllm.v1.worker.gpu.model_runner"
+
+    def __init__(self, vc: Any, release: str = "0.33.0") -> None:
+        self.vllm_config = vc
+        self.cudagraph_manager = CudaGraphManager(vc, 1 + vc.num_speculative_tokens, release >= "0.33")
+
+    def capture_model(self) -> int:
+        return 96 << 20
+
+    def _dummy_run(self, num_tokens: int) -> None:
+        self.step(num_tokens, num_tokens, uniform=True)
+
+    def step(self, num_reqs: int, num_tokens: int, uniform: bool) -> str:
+        q = self.cudagraph_manager.decode_query_len
+        return self.cudagraph_manager.dispatch(num_reqs, num_tokens, q if uniform else None, 0).cg_mode.name
