@@ -122,21 +122,22 @@ _COUNTERS = re.compile(re.escape(f"{MARK} {COUNTERS_TAG}:") + r".* · json=(\{.*
 _STARTUP = re.compile(re.escape(MARK) + r" (" + STARTUP_TAG + "|" + ERROR_TAG + r"): (.*)$")
 
 
-def _table(doc: object, where: str) -> dict[str, dict[int, int]]:
+def _table(doc: object, where: str, key: str) -> dict[str, dict[int, int]]:
+    """One kind's counts; errors located as `FILE:LINE: key.mode.size: problem`."""
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise PluginLogError(f"{where}: expected a mapping of mode to counts (got {type(doc).__name__})")
+        raise PluginLogError(f"{where}: {key}: expected a mapping of mode to counts (got {type(doc).__name__})")
     out: dict[str, dict[int, int]] = {}
     for mode, by_size in doc.items():
         if mode not in MODES or not isinstance(by_size, dict):
-            raise PluginLogError(f"{where}.{mode}: expected one of {', '.join(MODES)} with counts")
+            raise PluginLogError(f"{where}: {key}.{mode}: expected one of {', '.join(MODES)} with counts")
         row: dict[int, int] = {}
         for size, count in by_size.items():
-            if not (isinstance(size, str) and size.isdigit() and 0 < len(size) <= 9):
-                raise PluginLogError(f"{where}.{mode}: size {size!r} is not a positive integer")
+            if not (isinstance(size, str) and size.isdigit() and 0 < len(size) <= 9 and int(size) > 0):
+                raise PluginLogError(f"{where}: {key}.{mode}: size {size!r} is not a positive integer")
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 10**15:
-                raise PluginLogError(f"{where}.{mode}.{size}: count {count!r} is not a count in 0..1e15")
+                raise PluginLogError(f"{where}: {key}.{mode}.{size}: count {count!r} is not a count in 0..1e15")
             row[int(size)] = count
         out[mode] = row
     return out
@@ -150,7 +151,7 @@ def counts_from_document(doc: object, where: str) -> StepCounts:
     q = doc.get("query_len")
     if q is not None and (isinstance(q, bool) or not isinstance(q, int) or q < 1):
         raise PluginLogError(f"{where}: query_len {q!r} is not a positive integer")
-    return StepCounts(_table(doc.get("decode"), f"{where}.decode"), _table(doc.get("mixed"), f"{where}.mixed"), q)
+    return StepCounts(_table(doc.get("decode"), where, "decode"), _table(doc.get("mixed"), where, "mixed"), q)
 
 
 @dataclass(frozen=True)
