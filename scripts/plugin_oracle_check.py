@@ -70,7 +70,10 @@ def main() -> None:
         oracle.setup_process()
         out = oracle.run(CFG)
     if "vc" not in held:
-        raise SystemExit(f"oracle: no dispatcher held: {out.get('runtime_error')} {out.get('error')} {sorted(out.get('runtime', {}))}")
+        raise SystemExit(
+            f"oracle: no dispatcher held: {out.get('runtime_error')} {out.get('error')} "
+            f"{sorted(out.get('runtime', {}))}"
+        )
     if "error" in out or "runtime_error" in out:
         raise SystemExit(f"oracle: {out.get('error') or out.get('runtime_error')}")
     import vllm
@@ -86,7 +89,10 @@ def main() -> None:
         runner = _runner(vp.V2_RUNNER_MODULE, cudagraph_manager=mgr, vllm_config=vc)
     else:
         runner = _runner(
-            vp.V1_RUNNER_MODULE, cudagraph_dispatcher=held["disp"], vllm_config=vc, uniform_decode_query_len=held["q"]
+            vp.V1_RUNNER_MODULE,
+            cudagraph_dispatcher=held["disp"],
+            vllm_config=vc,
+            uniform_decode_query_len=held["q"],
         )
     counter, hook, counting = engine.start_counting(runner, vc)
     lines = startup_lines(runner, vc, None, "H200", counting)
@@ -100,13 +106,26 @@ def main() -> None:
                 runner.cudagraph_manager.dispatch(reqs, tokens, q if uniform else None, 0)
             else:
                 runner.cudagraph_dispatcher.dispatch(
-                    num_tokens=tokens, has_lora=False, uniform_decode=uniform, num_active_loras=0,
-                    valid_modes=None, invalid_modes=None,
+                    num_tokens=tokens,
+                    has_lora=False,
+                    uniform_decode=uniform,
+                    num_active_loras=0,
+                    valid_modes=None,
+                    invalid_modes=None,
                 )
     from cgplan.core.logs.plugin import counts_document
 
-    print(json.dumps({"vllm": vllm.__version__, "runner": RUNNER, "startup": lines,
-                      "counts": counts_document(counter.snapshot())}, indent=1))
+    print(
+        json.dumps(
+            {
+                "vllm": vllm.__version__,
+                "runner": RUNNER,
+                "startup": lines,
+                "counts": counts_document(counter.snapshot()),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

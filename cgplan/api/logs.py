@@ -11,7 +11,14 @@ from typing import Any
 from cgplan.api.plan import plan_doc, plan_file
 from cgplan.core.logs.check import Comparison, LogPlan, compare, refused_checks
 from cgplan.core.logs.parse import LogError, ParsedLog
-from cgplan.core.logs.plugin import MARK, METRIC, PluginLog, StepCounts, parse_metrics_text, parse_plugin_lines
+from cgplan.core.logs.plugin import (
+    MARK,
+    METRIC,
+    PluginLog,
+    StepCounts,
+    parse_metrics_text,
+    parse_plugin_lines,
+)
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import Overrides, doc_from_engine_args

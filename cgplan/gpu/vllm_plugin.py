@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from cgplan.core.compare.measure import GraphMeasurement, MeasuredCapture
 from cgplan.core.model.types import DispatchRange
@@ -147,33 +147,32 @@ def captured_graphs(runner: Any, vllm_config: Any) -> tuple[GraphMeasurement, ..
         descs = getattr(mgr, "_capture_descs", None)
         if not isinstance(descs, dict):
             return None
-        for mode, items in descs.items():
-            for d in items:
-                rows.append(
-                    (
-                        _mode_name(mode),
-                        int(d.num_tokens),
-                        d.num_reqs,
-                        getattr(d, "uniform_token_count", None),
-                        int(getattr(d, "num_active_loras", 0) or 0),
-                    )
-                )
+        rows += [
+            (
+                _mode_name(mode),
+                int(d.num_tokens),
+                d.num_reqs,
+                getattr(d, "uniform_token_count", None),
+                int(getattr(d, "num_active_loras", 0) or 0),
+            )
+            for mode, items in descs.items()
+            for d in items
+        ]
     else:
         keys = getattr(disp, "cudagraph_keys", None)
         if not isinstance(keys, dict):
             return None
-        for mode, items in keys.items():
-            name = _mode_name(mode)
-            for d in items:
-                rows.append(
-                    (
-                        name,
-                        int(d.num_tokens),
-                        d.num_reqs if name == "FULL" else None,
-                        q if getattr(d, "uniform", False) else None,
-                        int(getattr(d, "num_active_loras", 0) or 0),
-                    )
-                )
+        rows += [
+            (
+                _mode_name(mode),
+                int(d.num_tokens),
+                d.num_reqs if _mode_name(mode) == "FULL" else None,
+                q if getattr(d, "uniform", False) else None,
+                int(getattr(d, "num_active_loras", 0) or 0),
+            )
+            for mode, items in keys.items()
+            for d in items
+        ]
     rows.sort(key=lambda r: (r[0] != "PIECEWISE", -r[1]))
     return tuple(
         GraphMeasurement(i, "target", mode, n, reqs, ql, 0, 0.0, 0.0, None, 0, loras)
@@ -240,9 +239,9 @@ def engine_doc(vllm_config: Any, runner: Any, platform: str | None) -> tuple[dic
         if draft is not None and spec.method not in ("ngram", "suffix"):
             sd["model"] = str(draft)
         for key in ("prompt_lookup_min", "prompt_lookup_max", "num_speculative_tokens_per_batch_size"):
-            value = getattr(spec, key, None)
-            if value is not None:
-                sd[key] = value if not isinstance(value, tuple) else list(value)
+            given = getattr(spec, key, None)
+            if given is not None:  # the dynamic-SD schedule: (start, end, K) tuples, as YAML lists
+                sd[key] = [list(e) for e in given] if isinstance(given, list | tuple) else given
         doc["speculative_config"] = sd
     lora = getattr(vllm_config, "lora_config", None)
     if lora is not None:
@@ -341,7 +340,7 @@ def after_capture(window: MemoryWindow, returned: object) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class Recorder:
+class Recorder(Protocol):
     """What a dispatch wrapper calls: `record(is_decode, mode, size)` (mode: vLLM's enum member),
     `replace_last(...)` for a data-parallel re-dispatch of the same step; `paused` while vLLM runs
     a dummy batch (warmup, an idle data-parallel rank)."""

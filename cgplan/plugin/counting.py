@@ -130,7 +130,7 @@ class PrometheusExport:
                 ["kind", "mode", "num_reqs", "num_tokens_le"],
             )
         except ValueError:  # registered already in this process (a second engine): reuse it
-            self.counter = prometheus_client.REGISTRY._names_to_collectors[METRIC]  # noqa: SLF001
+            self.counter = prometheus_client.REGISTRY._names_to_collectors[METRIC]
         self.sent: dict[tuple[str, str, str, str], int] = {}
 
     def update(self, counter: StepCounter) -> None:

@@ -79,7 +79,11 @@ def after_start(worker: Any) -> Engine | None:
     vc = getattr(runner, "vllm_config", None) or worker.vllm_config
     platform = guarded("reading the GPU's name", vp.gpu_name)
     started = guarded("starting the counters", lambda: start_counting(runner, vc))
-    counter, hook, counting = started or (None, None, "counters: off (they failed to start: see the error above)")
+    counter, hook, counting = started or (
+        None,
+        None,
+        "counters: off (they failed to start: see the error above)",
+    )
     engine = Engine(runner, counter, hook)
     ENGINES.append(engine)
     try:
@@ -102,7 +106,10 @@ def start_counting(runner: Any, vc: Any) -> tuple[StepCounter | None, vp.Dispatc
     if hook is None:
         return None, None, f"counters: off ({why})"
     vp.pause_in_dummy_runs(runner, counter)
-    words = f"counters: on: decode and mixed steps per outcome and size, a line every {steps:,} steps or {seconds:g} s"
+    words = (
+        "counters: on: decode and mixed steps per outcome and size, a line every "
+        f"{steps:,} steps or {seconds:g} s"
+    )
     exports: list[Callable[[StepCounter], None]] = []
     prom: PrometheusExport | None = None
     if importlib.util.find_spec("prometheus_client") is None:  # a vLLM dependency: rarely missing

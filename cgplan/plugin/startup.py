@@ -40,32 +40,35 @@ def _eager_runs(ranges: tuple[DispatchRange, ...]) -> list[tuple[int, int]]:
 
 def measured_gap_lines(measured: MeasuredCapture) -> list[str]:
     """The engine's own dispatcher's eager runs (what runs without a graph), by name."""
-    lines = []
-    for ql, ranges in sorted(measured.uniform_decode.items()):
-        for a, b in _eager_runs(ranges):
-            span = f"{a}" if a == b else f"{a}-{b}"
-            lines.append(
-                f"engine: uniform decode, requests {span} × {ql} tokens → EAGER ({b - a + 1} request counts)"
-            )
-    for a, b in _eager_runs(measured.mixed):
-        span = f"{a}" if a == b else f"{a}-{b}"
-        lines.append(f"engine: mixed steps of {span} tokens → EAGER ({b - a + 1} token counts probed)")
+    lines = [
+        f"engine: uniform decode, requests {_span(a, b)} × {ql} tokens → EAGER ({b - a + 1} request counts)"
+        for ql, ranges in sorted(measured.uniform_decode.items())
+        for a, b in _eager_runs(ranges)
+    ]
+    lines += [
+        f"engine: mixed steps of {_span(a, b)} tokens → EAGER ({b - a + 1} token counts probed)"
+        for a, b in _eager_runs(measured.mixed)
+    ]
     return lines
+
+
+def _span(a: int, b: int) -> str:
+    return f"{a}" if a == b else f"{a}-{b}"
 
 
 def difference_lines(c: Comparison) -> list[str]:
     lines = []
     for d in c.graphs:
-        for g in d.missing:
-            lines.append(f"{d.family} {g.mode} {g.num_tokens} tokens (reqs {g.num_reqs}): planned, not captured")
-        for g in d.unexpected:
-            lines.append(f"{d.family} {g.mode} {g.num_tokens} tokens (reqs {g.num_reqs}): captured, not planned")
-    for x in c.dispatch:
-        q = f" × {x.query_len}" if x.query_len is not None else ""
-        unit = "tokens" if x.family == "mixed" else "requests"
-        lines.append(
-            f"{x.family} {x.first}-{x.last} {unit}{q}: engine {x.measured}, cgplan planned {x.predicted}"
-        )
+        for graphs, what in ((d.missing, "planned, not captured"), (d.unexpected, "captured, not planned")):
+            lines += [
+                f"{d.family} {g.mode} {g.num_tokens} tokens (reqs {g.num_reqs}): {what}" for g in graphs
+            ]
+    lines += [
+        f"{x.family} {x.first}-{x.last} {'tokens' if x.family == 'mixed' else 'requests'}"
+        f"{f' × {x.query_len}' if x.query_len is not None else ''}: engine {x.measured}, "
+        f"cgplan planned {x.predicted}"
+        for x in c.dispatch
+    ]
     return lines
 
 
@@ -114,7 +117,8 @@ def startup_lines(
     if measured is None:
         lines.append(
             f"not checked: this runner ({type(runner).__module__}.{type(runner).__name__}) holds no "
-            "CUDA-graph dispatcher cgplan knows (V1 CudagraphDispatcher.cudagraph_keys, V2 CudaGraphManager._capture_descs)"
+            "CUDA-graph dispatcher cgplan knows (V1 CudagraphDispatcher.cudagraph_keys, "
+            "V2 CudaGraphManager._capture_descs)"
         )
     else:
         lines.append(captured_line(measured))
@@ -124,22 +128,27 @@ def startup_lines(
         target_only = replace(plan, graphs={"target": plan.graphs.get("target", ())})
         comparison = compare(target_only, measured)
         if others:
-            lines.append(f"not checked by the plugin: the {', '.join(others)} graphs (the target model's only)")
+            lines.append(
+                f"not checked by the plugin: the {', '.join(others)} graphs (the target model's only)"
+            )
     if plan is not None and (comparison is None or comparison.matches):
         groups = gap_groups(plan)
         if not groups:
             lines.append("gaps: none: every uniform-decode batch of every tier replays a decode-mode graph")
-        for g in groups:
-            lines.append(f"gap: {gap_title(g)} ({g.batches} request counts): {g.reason}")
-        for g in plan.gaps:
-            if g.family == "mixed":
-                lines.append(f"gap: mixed steps of {g.first}-{g.last} tokens → {g.mode}: {g.reason}")
+        lines += [f"gap: {gap_title(g)} ({g.batches} request counts): {g.reason}" for g in groups]
+        lines += [
+            f"gap: mixed steps of {g.first}-{g.last} tokens → {g.mode}: {g.reason}"
+            for g in plan.gaps
+            if g.family == "mixed"
+        ]
         if plan.fixes:
             f = plan.fixes[0]
             more = f" ({len(plan.fixes) - 1} more: cgplan plan)" if len(plan.fixes) > 1 else ""
             lines.append(f"fix: {' '.join(f.flags)} · {f.summary}{more}")
         elif plan.gaps:
-            lines.append("fix: none found within the default gate's budgets (cgplan plan --allow-over-budget)")
+            lines.append(
+                "fix: none found within the default gate's budgets (cgplan plan --allow-over-budget)"
+            )
         lines.append(padding_line(plan))
     elif measured is not None:
         lines += measured_gap_lines(measured)

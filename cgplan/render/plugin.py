@@ -57,4 +57,6 @@ def plugin_text(plugin: PluginLog) -> str:
 
 def metrics_text(source: str, counts: StepCounts) -> str:
     """A metrics text's plugin counter."""
-    return "\n".join([f"cgplan logs {source} · the plugin's Prometheus counter", *counts_lines(counts)]) + "\n"
+    return (
+        "\n".join([f"cgplan logs {source} · the plugin's Prometheus counter", *counts_lines(counts)]) + "\n"
+    )

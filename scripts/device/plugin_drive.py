@@ -60,17 +60,17 @@ def main() -> None:
 
     RES["vllm_version"] = vllm.__version__
     RES["gpu"] = torch.cuda.get_device_name(0)
-    kw = dict(
-        model=MODEL,
-        load_format="dummy",
-        skip_tokenizer_init=True,
-        max_num_seqs=MAX_NUM_SEQS,
-        max_model_len=2048,
-        dtype="bfloat16",
-        seed=0,
-        gpu_memory_utilization=0.3,
-        compilation_config={"max_cudagraph_capture_size": MAX_CAPTURE},
-    )
+    kw = {
+        "model": MODEL,
+        "load_format": "dummy",
+        "skip_tokenizer_init": True,
+        "max_num_seqs": MAX_NUM_SEQS,
+        "max_model_len": 2048,
+        "dtype": "bfloat16",
+        "seed": 0,
+        "gpu_memory_utilization": 0.3,
+        "compilation_config": {"max_cudagraph_capture_size": MAX_CAPTURE},
+    }
     RES["llm_kwargs"] = kw
     log("LLM", json.dumps(kw))
     llm = LLM(**kw)
@@ -135,8 +135,14 @@ def overhead(llm, sp, hook, counter) -> dict[str, object]:  # type: ignore[no-un
     import timeit
 
     v2 = "gpu.cudagraph" in type(owner).__module__ or hasattr(owner, "_capture_descs")
-    call = (lambda: owner.dispatch(FULL_REQS, FULL_REQS, 1, 0)) if v2 else (
-        lambda: owner.dispatch(num_tokens=FULL_REQS, uniform_decode=True, has_lora=False, num_active_loras=0)
+    call = (
+        (lambda: owner.dispatch(FULL_REQS, FULL_REQS, 1, 0))
+        if v2
+        else (
+            lambda: owner.dispatch(
+                num_tokens=FULL_REQS, uniform_decode=True, has_lora=False, num_active_loras=0
+            )
+        )
     )
     # the wrapper alone: no summary line falls inside the timed calls (their cost is in the paired
     # ratio above, one line every CGPLAN_PLUGIN_SUMMARY_STEPS steps)

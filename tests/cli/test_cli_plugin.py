@@ -39,17 +39,24 @@ def test_logs_of_a_vllm_log_adds_the_plugins_section(
     assert "eager (NONE)" in section and "40 steps (38.8%) at 31 requests" in section
     code, out, _ = run(monkeypatch, capsys, "logs", "--json", log)
     doc = json.loads(out)
-    assert doc["kind"] == "logs" and doc["plugin"]["counts"]["decode"] == {"FULL": {"16": 63}, "NONE": {"31": 40}}
+    assert doc["kind"] == "logs" and doc["plugin"]["counts"]["decode"] == {
+        "FULL": {"16": 63},
+        "NONE": {"31": 40},
+    }
 
 
 def test_logs_without_plugin_lines_has_no_plugin_key(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(monkeypatch, capsys, "logs", "--json", ROOT_DIR / "tests/data/logs/tiny-nospec-vllm.log.gz")
+    code, out, _ = run(
+        monkeypatch, capsys, "logs", "--json", ROOT_DIR / "tests/data/logs/tiny-nospec-vllm.log.gz"
+    )
     assert code == 0 and "plugin" not in json.loads(out)
 
 
-def test_logs_of_a_metrics_text_on_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_logs_of_a_metrics_text_on_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     r, w = os.pipe()  # standard input as a pipe (a small text fits its buffer at once)
     os.write(w, METRICS.encode())
     os.close(w)
@@ -90,7 +97,9 @@ def test_optimize_takes_the_plugins_counts_as_traffic(
 ) -> None:
     """tiny-nospec (max_num_seqs 32): 40 of the counted decode steps ran at 31 requests."""
     log = _log_with_plugin_lines(tmp_path)
-    code, out, err = run(monkeypatch, capsys, "optimize", ROOT_DIR / "configs/gpu/tiny-nospec.yaml", "--traffic", log, "--json")
+    code, out, err = run(
+        monkeypatch, capsys, "optimize", ROOT_DIR / "configs/gpu/tiny-nospec.yaml", "--traffic", log, "--json"
+    )
     assert code in (0, 1), err
     doc = json.loads(out)
     assert "cgplan plugin's counters" in json.dumps(doc)

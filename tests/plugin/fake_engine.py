@@ -42,7 +42,9 @@ def vllm_config(
     return SimpleNamespace(
         model_config=SimpleNamespace(model=str(TINY_MODEL), max_model_len=2048, enforce_eager=False),
         scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs, max_num_batched_tokens=batched),
-        parallel_config=SimpleNamespace(tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1),
+        parallel_config=SimpleNamespace(
+            tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1
+        ),
         compilation_config=SimpleNamespace(
             cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
             cudagraph_capture_sizes=sizes,
@@ -72,7 +74,7 @@ class FakeDispatcher:
         }
 
     def _pad(self, n: int) -> int:
-        return min(x for x in self.vllm_config.compilation_config.cudagraph_capture_sizes if x >= n)
+        return int(min(x for x in self.vllm_config.compilation_config.cudagraph_capture_sizes if x >= n))
 
     def dispatch(
         self,
@@ -116,8 +118,12 @@ class GPUModelRunner:
 
     def step(self, num_reqs: int, num_tokens: int, uniform: bool) -> str:
         mode, _ = self.cudagraph_dispatcher.dispatch(
-            num_tokens=num_tokens, has_lora=False, uniform_decode=uniform, num_active_loras=0,
-            valid_modes=None, invalid_modes=None,
+            num_tokens=num_tokens,
+            has_lora=False,
+            uniform_decode=uniform,
+            num_active_loras=0,
+            valid_modes=None,
+            invalid_modes=None,
         )
         return mode.name
 
@@ -174,7 +180,12 @@ class CudaGraphManager:
         self.with_max_query_len = with_max_query_len
 
     def dispatch(
-        self, num_reqs: int, num_tokens: int, uniform_token_count: int | None, num_active_loras: int, *rest: Any
+        self,
+        num_reqs: int,
+        num_tokens: int,
+        uniform_token_count: int | None,
+        num_active_loras: int,
+        *rest: Any,
     ) -> BatchExecutionDescriptor:
         fits = [x for x in self.sizes if x >= num_tokens]
         if fits:

@@ -31,7 +31,11 @@ def _fill_window(window: vp.MemoryWindow) -> None:
 
 
 def _after(window: vp.MemoryWindow, returned: object) -> None:
-    window.free_after, window.reserved_after, window.capture_s = (80 << 30) - (96 << 20), (1 << 30) + (64 << 20), 1.5
+    window.free_after, window.reserved_after, window.capture_s = (
+        (80 << 30) - (96 << 20),
+        (1 << 30) + (64 << 20),
+        1.5,
+    )
     window.returned = returned if isinstance(returned, int) else None
 
 
@@ -121,7 +125,8 @@ def test_the_import_hook_patches_vllm_modules_when_imported(tmp_path: Path) -> N
         (d / "__init__.py").write_text("")
     (pkg / "gpu_worker.py").write_text("from tests.plugin.fake_engine import Worker\n")
     code = (
-        "import sys, cgplan.plugin as p; p.register(); assert 'vllm.v1.worker.gpu_worker' not in sys.modules; "
+        "import sys, cgplan.plugin as p; p.register(); "
+        "assert 'vllm.v1.worker.gpu_worker' not in sys.modules; "
         "from vllm.v1.worker.gpu_worker import Worker; "
         "print(getattr(Worker.compile_or_warm_up_model, '_cgplan_plugin_wrapped', False))"
     )
@@ -155,7 +160,9 @@ def test_startup_block_names_the_gap_its_fix_and_the_pool(
     text = "\n".join(lines)
     assert f"vLLM {release}, model runner {runner.upper()}, GPU H200" in text
     assert "captured (target model): PIECEWISE 7 (1..32 tokens), FULL 7 (1..32 tokens)" in text
-    assert re.search(r"gap: requests 33-64 × 1 tokens → EAGER \(32 request counts\): 33\.\.64 tokens exceed", text)
+    assert re.search(
+        r"gap: requests 33-64 × 1 tokens → EAGER \(32 request counts\): 33\.\.64 tokens exceed", text
+    )
     assert re.search(r"fix: .*\"max_cudagraph_capture_size\":64", text), text
     assert "cgplan's plan agrees with the engine: 14 graphs" in text
     assert "graph pool: 96.0 MiB measured (device free memory over capture_model, 1.50 s); " in text
@@ -172,7 +179,9 @@ def test_no_gap_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("fake_vllm")
 @pytest.mark.parametrize("runner", ["v1", "v2"])
-def test_a_difference_from_the_plan_is_flagged_as_a_cgplan_bug(monkeypatch: pytest.MonkeyPatch, runner: str) -> None:
+def test_a_difference_from_the_plan_is_flagged_as_a_cgplan_bug(
+    monkeypatch: pytest.MonkeyPatch, runner: str
+) -> None:
     """An engine whose captured set differs from cgplan's plan (here: one FULL graph missing)."""
 
     def drop_full_16(self: Any) -> int:
@@ -316,7 +325,8 @@ def test_register_never_raises(monkeypatch: pytest.MonkeyPatch, caplog: pytest.L
     caplog.set_level(logging.WARNING, logger="vllm.cgplan")
     register()
     assert _records(caplog) == [
-        "[cgplan] error: register failed (ImportError: no vllm here); the engine is unaffected, the plugin stops there"
+        "[cgplan] error: register failed (ImportError: no vllm here); the engine is unaffected, "
+        "the plugin stops there"
     ]
 
 
@@ -338,7 +348,7 @@ def test_a_failing_memory_reading_leaves_the_pool_unmeasured(monkeypatch: pytest
 def test_pyproject_declares_the_general_plugin() -> None:
     text = (ROOT_DIR / "pyproject.toml").read_text()
     m = re.search(r'^\[project\.entry-points\."vllm\.general_plugins"\]\n(.*?)(?:\n\[|\Z)', text, re.M | re.S)
-    assert m is not None, "no [project.entry-points.\"vllm.general_plugins\"] table"
+    assert m is not None, 'no [project.entry-points."vllm.general_plugins"] table'
     assert m.group(1).strip() == 'cgplan = "cgplan.plugin:register"'
     assert callable(register)
 
@@ -353,6 +363,8 @@ def test_the_installed_dist_declares_it() -> None:
         pytest.skip("cgplan is not installed as a distribution here")
     eps = [e for e in dist.entry_points if e.group == "vllm.general_plugins"]
     if not eps:
-        pytest.skip(f"the installed cgplan ({dist.locate_file('')}) predates the plugin: reinstall (make install)")
+        pytest.skip(
+            f"the installed cgplan ({dist.locate_file('')}) predates the plugin: reinstall (make install)"
+        )
     assert [(e.name, e.value) for e in eps] == [("cgplan", "cgplan.plugin:register")]
     assert eps[0].load() is register

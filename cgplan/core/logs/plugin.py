@@ -87,9 +87,7 @@ def counts_document(counts: StepCounts) -> dict[str, object]:
         "steps": counts.steps,
         "decode": {m: {str(n): c for n, c in sorted(counts.decode[m].items())} for m in counts.decode},
         "mixed": {m: {str(n): c for n, c in sorted(counts.mixed[m].items())} for m in counts.mixed},
-        "per_mode": {
-            kind: {m: counts.total(kind, m) for m in MODES} for kind in KINDS
-        },
+        "per_mode": {kind: {m: counts.total(kind, m) for m in MODES} for kind in KINDS},
     }
 
 
@@ -106,9 +104,7 @@ mixed FULL 0, PIECEWISE 2, eager 0 · json={"schema_version": 1, "query_len": 1,
     """
     parts = [f"{counts.steps:,} steps" + (f" in {since_s:,.0f} s" if since_s is not None else "")]
     for kind in KINDS:
-        words = ", ".join(
-            f"{'eager' if m == 'NONE' else m} {counts.total(kind, m):,}" for m in MODES
-        )
+        words = ", ".join(f"{'eager' if m == 'NONE' else m} {counts.total(kind, m):,}" for m in MODES)
         eager = (counts.decode if kind == "decode" else counts.mixed).get("NONE", {})
         if eager:
             unit = "requests" if kind == "decode" else "tokens"
@@ -127,7 +123,9 @@ def _table(doc: object, where: str, key: str) -> dict[str, dict[int, int]]:
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise PluginLogError(f"{where}: {key}: expected a mapping of mode to counts (got {type(doc).__name__})")
+        raise PluginLogError(
+            f"{where}: {key}: expected a mapping of mode to counts (got {type(doc).__name__})"
+        )
     out: dict[str, dict[int, int]] = {}
     for mode, by_size in doc.items():
         if mode not in MODES or not isinstance(by_size, dict):
@@ -137,7 +135,9 @@ def _table(doc: object, where: str, key: str) -> dict[str, dict[int, int]]:
             if not (isinstance(size, str) and size.isdigit() and 0 < len(size) <= 9 and int(size) > 0):
                 raise PluginLogError(f"{where}: {key}.{mode}: size {size!r} is not a positive integer")
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 10**15:
-                raise PluginLogError(f"{where}: {key}.{mode}.{size}: count {count!r} is not a count in 0..1e15")
+                raise PluginLogError(
+                    f"{where}: {key}.{mode}.{size}: count {count!r} is not a count in 0..1e15"
+                )
             row[int(size)] = count
         out[mode] = row
     return out
@@ -244,7 +244,8 @@ def parse_metrics_text(text: str, source: str) -> StepCounts:
     decode steps by exact request count, mixed steps by bucket (`mixed_exact` False: the bucket's
     upper bound stands for its token counts). Other metrics are skipped.
 
-    >>> c = parse_metrics_text('cgplan_dispatch_steps_total{kind="decode",mode="NONE",num_reqs="40"} 3.0', "-")
+    >>> sample = 'cgplan_dispatch_steps_total{kind="decode",mode="NONE",num_reqs="40"} 3.0'
+    >>> c = parse_metrics_text(sample, "-")
     >>> c.decode
     {'NONE': {40: 3}}
     """

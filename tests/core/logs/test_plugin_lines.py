@@ -59,7 +59,7 @@ def test_the_last_counters_line_wins() -> None:
     ],
 )
 def test_a_malformed_counters_line_is_one_located_error(tail: str, problem: str) -> None:
-    with pytest.raises(PluginLogError, match="^log:2: ") as e:
+    with pytest.raises(PluginLogError, match=r"^log:2: ") as e:
         parse_plugin_lines(["x", f"[cgplan] counters: 1 steps · json={tail}"], "log")
     assert problem in e.value.message
 
@@ -73,14 +73,17 @@ def test_metrics_text_beside_vllms_own() -> None:
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
-        ('cgplan_dispatch_steps_total{kind="prefill",mode="FULL",num_reqs="4"} 1.0', "expected kind decode|mixed"),
+        (
+            'cgplan_dispatch_steps_total{kind="prefill",mode="FULL",num_reqs="4"} 1.0',
+            "expected kind decode|mixed",
+        ),
         ('cgplan_dispatch_steps_total{kind="decode",mode="FULL",num_reqs="4"} 1.5', "is not a count"),
         ('cgplan_dispatch_steps_total{kind="decode",mode="FULL",num_reqs="4"} nan', "is not a count"),
         ("cgplan_dispatch_steps_total{broken", "not a Prometheus sample line"),
     ],
 )
 def test_a_malformed_sample_is_one_located_error(line: str, problem: str) -> None:
-    with pytest.raises(PluginLogError, match="^m:2: ") as e:
+    with pytest.raises(PluginLogError, match=r"^m:2: ") as e:
         parse_metrics_text(f"# TYPE x counter\n{line}\n", "m")
     assert problem in e.value.message
 
