@@ -3,6 +3,7 @@ its checks against the plan out."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,14 @@ from typing import Any
 from cgplan.api.plan import plan_doc, plan_file
 from cgplan.core.logs.check import Comparison, LogPlan, compare, refused_checks
 from cgplan.core.logs.parse import LogError, ParsedLog
+from cgplan.core.logs.plugin import (
+    MARK,
+    METRIC,
+    PluginLog,
+    StepCounts,
+    parse_metrics_text,
+    parse_plugin_lines,
+)
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, release_for
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import Overrides, doc_from_engine_args
@@ -145,6 +154,30 @@ class LogCheck:
     comparison: Comparison | None
     own: LogPlan | None = None
     """Without a config: the plan of the log's own engine arguments."""
+    plugin: PluginLog | None = None
+    """The lines cgplan's vLLM plugin logged there (None: it logged none)."""
+
+
+@dataclass(frozen=True)
+class MetricsCheck:
+    """`cgplan logs` of a Prometheus text (an endpoint's /metrics body): the plugin's counter."""
+
+    source: str
+    counts: StepCounts
+
+
+class _Collect:
+    """Passes a log's blocks on to the parser and keeps the plugin's lines of them (the log is
+    read once: `-` cannot be read twice)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def blocks(self, blocks: Iterable[str]) -> Iterator[str]:
+        for block in blocks:
+            if MARK in block or METRIC in block:
+                self.lines += [line for line in block.split("\n") if MARK in line or METRIC in line]
+            yield block
 
 
 def check_log(
@@ -154,18 +187,59 @@ def check_log(
     model_config: Path | None = None,
     platform: str | None = None,
 ) -> LogCheck:
+    """`read_logs` of a vLLM log (LogError for a metrics text or the plugin's lines alone)."""
+    r = read_logs(path, config, vllm_version, model_config, platform)
+    if not isinstance(r, LogCheck):
+        raise LogError(f"{r.source}: no vLLM start-up lines, only what cgplan's plugin wrote")
+    return r
+
+
+def read_logs(
+    path: str | Path,
+    config: str | Path | None = None,
+    vllm_version: str | None = None,
+    model_config: Path | None = None,
+    platform: str | None = None,
+) -> LogCheck | MetricsCheck | PluginOnly:
     """Read and parse the log at `path` (plain or gzip, `-` for stdin); with `config`, plan it
     under the log's release and check every figure the log states; without, plan the log's own
-    engine arguments (`plan_from_log`).
+    engine arguments (`plan_from_log`). The lines cgplan's vLLM plugin logged come back with it
+    (`LogCheck.plugin`); a Prometheus text with the plugin's counter, or the plugin's lines alone,
+    come back as `MetricsCheck` / `PluginOnly`.
 
     Raises:
         LogError: the file cannot be read or is not a vLLM log; its release is unknown.
+        PluginLogError: the plugin's lines or the metrics' samples are malformed.
         ConfigError: the config file is malformed.
     """
-    from cgplan.io.logs import parse_file
+    from cgplan.core.logs.parse import parse_blocks
+    from cgplan.io.logs import log_blocks
 
-    parsed = parse_file(path)
+    source = "<stdin>" if str(path) == "-" else str(path)
+    kept = _Collect()
+    try:
+        parsed = parse_blocks(kept.blocks(log_blocks(path)), source)
+    except LogError:
+        if any(line.lstrip().startswith(METRIC + "{") for line in kept.lines):
+            return MetricsCheck(source, parse_metrics_text("\n".join(kept.lines), source))
+        if any(MARK in line for line in kept.lines):  # the plugin's lines alone (grep's output)
+            return _plugin_only(kept.lines, source)
+        raise
+    plugin = parse_plugin_lines(kept.lines, source) if any(MARK in line for line in kept.lines) else None
     if config is None:
         own = plan_from_log(parsed, Overrides(vllm_version, platform, None, model_config))
-        return LogCheck(parsed, None, own)
-    return LogCheck(parsed, compare_with_config(parsed, config, vllm_version, model_config, platform))
+        return LogCheck(parsed, None, own, plugin)
+    comparison = compare_with_config(parsed, config, vllm_version, model_config, platform)
+    return LogCheck(parsed, comparison, None, plugin)
+
+
+@dataclass(frozen=True)
+class PluginOnly:
+    """`cgplan logs` of the plugin's lines without vLLM's (e.g. `grep '[cgplan]' server.log`)."""
+
+    source: str
+    plugin: PluginLog
+
+
+def _plugin_only(lines: list[str], source: str) -> PluginOnly:
+    return PluginOnly(source, parse_plugin_lines(lines, source))

@@ -1,11 +1,13 @@
 """Traffic histograms for `cgplan optimize`: a histogram (JSON as scripts write it, or YAML as
-people write it), a vLLM `--cudagraph-metrics` log, or a Prometheus text dump of vLLM's metrics →
-batch shapes with counts (core.optimize.traffic.Traffic)."""
+people write it), a vLLM `--cudagraph-metrics` log, a Prometheus text dump of vLLM's metrics, or
+what cgplan's vLLM plugin measured (its counters line in a log, its Prometheus counter) → batch
+shapes with counts (core.optimize.traffic.Traffic)."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from cgplan.core.optimize.traffic import Traffic
@@ -92,7 +94,51 @@ def load_traffic(path: Path) -> Traffic:
         raise e if e.source else e.located(str(path)) from None
 
 
+def _plugin_traffic(text: str, path: Path) -> Traffic | None:
+    """The measured counts of cgplan's vLLM plugin: its last counters line of a log (exact sizes),
+    or its Prometheus counter (decode exact; a mixed step at its bucket's upper bound, the capture
+    size it pads to, so the current ladder prices it exactly and a finer one is not credited for
+    it). None when the text holds neither. Every outcome counts: the traffic is what was served."""
+    from cgplan.core.logs.plugin import (
+        COUNTERS_TAG,
+        MARK,
+        METRIC,
+        PluginLogError,
+        parse_metrics_text,
+        parse_plugin_lines,
+    )
+
+    try:
+        if f"{METRIC}{{" in text:
+            counts = parse_metrics_text(text, str(path))
+            form = "the cgplan plugin's Prometheus counter; mixed steps at their bucket's upper bound"
+        elif f"{MARK} {COUNTERS_TAG}:" in text:
+            log = parse_plugin_lines(text.splitlines(), str(path))
+            if log.counts is None:
+                return None
+            counts = log.counts
+            form = f"the cgplan plugin's counters, line {log.counts_line}"
+        else:
+            return None
+    except PluginLogError as e:
+        err = ConfigError("", e.message)  # located already (FILE:LINE: problem): not located again
+        err.source = str(path)
+        raise err from None
+
+    def merged(table: Mapping[str, Mapping[int, int]]) -> tuple[tuple[int, float], ...]:
+        out: dict[int, float] = {}
+        for row in table.values():
+            for size, n in row.items():
+                out[size] = out.get(size, 0.0) + float(n)
+        return tuple(sorted((k, v) for k, v in out.items() if v > 0))
+
+    return Traffic(merged(counts.decode), merged(counts.mixed), f"{path} ({form})")
+
+
 def _parse_text(text: str, path: Path) -> Traffic:
+    plugin = _plugin_traffic(text, path)
+    if plugin is not None:
+        return plugin
     if "vllm:iteration_tokens_total_bucket" in text:
         buckets = []
         for i, line in enumerate(text.splitlines(), 1):

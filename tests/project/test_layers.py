@@ -31,6 +31,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "rich": ("cgplan/cli/", "cgplan/render/"),
     # file formats: every byte read or written goes through cgplan/io/
     "yaml": ("cgplan/io/",),
+    # the vLLM plugin's metrics (a vLLM dependency), imported only once the plugin is enabled
+    "prometheus_client": ("cgplan/plugin/",),
 }
 """Library → the files (a path, or a folder ending in /) that may import it. The core imports none:
 tests/project/test_import_boundaries.py holds it to the standard library."""
@@ -50,6 +52,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "cgplan.errors",
         "cgplan.gpu",
         "cgplan.io",
+    ),
+    # the vLLM plugin: composes like the CLI (the planner through api/, the engine through gpu/),
+    # with the plan's words from render/summary.py (plain text: no rich)
+    "cgplan/plugin/": (
+        "cgplan.__version__",
+        "cgplan.api",
+        "cgplan.core",
+        "cgplan.errors",
+        "cgplan.gpu",
+        "cgplan.plugin",
+        "cgplan.render.summary",
     ),
 }
 """Layer folder → the cgplan modules its files may import (architecture.md, "Allowed imports")."""

@@ -7,6 +7,7 @@ from typing import Any
 from cgplan import __version__
 from cgplan.core.logs.check import Comparison, LogPlan, jsonable
 from cgplan.core.logs.parse import ParsedLog
+from cgplan.core.logs.plugin import PluginLog, StepCounts, counts_document
 from cgplan.io.schema import SCHEMA_VERSION
 
 FIGURE_FIELDS = (
@@ -45,10 +46,35 @@ def own_plan_to_dict(own: LogPlan) -> dict[str, Any]:
     }
 
 
+def plugin_to_dict(plugin: PluginLog) -> dict[str, Any]:
+    """The plugin's lines of a log: its start-up block, and its last counters (or None)."""
+    return {
+        "startup": list(plugin.startup),
+        "counters_lines": plugin.counters_lines,
+        "counts": None if plugin.counts is None else counts_document(plugin.counts),
+    }
+
+
+def metrics_to_dict(source: str, counts: StepCounts) -> dict[str, Any]:
+    """`cgplan logs METRICS --json` of a Prometheus text (kind "plugin_metrics")."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "plugin_metrics",
+        "cgplan_version": __version__,
+        "source": source,
+        "mixed_exact": counts.mixed_exact,
+        "counts": counts_document(counts),
+    }
+
+
 def logs_to_dict(
-    parsed: ParsedLog, comparison: Comparison | None = None, own: LogPlan | None = None
+    parsed: ParsedLog,
+    comparison: Comparison | None = None,
+    own: LogPlan | None = None,
+    plugin: PluginLog | None = None,
 ) -> dict[str, Any]:
-    """The JSON document of `cgplan logs --json` (schema_version 1, kind "logs")."""
+    """The JSON document of `cgplan logs --json` (schema_version 1, kind "logs"; `plugin`: only
+    where the log holds the plugin's lines)."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": "logs",
@@ -136,6 +162,8 @@ def logs_to_dict(
         "comparison": None,
         "own_plan": None if own is None else own_plan_to_dict(own),
     }
+    if plugin is not None:
+        doc["plugin"] = plugin_to_dict(plugin)
     if comparison is not None:
         doc["comparison"] = {
             "config": comparison.config,
