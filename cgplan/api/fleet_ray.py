@@ -80,11 +80,12 @@ class TaskResult:
 
 def _lose_worker_if_asked(spec: TaskSpec) -> None:
     """Fault rehearsal: CGPLAN_FAULT_LOSE_WORKER="NAME" kills this Ray worker process whenever it
-    runs NAME; "NAME:once:MARKER" only the first time (MARKER is a file it creates), so the
-    retry succeeds."""
+    runs NAME (the config's file stem, as CGPLAN_FAKE_CAPTURE names it, or its fleet name);
+    "NAME:once:MARKER" only the first time (MARKER is a file it creates), so the retry succeeds."""
     fault = spec.env.get("CGPLAN_FAULT_LOSE_WORKER", "")
     name, _, rest = fault.partition(":")
-    if name != spec.name:
+    # fleet names carry a hash of the path (they cannot collide), so the stem is what a person types
+    if name not in (spec.name, Path(spec.config).stem):
         return
     once, _, marker = rest.partition(":")
     if once == "once" and marker:

@@ -53,7 +53,7 @@ def test_ray_runs_each_config_with_its_gpus_and_gathers_the_reports(
     jobs = _jobs(tmp_path, {"one": 1, "two": 2, "bad": 1, "huge": 3})
     results, interrupted = fleet_ray.run_ray(jobs, "auto", ChildOptions("fake"), poll_s=0.2)
     assert not interrupted
-    by = {r.job.name: r for r in results}
+    by = {r.job.config.stem: r for r in results}  # fleet names add a path hash: key by the stem
     assert (by["one"].status, len(by["one"].gpus), by["one"].host) == ("complete", 1, os.uname().nodename)
     assert (by["two"].status, sorted(by["two"].gpus)) == ("complete", ["0", "1"])
     # the report came back to the caller's folder, made on the GPUs Ray gave the task

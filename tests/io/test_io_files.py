@@ -343,8 +343,10 @@ def test_every_file_is_read_through_the_one_reader() -> None:
     # io/vllm_args and io/config_fix: JSON flag values, not files (io/logs streams a log through
     # io.files.gunzip_blocks); gpu/vllm_cpu: the engine's protocol lines on its stdout, not files
     # (its answer files go through io.files.read_json); gpu/vllm_oracle: runs inside the user's vLLM
-    # interpreter with the standard library only, reading the configs cgplan wrote for it
+    # interpreter with the standard library only, reading the configs cgplan wrote for it;
+    # core/logs/plugin: the JSON inside one `[cgplan] counters:` line of a log io/logs already read
     assert users == [
+        "core/logs/plugin.py",
         "gpu/vllm_cpu.py",
         "gpu/vllm_oracle.py",
         "io/config_fix.py",

@@ -53,6 +53,9 @@ def apply_fix(inp: PlanInput, fix: Fix) -> PlanInput:
             assert value is None or isinstance(value, (list, tuple))
             sizes = None if value is None else tuple(int(v) for v in value)
             out = dataclasses.replace(out, cudagraph_capture_sizes=sizes)
+        elif key == "compilation_config.mode":  # the PlanInput field is compilation_mode
+            assert value is None or isinstance(value, int)
+            out = dataclasses.replace(out, compilation_mode=value)
         elif name == "num_speculative_tokens_per_batch_size":
             assert out.speculative is not None and isinstance(value, list)
             sched = tuple(tuple(e) for e in value)
