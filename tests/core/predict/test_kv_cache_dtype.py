@@ -72,7 +72,8 @@ def test_bytes_per_token_are_vllms_for_every_modelled_value(version: str) -> Non
 
 
 def test_fp8_halves_bfloat16() -> None:
-    assert kv_element_bytes("fp8", "bfloat16") * 2 == kv_element_bytes("auto", "bfloat16")
+    fp8, auto = kv_element_bytes("fp8", "bfloat16"), kv_element_bytes("auto", "bfloat16")
+    assert fp8 is not None and auto is not None and fp8 * 2 == auto
 
 
 @pytest.mark.parametrize("version", ["0.26.0", "0.33.0"])
