@@ -68,6 +68,7 @@ _TOP_KEYS = (
     "all2all_backend",
     "runner",
     "kv_transfer_config",
+    "kv_cache_dtype",
 )
 _INT_KEYS = frozenset(
     (
@@ -93,7 +94,7 @@ into --no-key) leaves them false alike."""
 _NULL_IS_DEFAULT = frozenset(("max_num_seqs", "max_num_batched_tokens", "speculative_config"))
 """Keys of `int | None` / `dict | None` EngineArgs fields: `key: null` becomes `--key None`, which
 vLLM's optional_type reads as None, its default."""
-_TEXT_KEYS = frozenset(("model", "performance_mode", "all2all_backend", "runner"))
+_TEXT_KEYS = frozenset(("model", "performance_mode", "all2all_backend", "runner", "kv_cache_dtype"))
 _MAPPING_KEYS = frozenset(("speculative_config", "compilation_config", "cgplan", "kv_transfer_config"))
 
 
@@ -402,6 +403,16 @@ def _bool(section: Mapping[str, Any], key: str, prefix: str) -> bool | None:
     raise _err(f"{prefix}.{key}" if prefix else key, "must be true or false", value, "a boolean")
 
 
+def _kv_cache_dtype(value: object) -> str:
+    """`kv_cache_dtype` as given ("auto" when absent); the release's CacheDType check is the core's
+    (`validate_limits`, vLLM's own message)."""
+    if value is None:
+        return "auto"
+    if not isinstance(value, str):
+        raise _err("kv_cache_dtype", "must be a string", value, "a CacheDType name, e.g. auto or fp8")
+    return value.strip()
+
+
 def _choice(value: object, path: str, choices: tuple[str, ...], *, fold: bool = False) -> str:
     if not isinstance(value, str):
         raise _err(path, "must be a string", value, "one of " + ", ".join(choices))
@@ -420,6 +431,17 @@ def _mapping(value: object, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise _err(path, "must be a mapping", value, "key: value pairs")
     return value
+
+
+def _gpu_name(value: object) -> str:
+    """The GPU's own name where the platform was given as one (`--platform H100`), "" for a family
+    name: the predictors' domain reads it (a family stands for the GPU they were measured on)."""
+    if not isinstance(value, str) or value.strip().lower().replace("_", "-") in {p.value for p in Platform}:
+        return ""
+    from cgplan.core.vllm.gpus import find_gpu
+
+    gpu = find_gpu(value)
+    return gpu.name if gpu is not None and gpu.platform is not None else ""
 
 
 def parse_platform(value: object, path: str, notes: list[str] | None = None) -> Platform:
@@ -551,6 +573,16 @@ def _local_path(text: str, base_dir: Path, path: str) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
+def _quant_method(hf: Mapping[str, Any], text: Mapping[str, Any]) -> str:
+    """`quantization_config.quant_method` (vLLM's `ModelConfig._verify_quantization` reads it there;
+    "" where the checkpoint is not quantised)."""
+    for d in (hf, text):
+        q = d.get("quantization_config")
+        if isinstance(q, Mapping) and isinstance(q.get("quant_method"), str):
+            return str(q["quant_method"])
+    return ""
+
+
 def read_model_shape(folder: Path, path: str) -> ModelShape:
     """The model shape from a Hugging Face config.json (no weights, no hub)."""
     try:
@@ -648,6 +680,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         intermediate_size=num("intermediate_size", 4 * hidden),
         vocab_size=num("vocab_size", 32000),
         dtype=dtype if isinstance(dtype, str) and dtype else "bfloat16",
+        quantization=_quant_method(hf, text),
         is_moe=is_moe,
         num_routed_experts=experts if is_moe else 0,
         moe_dense_layers=dense_layers,
@@ -821,6 +854,7 @@ def _parse_document(
         "--platform" if overrides.platform else "cgplan.platform",
         notes,
     )
+    gpu_name = _gpu_name(overrides.platform or cg.get("platform", "hopper"))
     runner = _choice(
         overrides.model_runner or cg.get("model_runner", "auto"),
         "--model-runner" if overrides.model_runner else "cgplan.model_runner",
@@ -1082,6 +1116,8 @@ def _parse_document(
         env=env,
         runner=runner_kind,
         kv_transfer=_kv_transfer(doc.get("kv_transfer_config"), "kv_transfer_config"),
+        kv_cache_dtype=_kv_cache_dtype(doc.get("kv_cache_dtype")),
+        gpu_name=gpu_name,
         defaulted=tuple(
             name
             for name, given in (

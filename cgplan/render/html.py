@@ -248,8 +248,20 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
                 "GiB / the GPU's memory)"
             )
             + (f" = <b>{kv:,} KV-cache tokens</b> at {per_token:,} bytes/token" if kv is not None else "")
+            + (
+                f" (KV-cache tokens not predicted: {escape(plan.kv_cache.withheld)})"
+                if kv is None and plan.kv_cache is not None and plan.kv_cache.withheld
+                else ""
+            )
             + f" · capture ~{cost.capture_s:.1f} s · {escape(cost.gpu)} cost model</p>"
         )
+        domain = cost.domain
+        if domain is not None and domain.outside:
+            out.append(
+                f'<p class="muted">outside the validated domain ({escape(domain.fitted)}): '
+                + escape("; ".join(domain.outside))
+                + "</p>"
+            )
         out.append(
             "<table><tr><th>detail: graph sections</th><th>mode</th><th>graphs</th><th>pool MiB</th>"
             "<th>graph state MiB</th></tr>"

@@ -441,7 +441,9 @@ def cost_lines(plan: Plan) -> list[str]:
     band = "" if d.inside else f", band x{d.band_factor:g} wider: outside the validated domain"
     kv = kv_tokens(plan)
     kv_text = (
-        f" = {kv:,} KV-cache tokens at {plan.kv_bytes_per_token:,} bytes/token" if kv is not None else ""
+        f" = {kv:,} KV-cache tokens at {plan.kv_bytes_per_token:,} bytes/token"
+        if kv is not None
+        else (f" (KV-cache tokens not predicted: {plan.kv_withheld})" if plan.kv_withheld else "")
     )
     lines = [
         f'predicted graph memory{per_rank} (capture phase, as vLLM\'s "took X GiB"): {c.total_mib:,.0f} MiB '
@@ -464,9 +466,20 @@ def cost_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def latency_withheld_line(plan: Plan) -> str:
+    """The step-time line of a plan outside the latency model's measured domain."""
+    return (
+        "predicted step time: not predicted: outside the measured domain ("
+        + "; ".join(plan.latency_withheld)
+        + ")"
+    )
+
+
 def latency_lines(plan: Plan) -> list[str]:
     """The predicted step times, each gap's cost and each fix's gain (nothing without a prediction)."""
     lat = plan.latency
+    if lat is None and plan.latency_withheld:
+        return [latency_withheld_line(plan)]
     if lat is None or lat.expected_step_ms <= 0:
         return []
     widest, q = lat.widest_reqs, lat.widest_query_len

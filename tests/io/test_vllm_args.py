@@ -310,7 +310,8 @@ def test_capture_neutral_flags_are_listed() -> None:
         "--scheduling-policy priority --limit-mm-per-prompt.image 0 --hf-overrides '{}'"
     )
     parsed = read_vllm_args(shlex.split(line), model_config=None, base_dir=ROOT)
-    assert parsed.doc == {"model": str(ROOT / MODEL)}
+    # issue 29: --kv-cache-dtype is read (KV bytes per token follow it)
+    assert parsed.doc == {"model": str(ROOT / MODEL), "kv_cache_dtype": "auto"}
     assert parsed.ignored == [
         "--port",
         "--host",
@@ -318,7 +319,6 @@ def test_capture_neutral_flags_are_listed() -> None:
         "--served-model-name",
         "--dtype",  # not modelled, but at vLLM's default (auto): a no-op
         "--trust-remote-code",
-        "--kv-cache-dtype",
         "--enable-prefix-caching",
         "--api-key",
         "--seed",
@@ -360,16 +360,18 @@ def test_unmodelled_flags_are_noted_or_refused_under_strict() -> None:
         shlex.split(f"serve {MODEL} -pcp 1 --no-enable-eplb"), model_config=None, base_dir=ROOT, strict=True
     )
     assert parsed.ignored == ["--prefill-context-parallel-size", "--enable-eplb"] and parsed.unmodelled == []
-    # a boolean set: --kv-cache-dtype and a true --enable-eplb name what they change
+    # a boolean set: --mamba-cache-dtype and a true --enable-eplb name what they change
+    # (issue 29: --kv-cache-dtype is read now, the example of a KV flag cgplan does not model moved)
     parsed = read_vllm_args(
-        shlex.split(f"serve {MODEL} --enable-eplb --kv-cache-dtype fp8"), model_config=None, base_dir=ROOT
+        shlex.split(f"serve {MODEL} --enable-eplb --mamba-cache-dtype float32"),
+        model_config=None,
+        base_dir=ROOT,
     )
     assert parsed.unmodelled == [
         "--enable-eplb: can change the capture phase's memory and time, which cgplan does not model; "
         "planned as if it were false (vLLM's default) (--strict refuses it)",
-        "--kv-cache-dtype fp8: can change what vLLM captures or how batches dispatch and the KV cache's "
-        "bytes per token, which cgplan does not model; planned as if it were auto (vLLM's default) "
-        "(--strict refuses it)",
+        "--mamba-cache-dtype float32: can change the KV cache's bytes per token, which cgplan does not "
+        "model; planned as if it were auto (vLLM's default) (--strict refuses it)",
     ]
 
 

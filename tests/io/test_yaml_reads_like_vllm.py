@@ -169,14 +169,15 @@ def test_false_is_read_as_vllm_reads_it(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_unmodelled_keys_are_noted_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    path = _write(tmp_path, "kv-cache-dtype: fp8\ndtype: auto\n")
+    path = _write(tmp_path, "mamba-cache-dtype: float32\ndtype: auto\n")
     loaded, _ = plan_file(path)
     assert loaded.ignored_keys == ("dtype",)  # at vLLM's default
     assert loaded.unmodelled == (
-        "kv-cache-dtype fp8: can change what vLLM captures or how batches dispatch and the KV cache's "
-        "bytes per token, which cgplan does not model; planned as if it were auto (vLLM's default) "
-        "(--strict refuses it)",
+        "mamba-cache-dtype float32: can change the KV cache's bytes per token, which cgplan does not "
+        "model; planned as if it were auto (vLLM's default) (--strict refuses it)",
     )
     assert loaded.notes == tuple(f"not modelled: {u}" for u in loaded.unmodelled)
-    with pytest.raises(ConfigError, match=r"serve\.yaml:kv-cache-dtype: can change .* --strict refuses it"):
+    with pytest.raises(
+        ConfigError, match=r"serve\.yaml:mamba-cache-dtype: can change .* --strict refuses it"
+    ):
         plan_file(path, Overrides(strict=True))

@@ -239,6 +239,8 @@ class KvCache:
     graph_memory_reserved: bool = True
     """False: V2 before 0.29 sizes the KV cache without the graphs (capture adds on top)."""
     graph_memory_tokens: int | None = None
+    withheld: str = ""
+    """Why bytes_per_token is null, in words (absent when it is given)."""
     absent: frozenset[str] = NO_KEYS
 
 
@@ -326,6 +328,9 @@ class PlanDocument:
     predicted_cost: PredictedCost | None = None
     predicted_pool_bytes: int | None = None
     predicted_latency: PredictedLatency | None = None
+    latency_withheld: tuple[str, ...] = ()
+    """Why predicted_latency is null: the axes outside the latency model's measured domain
+    (absent when a step time is given or no latency model was used)."""
     mixed: tuple[TokenRange, ...] = ()
     uniform_decode_lora1: Mapping[int, tuple[ReqRange, ...]] = field(default_factory=dict)
     """With LoRA: uniform decode with one active adapter, per query length."""

@@ -53,6 +53,8 @@ class ModelShape:
     """Vocabulary size."""
     dtype: str = "bfloat16"
     """`torch_dtype` of the checkpoint."""
+    quantization: str = field(default="", metadata=_IF_SET)
+    """`quantization_config.quant_method` of the checkpoint ("": not quantised)."""
     is_moe: bool = False
     """Mixture-of-experts layers present (n_routed_experts / num_local_experts > 0)."""
     use_mla: bool = False
@@ -253,6 +255,13 @@ class PlanInput:
     compilation_mode: int | None = field(default=None, metadata=_IF_SET)
     """`compilation_config.mode` as given, a `CompilationMode` value (index into COMPILATION_MODES);
     None: vLLM's default (VLLM_COMPILE above -O0, NONE at -O0)."""
+    gpu_name: str = field(default="", metadata={"fingerprint": False})
+    """The GPU by name where the platform was given as one ("H100", "L40S"; "": a family name,
+    which the predictors read as the GPU they were measured on). Not fingerprinted: what vLLM
+    captures follows the platform (fingerprinted); the name only places the predictions' domain."""
+    kv_cache_dtype: str = field(default="auto", metadata=_IF_SET)
+    """vLLM's `cache_config.cache_dtype` (`--kv-cache-dtype`), one of the release's `CacheDType`
+    values (`VllmRules.kv_cache_dtypes`); "auto" stores the KV cache in the model's dtype."""
     env: tuple[tuple[str, str], ...] = field(default=(), metadata=_IF_SET)
     """vLLM's environment variables that change capture, as set (name, value), sorted: the core
     reads them as vLLM does (`TORCH_COMPILE_DISABLE == "1"`, `VLLM_USE_BREAKABLE_CUDAGRAPH` set or

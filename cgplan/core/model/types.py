@@ -248,7 +248,9 @@ class Plan:
     """Defaults the plan assumed, with their origin."""
     kv_bytes_per_token: int | None = None
     """KV-cache bytes one token takes on each rank, over the target's and the drafter's layers
-    (None: not known for this attention kind, e.g. MLA)."""
+    (None: not known for this attention kind, e.g. MLA, or for this kv_cache_dtype)."""
+    kv_withheld: str = ""
+    """Why `kv_bytes_per_token` is None, in words ("" when it is given)."""
     compilation_mode: str = "VLLM_COMPILE"
     """vLLM's `CompilationMode` after its config-time overrides (NONE under TORCH_COMPILE_DISABLE,
     breakable CUDA graphs, -O0, ...)."""
@@ -261,3 +263,6 @@ class Plan:
     cost_withheld: tuple[str, ...] = ()
     """Why no memory figure can be given for this plan whatever the coefficients (model kinds and
     capture kinds the cost model has no term for)."""
+    latency_withheld: tuple[str, ...] = ()
+    """Why no step time is given for this plan: the axes of the latency model's measured domain
+    this config is outside of where no band would be honest (another GPU platform)."""

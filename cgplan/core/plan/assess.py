@@ -16,7 +16,7 @@ from cgplan.core.model.spec import PlanInput
 from cgplan.core.model.types import Plan
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
 from cgplan.core.predict.cost import CostCoefficients, plan_cost
-from cgplan.core.predict.latency import LatencyCoefficients, predict_latency
+from cgplan.core.predict.latency import LatencyCoefficients, latency_withheld, predict_latency
 
 
 def coefficients_for(
@@ -50,6 +50,11 @@ def with_latency(
     what-if policy priced under vLLM's own would price another ladder)."""
     if coefficients is None:
         return plan
+    withheld = latency_withheld(coefficients, inp)
+    if withheld:
+        # outside the measured domain on an axis no band covers: no step time, and the fixes keep
+        # their coverage order (none is ranked on a figure that is not given)
+        return dataclasses.replace(plan, latency_withheld=withheld)
     from cgplan.core.plan.build import plan_again
 
     def replan(j: int) -> tuple[Plan, PlanInput] | None:

@@ -21,7 +21,7 @@ from cgplan.core.model.types import (
 from cgplan.core.plan.gaps import FixSearch, find_gaps, propose_fixes
 from cgplan.core.plan.policies import UPSTREAM, CapturePolicy
 from cgplan.core.predict.cost import drafter_shape
-from cgplan.core.predict.kv import kv_bytes_per_token
+from cgplan.core.predict.kv import kv_bytes_per_token, kv_withheld
 from cgplan.core.vllm import parallel_draft
 from cgplan.core.vllm.attention import draft_decode_metadata_update
 from cgplan.core.vllm.defaults import assumed_defaults
@@ -37,7 +37,7 @@ from cgplan.core.vllm.graphs import (
 )
 from cgplan.core.vllm.ladder import Ladder, capture_ladder
 from cgplan.core.vllm.models import model_caveats
-from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, rules_for
+from cgplan.core.vllm.releases import V2Tiers, VllmRules, first_release, kv_cache_dtype_message, rules_for
 from cgplan.core.vllm.resolve import (
     Attention,
     ModeDecision,
@@ -94,7 +94,10 @@ def _lookup_runs(inp: PlanInput) -> list[tuple[int, int, int]] | None:
 def validate_limits(inp: PlanInput, rules: VllmRules) -> None:
     """ModelConfig's max_model_len check (`_get_and_verify_max_len`), SchedulerConfig's own
     checks (vllm/config/scheduler.py `_verify_args`) and VllmConfig's speculative token budget
-    (`_set_max_num_scheduled_tokens`)."""
+    (`_set_max_num_scheduled_tokens`), and CacheConfig's `cache_dtype` literal (the release's
+    `CacheDType`)."""
+    if inp.kv_cache_dtype not in rules.kv_cache_dtypes:
+        raise Rejected("kv_cache_dtype", kv_cache_dtype_message(inp.kv_cache_dtype, rules))
     derived = inp.model.derived_max_model_len
     if derived is not None and inp.max_model_len > derived:
         raise Rejected(
@@ -899,6 +902,7 @@ def build_plan(
         piecewise_pieces=_pieces(inp, graphs),
         assumed=assumed_defaults(inp, rules, mode.value, runner),
         kv_bytes_per_token=kv_bytes_per_token(inp),
+        kv_withheld=kv_withheld(inp),
         graph_memory_reserved=runner != "v2" or rules.v2_reserves_cudagraph_memory or mode is Mode.NONE,
         compilation_mode=cap.decision.compilation.name,
         breakable_cudagraphs=cap.decision.compilation.breakable,

@@ -137,7 +137,8 @@ def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
     fitted = (
         f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
         f"TP <= {c.validated_tensor_parallel_max}, {'/'.join(c.fitted_model_kinds)} models, "
-        f"hidden size {lo}..{hi}{_experts_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO"
+        f"hidden size {lo}..{hi}{_experts_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO, "
+        "unquantised weights, kv_cache_dtype auto"
     )
     widen: list[str] = []
     withhold: list[str] = []
@@ -145,8 +146,14 @@ def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
     if inp.gpu is not None and (fitted_platform is None or inp.gpu != fitted_platform.value):
         # a platform family: H100 and H200 both read "hopper" and count as the fitted GPU's family
         widen.append(f"GPU platform {inp.gpu} (fitted on {c.gpu})")
+    elif inp.gpu_name and inp.gpu_name != c.gpu:
+        widen.append(f"GPU {inp.gpu_name} (fitted on {c.gpu})")
     if inp.target.dtype not in c.fitted_dtypes:
         widen.append(f"dtype {inp.target.dtype}")
+    if inp.target.quantization:
+        widen.append(f"quantization {inp.target.quantization} (fitted: unquantised weights)")
+    if inp.kv_cache_dtype not in ("auto", inp.target.dtype):
+        widen.append(f"kv_cache_dtype {inp.kv_cache_dtype} (fitted: auto)")
     if inp.tensor_parallel_size > c.validated_tensor_parallel_max:
         widen.append(f"TP {inp.tensor_parallel_size} > {c.validated_tensor_parallel_max}")
     if not lo <= inp.target.hidden_size <= hi:
@@ -259,6 +266,11 @@ class CostInput:
     """Other features the fit did not see (name, on): EP, LoRA, DBO."""
     withheld: tuple[str, ...] = ()
     """What the model has no term for in this plan (Plan.cost_withheld): no figure."""
+    gpu_name: str = ""
+    """The GPU by name where one was given ("": the platform family only)."""
+    kv_cache_dtype: str = "auto"
+    """`cache_config.cache_dtype`: a KV cache in another dtype than the model's runs other
+    attention kernels (fp8 KV: FA3's fp8 path, a descale per layer), which no capture measured."""
 
 
 def predict_cost(
@@ -465,6 +477,8 @@ def cost_input_for(
             (f"speculative method {method}", method in UNMEASURED_METHODS),
         ),
         withheld=withheld,
+        kv_cache_dtype=inp.kv_cache_dtype,
+        gpu_name=inp.gpu_name,
     )
 
 

@@ -281,6 +281,23 @@ def _query_len_for(plan: Plan, n: int) -> int:
     return plan.uniform_decode_query_len
 
 
+def latency_withheld(c: LatencyCoefficients, inp: PlanInput) -> tuple[str, ...]:
+    """The axes of the measured domain `inp` is outside of where no step time is given: a step
+    time is the measured GPU's (another platform or GPU by name has other bandwidth and launch
+    costs: H100, L40S, A10G, RTX PRO 6000 and B200 would all read H200's figures) and the measured
+    weights' (a quantised checkpoint reads fewer bytes per weight through other GEMM kernels).
+    Empty: the figure is given, with `domain_caveats` for what widens it."""
+    out: list[str] = []
+    measured_on = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
+    if measured_on is None or inp.platform is not measured_on:
+        out.append(f"GPU platform {inp.platform.value} (measured on {c.gpu})")
+    elif inp.gpu_name and inp.gpu_name != c.gpu:
+        out.append(f"GPU {inp.gpu_name} (measured on {c.gpu})")
+    if inp.model.quantization:
+        out.append(f"quantization {inp.model.quantization} (measured: unquantised {c.gpu} weights)")
+    return tuple(out)
+
+
 def _shape_caveats(c: LatencyCoefficients, inp: PlanInput, model_runner: str | None) -> list[str]:
     """Where the model, runner or parallelism of `inp` lies outside what was measured."""
     m = inp.model
@@ -308,6 +325,12 @@ def _shape_caveats(c: LatencyCoefficients, inp: PlanInput, model_runner: str | N
         out.append("MoE / MLA models were not measured (the model is for dense attention)")
     if inp.tensor_parallel_size > 1:
         out.append("tensor parallel was not measured (the model is for one GPU)")
+    if inp.model.dtype not in ("bfloat16", "auto"):
+        out.append(f"dtype {inp.model.dtype} was not measured (bfloat16 only)")
+    if inp.kv_cache_dtype not in ("auto", inp.model.dtype):
+        out.append(
+            f"kv_cache_dtype {inp.kv_cache_dtype} was not measured (auto only: other attention kernels)"
+        )
     spec = inp.speculative
     if spec is not None and spec.method not in DRAFTER_METHODS:
         out.append(f"speculative method {spec.method} was not measured (its proposer is not modelled)")

@@ -180,6 +180,49 @@ class VllmRules:
     )
     """VllmConfig's refusal of an explicit async_scheduling with a method it does not overlap (suffix
     decoding); `{method}` is the method (0.33 words it for the V1 runner)."""
+    kv_cache_dtypes: tuple[str, ...] = (
+        "auto",
+        "float16",
+        "bfloat16",
+        "fp8",
+        "fp8_e4m3",
+        "fp8_e5m2",
+        "fp8_inc",
+        "fp8_ds_mla",
+        "turboquant_k8v4",
+        "turboquant_4bit_nc",
+        "turboquant_k3v4_nc",
+        "turboquant_3bit_nc",
+        "int4_per_token_head",
+        "int8_per_token_head",
+        "fp8_per_token_head",
+        "nvfp4",
+    )
+    """vllm/config/cache.py `CacheDType`'s members, in vLLM's order (`typing.get_args`, recorded by
+    scripts/oracle/kv_cache_dtypes.py into tests/data/kv_cache_dtypes.json); any other
+    `kv_cache_dtype` is refused by CacheConfig."""
+    kv_cache_dtype_validator: bool = False
+    """CacheConfig refuses an unknown cache_dtype through its own validator ("Invalid kv_cache_dtype:
+    ... Valid values are: [...]", 0.33+) instead of pydantic's Literal check ("Input should be ...")."""
+
+
+def _insert_after(values: tuple[str, ...], anchor: str, *new: str) -> tuple[str, ...]:
+    """`values` with `new` inserted after `anchor` (vLLM's order of a Literal's members)."""
+    i = values.index(anchor) + 1
+    return (*values[:i], *new, *values[i:])
+
+
+def kv_cache_dtype_message(value: str, rules: VllmRules) -> str:
+    """CacheConfig's refusal of a `cache_dtype` outside the release's `CacheDType`, in vLLM's words
+    (pydantic's Literal error up to 0.32, CacheConfig's own validator from 0.33).
+
+    >>> kv_cache_dtype_message("fp4x", rules_for("0.26.0"))[:40]
+    "Input should be 'auto', 'float16', 'bflo"
+    """
+    names = rules.kv_cache_dtypes
+    if rules.kv_cache_dtype_validator:
+        return f"Value error, Invalid kv_cache_dtype: {value!r}. Valid values are: {list(names)}"
+    return "Input should be " + ", ".join(f"'{n}'" for n in names[:-1]) + f" or '{names[-1]}'"
 
 
 _V0_26 = VllmRules(
@@ -280,6 +323,8 @@ _r = _release(
     replace(
         _r,
         version="0.28.0",
+        # vllm/config/cache.py CacheDType gains nvfp4_4over6
+        kv_cache_dtypes=(*_r.kv_cache_dtypes, "nvfp4_4over6"),
         sm100_ceiling_1024=True,
         spec_budget_check="delta",
         v2_multi_module_mtp=True,
@@ -327,6 +372,8 @@ _r = _release(
     replace(
         _r,
         version="0.30.0",
+        # CacheDType gains nvfp4_ds_mla (after fp8_ds_mla)
+        kv_cache_dtypes=_insert_after(_r.kv_cache_dtypes, "fp8_ds_mla", "nvfp4_ds_mla"),
         non_compile_keeps_full_decode=True,
         v2_piecewise_needs_compiled_model=True,
         breakable_full_is_full=True,
@@ -374,6 +421,8 @@ _r = _release(
     replace(
         _r,
         version="0.32.0",
+        # CacheDType gains ultraquant_4bit (after turboquant_3bit_nc)
+        kv_cache_dtypes=_insert_after(_r.kv_cache_dtypes, "turboquant_3bit_nc", "ultraquant_4bit"),
         v2_stock_compile_no_graphs=True,
         v2_stock_compile_unsupported=False,
         sequence_parallel=False,
@@ -388,6 +437,11 @@ _r = _release(
     replace(
         _r,
         version="0.33.0",
+        # CacheDType gains the octave layouts; CacheConfig validates cache_dtype itself
+        kv_cache_dtypes=_insert_after(
+            _r.kv_cache_dtypes, "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3", "octave_k3v3_compact"
+        ),
+        kv_cache_dtype_validator=True,
         fa4_always=True,
         flashinfer_fa2_native_below_sm90=True,
         v1_pp_async_message="async",

@@ -184,6 +184,7 @@ _V0_26 = serve_flags(
         serve_flag("dbo_prefill_token_threshold", role=READ),
         serve_flag("async_scheduling", arity="bool", role=READ),
         serve_flag("all2all_backend", role=READ),
+        serve_flag("kv_cache_dtype", role=READ),  # issue 29: KV bytes per token, the domain
         # neutral: nothing cgplan predicts depends on them (the module docstring says what that is)
         serve_flag("aggregate_engine_logging", arity="none", role=IGNORED),
         serve_flag("allow_credentials", arity="bool", role=IGNORED),
@@ -407,7 +408,6 @@ _V0_26 = serve_flags(
         serve_flag("hf_overrides", role=UNMODELLED, affects=(MODEL,)),
         serve_flag("ir_op_priority", role=UNMODELLED, affects=(CAPTURE,)),
         serve_flag("kernel_config", role=UNMODELLED, affects=(CAPTURE,)),
-        serve_flag("kv_cache_dtype", role=UNMODELLED, default="auto", affects=(CAPTURE, KV)),
         serve_flag("kv_cache_dtype_skip_layers", arity="many", role=UNMODELLED, affects=(CAPTURE, KV)),
         serve_flag("kv_offloading_backend", role=UNMODELLED, default="native", affects=(CAPTURE,)),
         serve_flag("kv_offloading_size", role=UNMODELLED, affects=(CAPTURE,)),

@@ -181,6 +181,7 @@ def plan_to_dict(
         if plan.cost and plan.cost.domain.figure
         else None,
         "predicted_latency": latency_to_dict(plan.latency),
+        **({"latency_withheld": list(plan.latency_withheld)} if plan.latency_withheld else {}),
         "uniform_decode": {
             str(ql): [range_to_dict(r, "reqs") for r in ranges]
             for ql, ranges in sorted(plan.uniform_decode.items())
@@ -214,6 +215,7 @@ def plan_to_dict(
             or not plan.cost.graphs
             or not plan.graph_memory_reserved
             else int(plan.cost.total_mib * (1 << 20) // plan.kv_bytes_per_token),
+            **({"withheld": plan.kv_withheld} if plan.kv_withheld else {}),
         },
         "gaps": [
             {

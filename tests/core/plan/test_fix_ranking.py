@@ -51,6 +51,8 @@ def test_every_first_fix_is_not_slower_than_its_gaps_and_pads_sanely() -> None:
     fixed = 0
     for path, plan in plans:
         lat = plan.latency
+        if lat is None and plan.latency_withheld:
+            continue  # issue 29: off the measured GPU no step time is given, so nothing is ranked on one
         assert lat is not None, path
         timed = {f.fix: f for f in lat.fixes}
         for i, f in enumerate(plan.fixes):
