@@ -302,25 +302,17 @@ def mutated_file(file: Path, mutant: Mutant) -> Iterator[None]:
             raise RuntimeError(f"{file}: not restored")
 
 
-COPIED = (
-    "cgplan",
-    "tests",
-    "configs",
-    "benchmarks/configs",
-    "pyproject.toml",
-    "scripts",
-    "README.md",
-    "docs",
-)
+SKIPPED = {".venv", ".git", ".cache", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
 def make_tree(dest: Path) -> Path:
-    """A private copy of what the tests read, without bytecode caches (a stale .pyc would hide a mutant)."""
+    """A private copy of the tree (no venv, git or caches: a stale .pyc would hide a mutant)."""
     dest.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
-    for name in COPIED:
-        src = ROOT_DIR / name
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+    for src in sorted(ROOT_DIR.iterdir()):
+        name = src.name
+        if name in SKIPPED:
+            continue
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
         elif src.exists():
