@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz
+.PHONY: help plan test test-gpu lint bench golden oracle-venvs clean install gate-examples ci fuzz mutate
 
 # EXTRAS=dev,ray adds Ray (what .ci/run installs: the Ray path of `capture` runs in CI, else skips)
 EXTRAS ?= dev
@@ -96,3 +96,12 @@ fuzz: $(STAMP)
 		FUZZ_SEED=$$seed FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_SHARD=$$i/$(FUZZ_JOBS) \
 			$(BIN)/python -m pytest -m fuzz tests/fuzz -p no:cacheprovider -q & pids="$$pids $$!"; \
 	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+
+## mutate: seeded AST mutants of the rule modules, the fix search (gaps), the gate and the log parser, each
+## run against the tests that cover it in private tree copies (docs/mutation.md); writes
+## benchmarks/results/mutation.json (MUTATE_SEED=N, MUTATE_PER_MODULE=N, MUTATE_JOBS=N)
+MUTATE_SEED ?= 35
+MUTATE_PER_MODULE ?= 6
+MUTATE_JOBS ?= 2
+mutate: $(STAMP)
+	$(BIN)/python scripts/mutate.py --seed $(MUTATE_SEED) --per-module $(MUTATE_PER_MODULE) --jobs $(MUTATE_JOBS)
