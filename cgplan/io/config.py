@@ -580,6 +580,8 @@ def _quant_method(hf: Mapping[str, Any], text: Mapping[str, Any]) -> str:
         q = d.get("quantization_config")
         if isinstance(q, Mapping) and isinstance(q.get("quant_method"), str):
             return str(q["quant_method"])
+        if q:  # quantised, by a method cgplan cannot read: outside the domain, never "unquantised"
+            return "unreadable quantization_config"
     return ""
 
 
