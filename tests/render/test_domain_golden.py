@@ -122,3 +122,23 @@ def test_a_quantised_kv_layout_withholds_the_kv_figure_by_name() -> None:
     assert kv["bytes_per_token"] is None and kv["graph_memory_tokens"] is None
     assert kv["withheld"] == "kv_cache_dtype turboquant_k8v4's quantised layout is not modelled"
     assert "KV-cache tokens not predicted: kv_cache_dtype turboquant_k8v4" in text
+
+
+@pytest.mark.parametrize("quant", [{"quant_method": 5}, {"bits": 4, "group_size": 128}])
+def test_an_unreadable_quantization_config_is_outside_the_domain(quant: object, tmp_path: Path) -> None:
+    """A quantization_config whose quant_method cgplan cannot read is still a quantised checkpoint:
+    outside the validated domain with no step time, never planned as unquantised weights."""
+    hf = json.loads((DOMAIN / "models" / "llama-8b-fp8-weights" / "config.json").read_text())
+    hf["quantization_config"] = quant
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(hf))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"model: {tmp_path / 'model'}\nmax_num_seqs: 64\n"
+        "cgplan:\n  vllm_version: 0.33.0\n  platform: hopper\n"
+    )
+    _, plan = plan_file(cfg)
+    text = render(plan, OutputFormat.table, source="c.yaml", width=1000)
+    assert "inside the validated domain" not in text
+    assert "quantization unreadable quantization_config (fitted: unquantised weights)" in text
+    assert plan.latency is None
