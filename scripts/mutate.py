@@ -460,6 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k, v in counts.items():
             group[k] += v
     document = {
+        "kind": "cgplan-mutation",
         "schema_version": SCHEMA_VERSION,
         "seed": args.seed,
         "per_module": args.per_module,

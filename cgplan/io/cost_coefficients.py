@@ -135,6 +135,15 @@ def _tuple_field(name: str, v: object, source: str) -> tuple[Any, ...]:
                 source=source,
             )
         return (v[0], v[1])
+    if name == "fitted_regimes":
+        from cgplan.core.predict.cost import REGIMES
+
+        bad = [x for x in v if x not in REGIMES]
+        if bad:
+            raise ConfigError(
+                name, f"unknown regime {preview(bad[0])} (known: {', '.join(REGIMES)})", source=source
+            )
+        return tuple(v)
     if len(v) > _MAX_NAMES or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in v):
         raise ConfigError(name, f"expected a list of names (got {preview(v)})", source=source)
     return tuple(v)

@@ -103,6 +103,31 @@ class CostCoefficients:
     """Routed-expert counts of the fitted MoE targets ((0, 0): no MoE target was fitted)."""
     fitted_model_runners: tuple[str, ...] = ("v1", "v2")
     """Model runners the fit measured (the other's FULL-pool base and warmups are then copies)."""
+    piecewise_pool_small_mib: float = 0.0
+    """Pool of the largest target PIECEWISE graph when every tensor of its pieces is a small
+    allocation (<= 1 MiB, `SMALL_ALLOCATION_MIB`): PyTorch's caching allocator serves those from
+    2 MiB blocks, not the 20 MiB segments behind `piecewise_pool_base_mib` (measured 2-4 MiB at
+    16-32 tokens, benchmarks/results/h200/memory29). Used only where `fitted_regimes` names
+    "small_piecewise_pool"."""
+    full_alone_pool_per_piecewise: float = 0.0
+    """V1 with no target PIECEWISE graph (cudagraph_mode FULL_DECODE_ONLY or FULL): V1 captures
+    into one global pool, and in FULL_AND_PIECEWISE the FULL graphs reuse the intermediates the
+    PIECEWISE graphs reserved; alone, the first FULL graph reserves them itself. This is that
+    extra, per MiB of what the PIECEWISE pool of its size would be. Used only where
+    `fitted_regimes` names "full_without_piecewise_v1"."""
+    fitted_regimes: tuple[str, ...] = ()
+    """Allocator regimes the fit measured (REGIMES); a plan in a regime not named here keeps the
+    other terms and gets the wider band."""
+
+
+SMALL_ALLOCATION_MIB = 1.0
+"""PyTorch's caching allocator serves requests up to 1 MiB (kSmallSize) from 2 MiB blocks, and
+larger ones from 20 MiB segments (up to 10 MiB) or their own rounded segments."""
+REGIMES = {
+    "small_piecewise_pool": "a PIECEWISE ladder whose largest graph holds only small (<= 1 MiB) tensors",
+    "full_without_piecewise_v1": "V1 FULL graphs without PIECEWISE graphs (FULL_DECODE_ONLY / FULL)",
+}
+"""Regimes the cost model has a term for only once a fit measured them (CostCoefficients.fitted_regimes)."""
 
 
 OUTSIDE_BAND_FACTOR = 2.0
@@ -131,8 +156,9 @@ def _experts_text(c: CostCoefficients) -> str:
     return f", {lo} routed experts" if lo == hi else f", {lo}..{hi} routed experts"
 
 
-def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
-    """The domain check of one prediction (every dimension the fit fixed)."""
+def cost_domain(inp: CostInput, c: CostCoefficients, regimes: tuple[str, ...] = ()) -> CostDomain:
+    """The domain check of one prediction (every dimension the fit fixed); `regimes`: the
+    allocator regimes (REGIMES) the plan's graphs are in."""
     lo, hi = c.hidden_size_range
     fitted = (
         f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
@@ -170,6 +196,7 @@ def cost_domain(inp: CostInput, c: CostCoefficients) -> CostDomain:
     if inp.decode_context_parallel_size > 1:
         widen.append(f"DCP {inp.decode_context_parallel_size}")
     widen += [name for name, on in inp.features if on]
+    widen += [f"{REGIMES[r]}: not measured" for r in regimes if r not in c.fitted_regimes]
     kinds = [k for k in model_kinds(inp.target) if k not in c.fitted_model_kinds]
     if kinds:
         withhold.append(f"{'+'.join(kinds).upper()} layers (fitted: {'/'.join(c.fitted_model_kinds)} only)")
@@ -208,6 +235,24 @@ def dense_mlp_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int)
         return 0.0
     width = 2 * shape.intermediate_size // max(1, tensor_parallel_size)
     return num_tokens * width * DTYPE_BYTES.get(shape.dtype, 2) / MIB
+
+
+def largest_piece_tensor_mib(num_tokens: int, shape: ModelShape, tensor_parallel_size: int) -> float:
+    """The widest tensor a compiled piece of `num_tokens` tokens allocates: the hidden state, the
+    fused QKV output, or a dense MLP's gate_up output (a dense model's, or an MoE model's dense
+    layers'; routed experts work in vLLM's WorkspaceManager, outside the pool)."""
+    tp = max(1, tensor_parallel_size)
+    qkv = (shape.num_attention_heads + 2 * shape.num_key_value_heads) * shape.head_dim // tp
+    mlp = 0 if shape.is_moe else 2 * shape.intermediate_size // tp
+    width = max(shape.hidden_size, qkv, mlp)
+    return max(
+        num_tokens * width * DTYPE_BYTES.get(shape.dtype, 2) / MIB, dense_mlp_mib(num_tokens, shape, tp)
+    )
+
+
+def small_piecewise_pool(num_tokens: int, shape: ModelShape, tensor_parallel_size: int) -> bool:
+    """Whether a PIECEWISE graph of `num_tokens` holds only small allocations (SMALL_ALLOCATION_MIB)."""
+    return largest_piece_tensor_mib(num_tokens, shape, tensor_parallel_size) <= SMALL_ALLOCATION_MIB
 
 
 def accumulator_width(shape: ModelShape) -> int:
@@ -312,7 +357,7 @@ def predict_cost(
             warmup += c.warmup_mib_drafter
     total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
     capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
-    domain = cost_domain(inp, c) if costs else CostDomain(fitted="")
+    domain = cost_domain(inp, c, graph_regimes(graphs, inp)) if costs else CostDomain(fitted="")
     return CostPrediction(
         graphs=tuple(costs),
         by_family_mode=by_fm,
@@ -340,13 +385,16 @@ def _graph_costs(
             layers = -(-shape.num_hidden_layers // inp.pipeline_parallel_size)
             shape = replace(shape, num_hidden_layers=layers)
         pieces = shape.num_hidden_layers + 1
+        alone = family == "target" and _full_alone(items, inp)
         seen: set[str] = set()
         per_mode: dict[str, tuple[float, float]] = {}  # execution and capture cost: the mode's alone
         for mode, tokens in items:
             pool = 0.0
             if mode not in seen:
                 seen.add(mode)
-                pool = _pool_mib(c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib)
+                pool = _pool_mib(
+                    c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib, alone
+                )
                 if mode == "FULL":
                     full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
                 elif family == "target":
@@ -386,6 +434,36 @@ def predict_totals(
     return CostTotals(total, c.capture_overhead_s + sum(g[5] for g in parts) / 1000)
 
 
+def _full_alone(items: Sequence[tuple[str, int]], inp: CostInput) -> bool:
+    # V1's one global pool without a PIECEWISE graph of the target to share intermediates with
+    return inp.model_runner == "v1" and not any(m == "PIECEWISE" for m, _ in items)
+
+
+def graph_regimes(graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput) -> tuple[str, ...]:
+    """The allocator regimes (REGIMES) the target's graphs are in."""
+    items = graphs.get("target", ())
+    out = []
+    pw = [t for m, t in items if m == "PIECEWISE"]
+    if pw and small_piecewise_pool(max(pw), inp.target, inp.tensor_parallel_size):
+        out.append("small_piecewise_pool")
+    if any(m == "FULL" for m, _ in items) and _full_alone(items, inp):
+        out.append("full_without_piecewise_v1")
+    return tuple(out)
+
+
+def _piecewise_need(c: CostCoefficients, tokens: int, shape: ModelShape, inp: CostInput) -> float:
+    # the largest target PIECEWISE graph's pool: small allocations only, or 20 MiB segments on
+    if "small_piecewise_pool" in c.fitted_regimes and small_piecewise_pool(
+        tokens, shape, inp.tensor_parallel_size
+    ):
+        return c.piecewise_pool_small_mib
+    return (
+        c.piecewise_pool_base_mib
+        + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
+        + c.piecewise_pool_per_dense_mlp_activation * dense_mlp_mib(tokens, shape, inp.tensor_parallel_size)
+    )
+
+
 def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
     # Token-width product of a FULL graph's accumulators: a later FULL graph fits in the freed
     # accumulators of an earlier one when this is no larger.
@@ -401,17 +479,13 @@ def _pool_mib(
     inp: CostInput,
     earlier_full: int,
     target_piecewise_mib: float = 0.0,
+    alone: bool = False,
 ) -> float:
     if mode == "PIECEWISE":
         # V1's one global pool (the V2 runner's drafters measured their own pools: dense set)
         shared_pool = c.drafter_in_target_pool and inp.model_runner == "v1"
         if family == "target" or shared_pool:
-            need = (
-                c.piecewise_pool_base_mib
-                + c.piecewise_pool_per_activation * activation_mib(tokens, shape)
-                + c.piecewise_pool_per_dense_mlp_activation
-                * dense_mlp_mib(tokens, shape, inp.tensor_parallel_size)
-            )
+            need = _piecewise_need(c, tokens, shape, inp)
             # one pool: a drafter's graphs reuse what the target's largest graph reserved
             return need if family == "target" else max(0.0, need - target_piecewise_mib)
         return c.drafter_piecewise_pool_base_mib + c.drafter_piecewise_pool_per_activation * activation_mib(
@@ -420,6 +494,8 @@ def _pool_mib(
     splits = c.split_kv_splits if inp.attention_backend in c.split_kv_backends else 0
     if family == "target" or not earlier_full:
         base = c.full_pool_base_mib_v1 if inp.model_runner == "v1" else c.full_pool_base_mib_v2
+        if alone and family == "target" and "full_without_piecewise_v1" in c.fitted_regimes:
+            base += c.full_alone_pool_per_piecewise * _piecewise_need(c, tokens, shape, inp)
         return base + split_kv_mib(tokens, shape, inp.tensor_parallel_size, splits)
     # A drafter's FULL graphs come after the target's: the pool already holds accumulators
     # that large, freed at the end of the target's capture, and only an excess grows it.

@@ -15,11 +15,14 @@ from cgplan.core.predict.cost import (
     CostCoefficients,
     CostInput,
     _exec_mib,
+    _full_alone,
+    _piecewise_need,
     activation_mib,
     dense_mlp_mib,
     model_kinds,
     predict_cost,
     shared_expert_layers,
+    small_piecewise_pool,
     split_kv_mib,
 )
 
@@ -194,20 +197,32 @@ def fit_coefficients(
     warm: dict[str, list[float]] = {"v1": [], "v2": []}
     warm_drafter: list[tuple[str, float]] = []
     overhead_s: list[float] = []
+    small_pw: list[float] = []  # target PIECEWISE pools of small allocations only
+    alone_full: list[tuple[CostObservation, int, float]] = []  # V1 FULL without PIECEWISE: pool - kv
     for o in observations:
         groups = _groups(o)
+        target_items = [(g.mode, g.num_tokens) for g in o.graphs if g.family == "target"]
         for (family, mode), gs in groups.items():
             pool = sum(g.nvml_bytes for g in gs) / MIB - sum(exec_of(o, family, mode, g) for g in gs)
             shape = o.inp.target if family == "target" else o.inp.drafter
             act = activation_mib(gs[0].num_tokens, shape)
-            if family == "target" and mode == "PIECEWISE":
+            if (
+                family == "target"
+                and mode == "PIECEWISE"
+                and small_piecewise_pool(gs[0].num_tokens, shape, o.inp.tensor_parallel_size)
+            ):
+                small_pw.append(pool)
+            elif family == "target" and mode == "PIECEWISE":
                 dense_mlp = dense_mlp_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size)
                 pw_rows.append([1.0, act] + ([dense_mlp] if with_dense_mlp else []))
                 pw_y.append(pool)
             elif family == "target" and mode == "FULL":
                 splits = 32 if o.inp.attention_backend in SPLIT_KV_BACKENDS else 0
                 kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
-                full_base[o.inp.model_runner].append(pool - kv)
+                if _full_alone(target_items, o.inp):
+                    alone_full.append((o, gs[0].num_tokens, pool - kv))
+                else:
+                    full_base[o.inp.model_runner].append(pool - kv)
             elif family != "target" and mode == "PIECEWISE":
                 dpw_rows.append([1.0, act])
                 dpw_y.append(pool)
@@ -236,7 +251,27 @@ def fit_coefficients(
     fb = {r: _med(v, f"target FULL graphs on runner {r}") if v else None for r, v in full_base.items()}
     fb_known = [x for x in fb.values() if x is not None]
     if not fb_known:
-        raise FitError("no report with target FULL graphs")
+        raise FitError("no report with target FULL graphs beside PIECEWISE ones")
+    regimes = tuple(
+        name
+        for name, seen in (("small_piecewise_pool", small_pw), ("full_without_piecewise_v1", alone_full))
+        if seen
+    )
+    fb_v1 = fb["v1"] if fb["v1"] is not None else fb_known[0]
+    pw_terms = replace(
+        draft,
+        piecewise_pool_base_mib=pw_base,
+        piecewise_pool_per_activation=pw_slope,
+        piecewise_pool_per_dense_mlp_activation=pw_dense[0] if pw_dense else 0.0,
+        piecewise_pool_small_mib=_med(small_pw, "a small PIECEWISE pool") if small_pw else 0.0,
+        fitted_regimes=regimes,
+    )
+    # the V1 FULL-alone extra, per MiB of the PIECEWISE pool its largest graph would have had
+    alone_ratios = [
+        (extra - fb_v1) / need
+        for o, tokens, extra in alone_full
+        if (need := _piecewise_need(pw_terms, tokens, o.inp.target, o.inp)) > 0
+    ]
     widths = [o.inp.target.hidden_size for o in observations]
     kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
     experts = [o.inp.target.num_routed_experts for o in observations if o.inp.target.is_moe]
@@ -251,7 +286,7 @@ def fit_coefficients(
         draft,
         piecewise_pool_base_mib=pw_base,
         piecewise_pool_per_activation=pw_slope,
-        full_pool_base_mib_v1=fb["v1"] if fb["v1"] is not None else fb_known[0],
+        full_pool_base_mib_v1=fb_v1,
         full_pool_base_mib_v2=fb["v2"] if fb["v2"] is not None else fb_known[0],
         drafter_piecewise_pool_base_mib=d_base,
         drafter_piecewise_pool_per_activation=d_slope,
@@ -269,6 +304,11 @@ def fit_coefficients(
         routed_experts_range=(min(experts), max(experts)) if experts else (0, 0),
         validated_tensor_parallel_max=tp_max,
         fitted_model_runners=tuple(sorted({o.inp.model_runner for o in observations})),
+        piecewise_pool_small_mib=pw_terms.piecewise_pool_small_mib,
+        full_alone_pool_per_piecewise=max(0.0, _med(alone_ratios, "a V1 FULL-alone pool"))
+        if alone_ratios
+        else 0.0,
+        fitted_regimes=regimes,
     )
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]

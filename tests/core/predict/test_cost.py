@@ -45,9 +45,15 @@ H200 = ROOT / "benchmarks/results/h200"
 SHIPPED = load_coefficients(DEFAULT_COEFFICIENTS)
 
 
+MEMORY29 = H200 / "memory29"
+"""Issue 29's memory suite (on an H100: the same pools as the H200, see ctl-llama3b-mns128)."""
+
+
 def _report(name: str) -> Path:
-    direct = H200 / f"{name}.json"
-    return direct if direct.is_file() else H200 / "cost" / f"{name}.json"
+    for folder in (H200, H200 / "cost", MEMORY29):
+        if (folder / f"{name}.json").is_file():
+            return folder / f"{name}.json"
+    return H200 / "cost" / f"{name}.json"
 
 
 def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
@@ -55,7 +61,16 @@ def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
 
 
 FIT = list(SHIPPED.fitted_on)
-HELD_OUT = [*sorted(p.stem for p in (H200 / "cost").glob("test-*.json")), "med-llama-mns256-optimized-vllm"]
+DENSE_MEMORY29 = [
+    "test-qwen14b-mns1024-mbt16k-vllm",
+    "test-llama3b-mns768-max768-mbt4k-vllm",
+    "ctl-llama3b-mns128-vllm",
+]
+HELD_OUT = [
+    *sorted(p.stem for p in (H200 / "cost").glob("test-*.json")),
+    "med-llama-mns256-optimized-vllm",
+    *DENSE_MEMORY29,
+]
 
 
 def test_shipped_coefficients_are_the_fit_of_the_committed_reports() -> None:
