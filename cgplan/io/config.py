@@ -673,6 +673,7 @@ def read_model_shape(folder: Path, path: str) -> ModelShape:
         is_encoder_decoder=enc_dec,
         other_layer_kinds=kind[0],
         sliding_window_layers=kind[1],
+        layer_type_names=_layer_type_names(text),
         sparse_attention=text.get("index_topk") is not None,
         hidden_size=hidden,
         num_hidden_layers=layers,
@@ -743,6 +744,14 @@ _STATE_MODEL_TYPES = {
     "minimax_m1": "linear_attention",
 }
 _ATTENTION_LAYERS = ("attention", "full_attention", "sliding_attention")
+
+
+def _layer_type_names(text: Mapping[str, Any]) -> tuple[str, ...] | None:
+    # what vLLM's ModelConfig.is_hybrid reads: `layer_types`, None when absent
+    layer_types = text.get("layer_types")
+    if not isinstance(layer_types, list):
+        return None
+    return tuple(sorted({str(t) for t in layer_types}))
 
 
 def _layer_kinds(hf: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, ...], int]:
@@ -917,7 +926,7 @@ def _parse_document(
         model_path, model_key = _local_path(model_value, base_dir, "model"), "model"
     shape = read_model_shape(model_path, model_key)
     runner_kind = _runner(doc.get("runner"), shape, model_path, notes)
-    why = refusal(shape, runner_kind)
+    why = refusal(shape, runner_kind, rules_for(version))
     if why is not None:
         raise _err(model_key, why)
 

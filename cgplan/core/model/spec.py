@@ -94,6 +94,10 @@ class ModelShape:
     attention-only model."""
     sliding_window_layers: int = field(default=0, metadata=_IF_SET)
     """Layers `layer_types` marks "sliding_attention" (a second KV-cache group of the same backend)."""
+    layer_type_names: tuple[str, ...] | None = field(default=None, metadata=_IF_SET)
+    """The distinct names in config.json's `layer_types` (None: no such list): vLLM's
+    `ModelConfig.is_hybrid` calls an IsHybrid class no hybrid when they are all attention
+    (granite-4.0-micro; VllmRules.hybrid_attention_layer_types)."""
     sparse_attention: bool = field(default=False, metadata=_IF_SET)
     """DeepSeek sparse attention (`index_topk` in config.json: DeepSeek-V3.2, GLM-5)."""
 

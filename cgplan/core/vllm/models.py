@@ -35,6 +35,65 @@ qwen3.py, qwen2_moe.py, qwen3_moe.py, deepseek_v2.py, glm4_moe.py, mixtral.py, g
 whisper.py in 0.26-0.33) and whose configs cgplan reads: the memory figure and the KV bytes are
 given for them. Another attention-only decoder is planned as compiled, with both withheld."""
 
+HYBRID_ARCHITECTURES = frozenset(
+    {
+        "AliceAIForCausalLM",
+        "BailingMoeV2_5ForCausalLM",
+        "BailingMoeV3ForCausalLM",
+        "BailingMoeV3VLForConditionalGeneration",
+        "ClefFlashForJointSchema",
+        "ColBERTLfm2Model",
+        "ColQwen3_5",
+        "FalconH1ForCausalLM",
+        "Glm5NextForCausalLM",
+        "Glm5NextForConditionalGeneration",
+        "GraniteMoeHybridForCausalLM",
+        "InternS2MobiusForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
+        "JambaForCausalLM",
+        "JambaForSequenceClassification",
+        "KimiK3ForConditionalGeneration",
+        "KimiLinearForCausalLM",
+        "Lfm2ForCausalLM",
+        "Lfm2MoeForCausalLM",
+        "Lfm2VlForConditionalGeneration",
+        "MiniCPMOcrForConditionalGeneration",
+        "MiniCPMV4_6ForConditionalGeneration",
+        "MiniCPMV4_7ForConditionalGeneration",
+        "NemotronHForCausalLM",
+        "NemotronHPuzzleForCausalLM",
+        "NemotronH_Nano_Omni_Reasoning_V3",
+        "NemotronH_Nano_VL_V2",
+        "NemotronH_Omni_Reasoning_V3",
+        "NemotronH_Super_Omni_Reasoning_V3",
+        "OlmoHybridForCausalLM",
+        "Plamo2ForCausalLM",
+        "Qwen3NextForCausalLM",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen4ExpForCausalLM",
+        "Qwen4ExpForConditionalGeneration",
+        "Zamba2ForCausalLM",
+    }
+)
+"""Architectures whose vLLM class is an `IsHybrid` (attention beside Mamba, linear-attention,
+short-conv or GDN state layers) in any of 0.26.0-0.33.0: the union of the registry read by
+scripts/oracle/model_kinds.py (tests/data/oracle-model-kinds/). vLLM takes this from the class,
+so a config.json whose keys do not show the state layers is one all the same."""
+
+ATTENTION_FREE_ARCHITECTURES = frozenset(
+    {
+        "FalconMambaForCausalLM",
+        "Mamba2ForCausalLM",
+        "MambaForCausalLM",
+        "PrithviGeoSpatialMAE",
+        "Terratorch",
+    }
+)
+"""Architectures whose vLLM class is an `IsAttentionFree` in any of 0.26.0-0.33.0 (the same files)."""
+
 ENCODER_DECODER_ARCHITECTURES = frozenset({"WhisperForConditionalGeneration"})
 """Encoder-decoder architectures cgplan plans (checked against vLLM's code: corpus `encdec-*`)."""
 
@@ -67,8 +126,9 @@ def suffix_runner(architecture: str) -> str | None:
     return None
 
 
-def refusal(shape: ModelShape, runner: str) -> str | None:
-    """Why cgplan does not plan this model under `runner`, naming it; None when it does."""
+def refusal(shape: ModelShape, runner: str, rules: VllmRules | None = None) -> str | None:
+    """Why cgplan does not plan this model under `runner` with `rules`' release, naming it; None
+    when it does."""
     name = shape.architecture
     if shape.other_layer_kinds:
         kinds = " and ".join(shape.other_layer_kinds)
@@ -83,6 +143,24 @@ def refusal(shape: ModelShape, runner: str) -> str | None:
             "the CUDA-graph support as the minimum over its KV-cache groups (attention and the "
             f"{kinds} state), sizes the KV cache over the attention layers only and needs a state block "
             "per request for FULL decode graphs, none of which cgplan models"
+        )
+    archs = shape.all_architectures
+    free = [a for a in archs if a in ATTENTION_FREE_ARCHITECTURES]
+    if free:
+        return (
+            f"{free[0]} is not modelled yet: an attention-free model (vLLM's class is an "
+            "IsAttentionFree); vLLM sizes its state cache and CUDA-graph support by its state "
+            "backend, which cgplan does not model"
+        )
+    hybrid = [a for a in archs if a in HYBRID_ARCHITECTURES]
+    attention = rules.hybrid_attention_layer_types if rules is not None else ("attention",)
+    names = shape.layer_type_names
+    if hybrid and not (names is not None and all(n in attention for n in names)):
+        return (
+            f"{hybrid[0]} is not modelled yet: a hybrid model (vLLM's class is an IsHybrid: state "
+            "layers beside attention); vLLM takes the CUDA-graph support as the minimum over its "
+            "KV-cache groups, sizes the KV cache over the attention layers only and needs a state "
+            "block per request for FULL decode graphs, none of which cgplan models"
         )
     if shape.sparse_attention:
         return (

@@ -122,6 +122,10 @@ class VllmRules:
     (their classes carry no `@support_torch_compile`): inline in `__post_init__` (0.26-0.28), then
     `DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES` (0.29+). Recorded from each wheel's code by
     scripts/oracle/breakable_archs.py into tests/data/oracle-breakable/."""
+    hybrid_attention_layer_types: tuple[str, ...] = ("attention",)
+    """`ModelConfig.is_hybrid` (vllm/config/model.py): an IsHybrid class whose config's
+    `layer_types` are all of these is no hybrid ("attention" in 0.26-0.28, "full_attention" too
+    from 0.29)."""
     breakable_logs_compile_off: bool = True
     """Breakable CUDA graphs log "VLLM_USE_BREAKABLE_CUDAGRAPH is set, disabling vLLM's
     torch.compile pipeline. Equivalent to -cc.mode=none." (0.26-0.27; 0.28+ switch silently)."""
@@ -345,6 +349,7 @@ _r = _release(
     replace(
         _r,
         version="0.29.0",
+        hybrid_attention_layer_types=("attention", "full_attention"),
         decode_sizes=DecodeSizes.SPEC,
         v2_tiers=V2Tiers.DENSE_LOOKUP,
         v2_candidates=V2Candidates.PER_MODE,

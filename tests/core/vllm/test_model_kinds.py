@@ -178,3 +178,96 @@ def test_unknown_architecture_is_planned_with_a_loud_caveat(tmp_path: Path) -> N
     # a known one keeps both figures
     _, known = plan_file(Path("tests/data/corpus/opt-level0.yaml"))
     assert known.kv_bytes_per_token and not any(n.kind == "model_kind" for n in known.notes)
+
+
+# ---------------------------------------------- the classes vLLM's registry marks hybrid or attention-free
+
+KINDS_DATA = Path(__file__).resolve().parents[2] / "data" / "oracle-model-kinds"
+
+
+def _recorded(version: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((KINDS_DATA / f"{version}.json").read_text())
+    assert doc["vllm_version"] == version
+    return doc
+
+
+def test_the_tables_are_the_union_of_every_release_registry() -> None:
+    """cgplan's tables are what scripts/oracle/model_kinds.py read from each wheel's registry and
+    model classes (IsHybrid / IsAttentionFree, directly or through a base class)."""
+    from cgplan.core.vllm.models import ATTENTION_FREE_ARCHITECTURES, HYBRID_ARCHITECTURES
+
+    hybrid = set().union(*(_recorded(v)["hybrid"] for v in SUPPORTED_VERSIONS))
+    free = set().union(*(_recorded(v)["attention_free"] for v in SUPPORTED_VERSIONS))
+    assert hybrid == HYBRID_ARCHITECTURES and free == ATTENTION_FREE_ARCHITECTURES
+    assert {"NemotronHForCausalLM", "Qwen3NextForCausalLM", "GraniteMoeHybridForCausalLM"} <= hybrid
+    assert "MambaForCausalLM" in free and not hybrid & free
+
+
+@pytest.mark.parametrize(
+    "arch", ["GraniteMoeHybridForCausalLM", "Zamba2ForCausalLM", "Plamo2ForCausalLM", "Mamba2ForCausalLM"]
+)
+def test_a_class_vllm_marks_is_refused_even_when_config_json_hides_its_state_layers(
+    tmp_path: Path, arch: str
+) -> None:
+    """A config.json with none of the keys the layer reader knows (no layer_types, no mamba_*):
+    vLLM still runs the class's state layers, so cgplan refuses it by name, never a dense plan."""
+    folder = _folder(tmp_path, {**LLAMA, "architectures": [arch], "model_type": "custom"})
+    with pytest.raises(ConfigError, match=f"{arch} is not modelled yet: an? (hybrid|attention-free) model"):
+        build_plan(_parse(folder, "0.33.0", max_num_seqs=8))
+
+
+def test_the_extractor_follows_base_classes(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts" / "oracle"))
+    try:
+        import model_kinds  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    models = tmp_path / "vllm" / "model_executor" / "models"
+    models.mkdir(parents=True)
+    (models / "registry.py").write_text(
+        '_TEXT_GENERATION_MODELS = {"AForCausalLM": ("a", "A"), "BForCausalLM": ("b", "B"),\n'
+        '    "CForCausalLM": ("c", "C"), "DForCausalLM": ("d", "D")}\n'
+    )
+    (models / "a.py").write_text("class Base(nn.Module, IsHybrid):\n    pass\nclass A(Base):\n    pass\n")
+    (models / "b.py").write_text("class B(nn.Module, interfaces.IsAttentionFree):\n    pass\n")
+    (models / "c.py").write_text("class C(nn.Module):\n    is_hybrid: ClassVar = True\n")
+    (models / "d.py").write_text("class D(nn.Module, SupportsPP):\n    is_hybrid = False\n")
+    (tmp_path / "vllm" / "config").mkdir()
+    (tmp_path / "vllm" / "config" / "model.py").write_text(
+        "class ModelConfig:\n    @property\n    def is_hybrid(self):\n"
+        "        return not all(layer in ('attention', 'x') for layer in self.layer_types)\n"
+    )
+    got = model_kinds.model_kinds(tmp_path / "vllm")
+    assert got == {
+        "hybrid": ["AForCausalLM", "CForCausalLM"],
+        "attention_free": ["BForCausalLM"],
+        "hybrid_attention_layer_types": ["attention", "x"],
+    }
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_the_attention_layer_types_of_is_hybrid_are_the_wheels(version: str) -> None:
+    from cgplan.core.vllm.releases import rules_for
+
+    recorded = _recorded(version)["hybrid_attention_layer_types"]
+    assert sorted(rules_for(version).hybrid_attention_layer_types) == recorded
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize(
+    "layer_types", [["attention"], ["full_attention", "attention"], ["sliding_attention"]]
+)
+def test_an_ishybrid_class_with_attention_only_layer_types_is_no_hybrid(
+    tmp_path: Path, version: str, layer_types: list[str]
+) -> None:
+    """vLLM's ModelConfig.is_hybrid, per release: `layer_types` all of the names it counts as
+    attention (recorded from each wheel) make the IsHybrid class no hybrid; anything else
+    (sliding_attention too) leaves it one, refused by name."""
+    attention = _recorded(version)["hybrid_attention_layer_types"]
+    cfg = {**LLAMA, "architectures": ["GraniteMoeHybridForCausalLM"], "layer_types": layer_types}
+    folder = _folder(tmp_path, cfg)
+    if all(t in attention for t in layer_types):
+        assert _parse(folder, version).model.architecture == "GraniteMoeHybridForCausalLM"
+    else:
+        with pytest.raises(ConfigError, match="GraniteMoeHybridForCausalLM is not modelled yet"):
+            _parse(folder, version)
