@@ -19,7 +19,7 @@ import pytest
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.io.cost_coefficients import default_coefficients
 from tests.cli_helpers import run, unwrap
-from tests.paths import ROOT_DIR
+from tests.paths import ROOT_DIR, capture_report
 
 ROOT = ROOT_DIR
 EXAMPLE = ROOT / "configs" / "examples" / "pr50488-eagle-k16.yaml"
@@ -28,17 +28,8 @@ LOG = ROOT / "tests" / "data" / "logs" / "synthetic-v0.33.0-nospec-profiling.log
 SMALL = ROOT / "configs" / "gpu" / "tiny-nospec.yaml"  # a small ladder: optimize runs in a second
 TRAFFIC = ROOT / "configs" / "traffic" / "decode-heavy-mns32.json"
 LATENCY_RUN = ROOT / "benchmarks/results/h200/latency/call2/lat-llama-3.1-8b-eagle-k16-mns32-max544.json"
-COST_REPORTS = tuple(  # the reports the shipped cost model was fitted on
-    next(
-        p
-        for p in (
-            ROOT / "benchmarks/results/h200" / f"{n}.json",
-            ROOT / "benchmarks/results/h200/cost" / f"{n}.json",
-        )
-        if p.is_file()
-    )
-    for n in default_coefficients().fitted_on
-)
+COST_REPORTS = tuple(capture_report(n) for n in default_coefficients().fitted_on)
+"""The reports the shipped cost model was fitted on."""
 
 
 @pytest.fixture(autouse=True)

@@ -115,6 +115,14 @@ class CostCoefficients:
     PIECEWISE graphs reserved; alone, the first FULL graph reserves them itself. This is that
     extra, per MiB of what the PIECEWISE pool of its size would be. Used only where
     `fitted_regimes` names "full_without_piecewise_v1"."""
+    full_pool_base_mib_v2_small: float = 0.0
+    """The V2 FULL base (`full_pool_base_mib_v2`) when the largest target batch holds only small
+    allocations (the `small_piecewise_pool` regime: measured 48-50 MiB where 56-61 is the rule); 0:
+    not measured (the V2 base is used)."""
+    warmup_mib_small_v2: float = 0.0
+    """V2's capture-phase allocations outside the graph sections when the largest target batch
+    holds only small allocations (the `small_piecewise_pool` regime); 0: not measured (the V2
+    figure is used)."""
     fitted_regimes: tuple[str, ...] = ()
     """Allocator regimes the fit measured (REGIMES); a plan in a regime not named here keeps the
     other terms and gets the wider band."""
@@ -352,7 +360,7 @@ def predict_cost(
     families = set(graphs) if costs else set()
     warmup = 0.0
     if costs:
-        warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+        warmup = _warmup(graphs, inp, c)
         if families - {"target"}:
             warmup += c.warmup_mib_drafter
     total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
@@ -427,11 +435,29 @@ def predict_totals(
     parts = list(_graph_costs(graphs, inp, c))
     if not parts:
         return CostTotals(0.0, 0.0)
-    warmup = c.warmup_mib_v1 if inp.model_runner == "v1" else c.warmup_mib_v2
+    warmup = _warmup(graphs, inp, c)
     if set(graphs) - {"target"}:
         warmup += c.warmup_mib_drafter
     total = warmup + sum(g[3] + g[4] for g in parts)
     return CostTotals(total, c.capture_overhead_s + sum(g[5] for g in parts) / 1000)
+
+
+def _warmup(graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients) -> float:
+    # capture-phase allocations outside the graph sections: V2's warmups hold a 20 MiB segment
+    # unless every tensor of its largest batch is a small allocation (a ladder to 8-64 tokens:
+    # 34 MiB measured where 56 is the rule; V1 measured 34-36 either way)
+    if inp.model_runner == "v1":
+        return c.warmup_mib_v1
+    sizes = [t for m, t in graphs.get("target", ()) if m == "PIECEWISE"] or [
+        t for _, t in graphs.get("target", ())
+    ]
+    small = (
+        "small_piecewise_pool" in c.fitted_regimes
+        and c.warmup_mib_small_v2 > 0
+        and bool(sizes)
+        and small_piecewise_pool(max(sizes), inp.target, inp.tensor_parallel_size)
+    )
+    return c.warmup_mib_small_v2 if small else c.warmup_mib_v2
 
 
 def _full_alone(items: Sequence[tuple[str, int]], inp: CostInput) -> bool:
@@ -494,6 +520,14 @@ def _pool_mib(
     splits = c.split_kv_splits if inp.attention_backend in c.split_kv_backends else 0
     if family == "target" or not earlier_full:
         base = c.full_pool_base_mib_v1 if inp.model_runner == "v1" else c.full_pool_base_mib_v2
+        if (
+            inp.model_runner == "v2"
+            and family == "target"
+            and c.full_pool_base_mib_v2_small > 0
+            and "small_piecewise_pool" in c.fitted_regimes
+            and small_piecewise_pool(tokens, shape, inp.tensor_parallel_size)
+        ):
+            base = c.full_pool_base_mib_v2_small
         if alone and family == "target" and "full_without_piecewise_v1" in c.fitted_regimes:
             base += c.full_alone_pool_per_piecewise * _piecewise_need(c, tokens, shape, inp)
         return base + split_kv_mib(tokens, shape, inp.tensor_parallel_size, splits)

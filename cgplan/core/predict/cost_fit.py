@@ -198,6 +198,8 @@ def fit_coefficients(
     warm_drafter: list[tuple[str, float]] = []
     overhead_s: list[float] = []
     small_pw: list[float] = []  # target PIECEWISE pools of small allocations only
+    warm_small_v2: list[float] = []  # V2 warmups of ladders in that regime
+    full_small_v2: list[float] = []  # V2 FULL bases (pool - kv) of graphs in that regime
     alone_full: list[tuple[CostObservation, int, float]] = []  # V1 FULL without PIECEWISE: pool - kv
     for o in observations:
         groups = _groups(o)
@@ -221,14 +223,24 @@ def fit_coefficients(
                 kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
                 if _full_alone(target_items, o.inp):
                     alone_full.append((o, gs[0].num_tokens, pool - kv))
+                elif o.inp.model_runner == "v2" and small_piecewise_pool(
+                    gs[0].num_tokens, shape, o.inp.tensor_parallel_size
+                ):
+                    full_small_v2.append(pool - kv)
                 else:
                     full_base[o.inp.model_runner].append(pool - kv)
             elif family != "target" and mode == "PIECEWISE":
                 dpw_rows.append([1.0, act])
                 dpw_y.append(pool)
         outside = (o.capture_nvml_bytes - sum(g.nvml_bytes for g in o.graphs)) / MIB
+        target_sizes = [t for m, t in target_items if m == "PIECEWISE"] or [t for _, t in target_items]
+        small_ladder = bool(target_sizes) and small_piecewise_pool(
+            max(target_sizes), o.inp.target, o.inp.tensor_parallel_size
+        )
         if set(groups) and {f for f, _ in groups} - {"target"}:
             warm_drafter.append((o.inp.model_runner, outside))
+        elif small_ladder and o.inp.model_runner == "v2":
+            warm_small_v2.append(outside)
         else:
             warm[o.inp.model_runner].append(outside)
         if o.capture_wall_s is not None:
@@ -309,6 +321,8 @@ def fit_coefficients(
         if alone_ratios
         else 0.0,
         fitted_regimes=regimes,
+        warmup_mib_small_v2=_med(warm_small_v2, "a small-ladder V2 warmup") if warm_small_v2 else 0.0,
+        full_pool_base_mib_v2_small=_med(full_small_v2, "a small V2 FULL graph") if full_small_v2 else 0.0,
     )
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]

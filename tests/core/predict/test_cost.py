@@ -38,7 +38,7 @@ from cgplan.io.cost_coefficients import (
 from cgplan.io.reports import read_report
 from tests.cli_helpers import run
 from tests.core.plan.test_properties import plan_inputs
-from tests.paths import ROOT_DIR, TESTS_DIR
+from tests.paths import ROOT_DIR, TESTS_DIR, capture_report
 
 ROOT = ROOT_DIR
 H200 = ROOT / "benchmarks/results/h200"
@@ -50,10 +50,7 @@ MEMORY29 = H200 / "memory29"
 
 
 def _report(name: str) -> Path:
-    for folder in (H200, H200 / "cost", MEMORY29):
-        if (folder / f"{name}.json").is_file():
-            return folder / f"{name}.json"
-    return H200 / "cost" / f"{name}.json"
+    return capture_report(name)
 
 
 def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
@@ -62,6 +59,9 @@ def _obs(names: list[str]) -> list:  # type: ignore[type-arg]
 
 FIT = list(SHIPPED.fitted_on)
 DENSE_MEMORY29 = [
+    # not test-qwen3-4b-v1-fdo-mns256: its capture phase reads 240 MiB under 344 MiB of graph
+    # sections (the baseline was read with cached blocks counted as free, as the first MTP run's)
+    "test-llama8b-max8-mns32-vllm",
     "test-qwen14b-mns1024-mbt16k-vllm",
     "test-llama3b-mns768-max768-mbt4k-vllm",
     "ctl-llama3b-mns128-vllm",

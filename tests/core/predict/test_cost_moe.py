@@ -510,14 +510,27 @@ def test_v1_full_graphs_without_piecewise_ones_reserve_the_intermediates() -> No
     assert without.domain.band_factor > 1
 
 
-def test_a_dense_short_ladder_is_outside_the_measured_regimes() -> None:
+def test_a_short_ladder_on_v2_has_its_own_warmup_and_full_base() -> None:
+    """V2 at 8-16 tokens (memory29: 3B to 16 fitted, 8B to 8 held out): warmups of 34 MiB and a
+    FULL base near 48 where the rule at 64+ tokens is 56 and about 60."""
     dense = default_coefficients()
-    assert dense.fitted_regimes == ()
+    assert "small_piecewise_pool" in dense.fitted_regimes
+    assert 0 < dense.warmup_mib_small_v2 < dense.warmup_mib_v2
+    assert 0 < dense.full_pool_base_mib_v2_small < dense.full_pool_base_mib_v2
+    cost = _regime_cost("test-llama8b-max8-mns32")
+    assert cost.warmup_mib == pytest.approx(dense.warmup_mib_small_v2)
     shape = ModelShape(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8)
-    p = predict_cost({"target": [("PIECEWISE", 8), ("FULL", 8)]}, CostInput(shape, shape, "v2"), dense)
-    assert any("small (<= 1 MiB) tensors: not measured" in r for r in p.domain.outside)
     big = predict_cost({"target": [("PIECEWISE", 512), ("FULL", 512)]}, CostInput(shape, shape, "v2"), dense)
+    assert big.warmup_mib == pytest.approx(dense.warmup_mib_v2)
     assert not any("not measured" in r for r in big.domain.outside)
+
+
+def test_an_unmeasured_regime_widens_the_band_by_name() -> None:
+    unmeasured = dataclasses.replace(default_coefficients(), fitted_regimes=())
+    shape = ModelShape(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8)
+    p = predict_cost({"target": [("PIECEWISE", 8), ("FULL", 8)]}, CostInput(shape, shape, "v2"), unmeasured)
+    assert any("small (<= 1 MiB) tensors: not measured" in r for r in p.domain.outside)
+    assert p.domain.band_factor > 1 and p.warmup_mib == pytest.approx(unmeasured.warmup_mib_v2)
 
 
 def test_an_unknown_regime_in_a_coefficient_file_is_refused(tmp_path: Path) -> None:
