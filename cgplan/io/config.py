@@ -69,6 +69,8 @@ _TOP_KEYS = (
     "runner",
     "kv_transfer_config",
     "kv_cache_dtype",
+    "dtype",
+    "quantization",
 )
 _INT_KEYS = frozenset(
     (
@@ -94,7 +96,9 @@ into --no-key) leaves them false alike."""
 _NULL_IS_DEFAULT = frozenset(("max_num_seqs", "max_num_batched_tokens", "speculative_config"))
 """Keys of `int | None` / `dict | None` EngineArgs fields: `key: null` becomes `--key None`, which
 vLLM's optional_type reads as None, its default."""
-_TEXT_KEYS = frozenset(("model", "performance_mode", "all2all_backend", "runner", "kv_cache_dtype"))
+_TEXT_KEYS = frozenset(
+    ("model", "performance_mode", "all2all_backend", "runner", "kv_cache_dtype", "dtype", "quantization")
+)
 _MAPPING_KEYS = frozenset(("speculative_config", "compilation_config", "cgplan", "kv_transfer_config"))
 
 
@@ -401,6 +405,37 @@ def _bool(section: Mapping[str, Any], key: str, prefix: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     raise _err(f"{prefix}.{key}" if prefix else key, "must be true or false", value, "a boolean")
+
+
+_MODEL_DTYPES = {
+    "half": "float16",
+    "float16": "float16",
+    "float": "float32",
+    "float32": "float32",
+    "bfloat16": "bfloat16",
+}
+"""vLLM's `_STR_DTYPE_TO_TORCH_DTYPE` (vllm/config/model.py, 0.26-0.33): `--dtype` names and the
+dtype each runs the model in; "auto" keeps the checkpoint's."""
+
+
+def _with_weights(shape: ModelShape, doc: Mapping[str, Any]) -> ModelShape:
+    """`--dtype` and `--quantization` over what config.json says: the dtype the weights and
+    activations run in and the quantisation method (the figures' domain, the KV bytes)."""
+    from dataclasses import replace
+
+    dtype, quant = doc.get("dtype"), doc.get("quantization")
+    if dtype is not None:
+        if not isinstance(dtype, str) or (dtype.strip() != "auto" and dtype.strip() not in _MODEL_DTYPES):
+            raise _err(
+                "dtype", "must be one of auto, " + ", ".join(_MODEL_DTYPES), dtype, "vLLM's ModelDType"
+            )
+        if dtype.strip() != "auto":
+            shape = replace(shape, dtype=_MODEL_DTYPES[dtype.strip()])
+    if quant is not None:
+        if not isinstance(quant, str) or not quant.strip():
+            raise _err("quantization", "must be a quantization method's name", quant, "e.g. fp8, awq, gptq")
+        shape = replace(shape, quantization=quant.strip())
+    return shape
 
 
 def _kv_cache_dtype(value: object) -> str:
@@ -924,7 +959,7 @@ def _parse_document(
         model_path, model_key = _local_path(mc, base_dir, "cgplan.model_config"), "cgplan.model_config"
     else:
         model_path, model_key = _local_path(model_value, base_dir, "model"), "model"
-    shape = read_model_shape(model_path, model_key)
+    shape = _with_weights(read_model_shape(model_path, model_key), doc)
     runner_kind = _runner(doc.get("runner"), shape, model_path, notes)
     why = refusal(shape, runner_kind, rules_for(version))
     if why is not None:

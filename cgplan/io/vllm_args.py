@@ -1006,8 +1006,9 @@ def _build(
         put("performance_mode", v.raw, v)
     if (v := values.get("runner")) is not None:
         put("runner", v.raw, v)
-    if (v := values.get("kv_cache_dtype")) is not None:
-        put("kv_cache_dtype", v.raw, v)
+    for key in ("kv_cache_dtype", "dtype", "quantization"):
+        if (v := values.get(key)) is not None:
+            put(key, v.raw, v)
     if (v := values.get("kv_transfer_config")) is not None:
         kt = _json_object(
             v, human=False, example='{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'

@@ -311,13 +311,12 @@ def test_capture_neutral_flags_are_listed() -> None:
     )
     parsed = read_vllm_args(shlex.split(line), model_config=None, base_dir=ROOT)
     # issue 29: --kv-cache-dtype is read (KV bytes per token follow it)
-    assert parsed.doc == {"model": str(ROOT / MODEL), "kv_cache_dtype": "auto"}
+    assert parsed.doc == {"model": str(ROOT / MODEL), "kv_cache_dtype": "auto", "dtype": "auto"}
     assert parsed.ignored == [
         "--port",
         "--host",
         "--gpu-memory-utilization",
         "--served-model-name",
-        "--dtype",  # not modelled, but at vLLM's default (auto): a no-op
         "--trust-remote-code",
         "--enable-prefix-caching",
         "--api-key",

@@ -169,9 +169,9 @@ def test_false_is_read_as_vllm_reads_it(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_unmodelled_keys_are_noted_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    path = _write(tmp_path, "mamba-cache-dtype: float32\ndtype: auto\n")
+    path = _write(tmp_path, "mamba-cache-dtype: float32\nscheduling-policy: fcfs\ndtype: auto\n")
     loaded, _ = plan_file(path)
-    assert loaded.ignored_keys == ("dtype",)  # at vLLM's default
+    assert loaded.ignored_keys == ("scheduling-policy",)  # neutral; dtype is read (issue 29)
     assert loaded.unmodelled == (
         "mamba-cache-dtype float32: can change the KV cache's bytes per token, which cgplan does not "
         "model; planned as if it were auto (vLLM's default) (--strict refuses it)",

@@ -142,3 +142,54 @@ def test_an_unreadable_quantization_config_is_outside_the_domain(quant: object, 
     assert "inside the validated domain" not in text
     assert "quantization unreadable quantization_config (fitted: unquantised weights)" in text
     assert plan.latency is None
+
+
+BF16_MODEL = ROOT_DIR / "configs" / "models" / "llama-3.1-8b"
+"""A bf16 checkpoint (torch_dtype bfloat16), unquantised: inside the domain unless a flag moves it."""
+
+
+@pytest.mark.parametrize(
+    ("flags", "axis"),
+    [
+        ("dtype: half\n", "dtype float16"),
+        ("dtype: float32\n", "dtype float32"),
+        ("quantization: awq\n", "quantization awq (fitted: unquantised weights)"),
+    ],
+)
+def test_dtype_and_quantization_flags_leave_the_domain(flags: str, axis: str, tmp_path: Path) -> None:
+    """`--dtype` (vLLM's _STR_DTYPE_TO_TORCH_DTYPE names) and `--quantization` are what vLLM runs
+    the weights in: off the fitted bf16 / unquantised domain, never "inside the validated domain"."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model: {BF16_MODEL}\nmax_num_seqs: 64\n" + flags + "cgplan:\n  platform: H200\n")
+    _, plan = plan_file(cfg)
+    text = render(plan, OutputFormat.table, source="c.yaml", width=1000)
+    assert "inside the validated domain" not in text and axis in text
+    cfg.write_text(f"model: {BF16_MODEL}\nmax_num_seqs: 64\ncgplan:\n  platform: H200\n")
+    _, plan = plan_file(cfg)
+    assert "inside the validated domain" in render(plan, OutputFormat.table, source="c.yaml", width=1000)
+
+
+def test_the_serve_command_line_reads_dtype_and_quantization(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    argv = [
+        "plan",
+        "--json",
+        "--",
+        "serve",
+        str(BF16_MODEL),
+        "--dtype",
+        "half",
+        "-q",
+        "fp8",
+        "--max-num-seqs",
+        "64",
+    ]
+    code, out, _ = run(monkeypatch, capsys, *argv)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["predicted_latency"] is None
+    assert any("quantization fp8" in r for r in doc["predicted_cost"]["domain"]["outside"])
+    assert any(r.startswith("dtype float16") for r in doc["predicted_cost"]["domain"]["outside"])

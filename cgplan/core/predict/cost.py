@@ -105,7 +105,7 @@ class CostCoefficients:
     """Model runners the fit measured (the other's FULL-pool base and warmups are then copies)."""
     piecewise_pool_small_mib: float = 0.0
     """Pool of the largest target PIECEWISE graph when every tensor of its pieces is a small
-    allocation (<= 1 MiB, `SMALL_ALLOCATION_MIB`): PyTorch's caching allocator serves those from
+    allocation (`SMALL_ALLOCATION_MIB`): PyTorch's caching allocator serves those from
     2 MiB blocks, not the 20 MiB segments behind `piecewise_pool_base_mib` (measured 2-4 MiB at
     16-32 tokens, benchmarks/results/h200/memory29). Used only where `fitted_regimes` names
     "small_piecewise_pool"."""
@@ -128,11 +128,15 @@ class CostCoefficients:
     other terms and gets the wider band."""
 
 
-SMALL_ALLOCATION_MIB = 1.0
-"""PyTorch's caching allocator serves requests up to 1 MiB (kSmallSize) from 2 MiB blocks, and
-larger ones from 20 MiB segments (up to 10 MiB) or their own rounded segments."""
+SMALL_ALLOCATION_MIB = 0.5
+"""The widest activation (bf16) of a piece at which its graph still held only small allocations.
+PyTorch's caching allocator serves requests up to 1 MiB (kSmallSize) from 2 MiB blocks and larger
+ones from 20 MiB segments; measured, a piece whose widest activation is 0.5 MiB or less (3B at 16
+tokens, 8B at 8, a 256-wide model at 64, MoE at 16-32) held 0-4 MiB, and one at 1.0 MiB (the
+256-wide model at 510 tokens) already a 20 MiB segment: its intermediates reach past the widest
+activation (benchmarks/results/h200/memory29, tiny-*-vllm.json)."""
 REGIMES = {
-    "small_piecewise_pool": "a PIECEWISE ladder whose largest graph holds only small (<= 1 MiB) tensors",
+    "small_piecewise_pool": "a ladder whose largest graph holds only small allocations (8-64 tokens)",
     "full_without_piecewise_v1": "V1 FULL graphs without PIECEWISE graphs (FULL_DECODE_ONLY / FULL)",
 }
 """Regimes the cost model has a term for only once a fit measured them (CostCoefficients.fitted_regimes)."""
@@ -259,7 +263,8 @@ def largest_piece_tensor_mib(num_tokens: int, shape: ModelShape, tensor_parallel
 
 
 def small_piecewise_pool(num_tokens: int, shape: ModelShape, tensor_parallel_size: int) -> bool:
-    """Whether a PIECEWISE graph of `num_tokens` holds only small allocations (SMALL_ALLOCATION_MIB)."""
+    """Whether a PIECEWISE graph of `num_tokens` holds only small allocations (its widest activation
+    at most SMALL_ALLOCATION_MIB)."""
     return largest_piece_tensor_mib(num_tokens, shape, tensor_parallel_size) <= SMALL_ALLOCATION_MIB
 
 

@@ -354,7 +354,7 @@ _V0_26 = serve_flags(
         serve_flag(
             "disable_sliding_window", arity="bool", role=UNMODELLED, default="False", affects=(MODEL, KV)
         ),
-        serve_flag("dtype", role=UNMODELLED, default="auto", affects=(MEMORY, KV)),
+        serve_flag("dtype", role=READ),  # issue 29: the dtype the figures' domain and KV bytes use
         serve_flag("ec_transfer_config", role=UNMODELLED, affects=(CAPTURE,)),
         serve_flag(
             "enable_bf16x3_router_gemm", arity="bool", role=UNMODELLED, default="False", affects=(CAPTURE,)
@@ -455,7 +455,7 @@ _V0_26 = serve_flags(
         serve_flag("prefill_context_parallel_size", "-pcp", role=UNMODELLED, default="1", affects=(CAPTURE,)),
         serve_flag("prefix_match_unit", role=UNMODELLED, affects=(CAPTURE,)),
         serve_flag("profiler_config", role=UNMODELLED, affects=(CAPTURE,)),
-        serve_flag("quantization", "-q", role=UNMODELLED, affects=(CAPTURE, MEMORY, KV)),
+        serve_flag("quantization", "-q", role=READ),  # issue 29: quantised weights leave the domain
         serve_flag("quantization_config", role=UNMODELLED, affects=(CAPTURE, MEMORY, KV)),
         serve_flag("revision", role=UNMODELLED, affects=(MODEL,)),
         serve_flag("scheduler_cls", role=UNMODELLED, affects=(CAPTURE,)),

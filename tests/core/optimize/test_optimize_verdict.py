@@ -33,7 +33,7 @@ def test_no_improvement_prints_no_flag(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The default ladder is already the best found: no flag equal to it is printed."""
-    args = ("optimize", GPU / "tiny-eagle-k16-max544.yaml", "--traffic", TRAFFIC / "bursty-mns256.json")
+    args = ("optimize", GPU / "tiny-eagle-k16-max544.yaml", "--traffic", TRAFFIC / "dyn4-mns1024.json")
     code, out, _ = run(monkeypatch, capsys, *args)
     assert code == 0
     assert "no improvement: no ladder within these budgets beats the default's expected step time" in out
