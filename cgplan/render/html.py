@@ -276,6 +276,7 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
             f"<td colspan=2>{cost.warmup_mib:,.0f}</td></tr></table>"
         )
         out += [f'<p class="muted">caveat: {escape(c)}</p>' for c in cost.caveats]
+    out += _step_time(plan)
     if plan.assumed:
         out.append("<h2>Assumed (not in the config)</h2><ul>")
         out += [
@@ -346,6 +347,54 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
             + (f" — partial: {escape(f.still_open)}" if f.still_open else "")
             + "</p>"
         )
+    return out
+
+
+def _step_time(plan: PlanDocument) -> list[str]:
+    """The predicted step time, each gap's cost and each fix's gain, or why none is given (as the
+    table's "predicted step time" lines)."""
+    lat = plan.predicted_latency
+    if lat is None:
+        if not plan.latency_withheld:
+            return []
+        return [
+            "<h2>Predicted step time</h2><p>not predicted: outside the measured domain ("
+            + escape("; ".join(plan.latency_withheld))
+            + ")</p>"
+        ]
+    traffic = (
+        "every uniform-decode batch once" if lat.traffic == "uniform" else escape(f"traffic {lat.traffic}")
+    )
+    out = [
+        f"<h2>Predicted step time</h2><p><b>{lat.expected_step_ms:.2f} ms</b> expected ({traffic})"
+        f" · eager {lat.expected_eager_share:.0%} of it · "
+        f"{lat.expected_tokens_per_s:,.0f} tokens/s scheduled · {escape(lat.gpu)} latency model</p>"
+    ]
+    if lat.gaps:
+        out.append(
+            "<table><tr><th>gap</th><th>widest batch</th><th>step ms (graph)</th><th>cost per step</th>"
+            "<th>on the expected step</th><th>verdict</th></tr>"
+        )
+        out += [
+            f"<tr><td>{g.gap + 1}</td><td>{g.widest_batch}</td>"
+            f"<td>{g.step_ms:.2f} ({g.graph_step_ms:.2f})</td>"
+            f"<td>+{g.cost_ms_per_step:.2f} ms</td><td>+{g.expected_cost_ms_per_step:.3f} ms</td>"
+            f"<td>{escape(g.verdict or '')}</td></tr>"
+            for g in lat.gaps
+        ]
+        out.append("</table>")
+    if lat.fixes:
+        out.append("<table><tr><th>fix</th><th>expected step after</th><th>gain at the widest gap</th></tr>")
+        out += [
+            f"<tr><td>{f.fix + 1}</td><td>{f.expected_step_ms_after:.2f} ms</td>"
+            f"<td>{f.widest_gap_gain_ms:.2f} ms</td></tr>"
+            for f in lat.fixes
+        ]
+        out.append("</table>")
+    if lat.fix_order:
+        out.append(f'<p class="muted">{escape(lat.fix_order)}</p>')
+    out += [f'<p class="muted">extrapolated: {escape(x)}</p>' for x in lat.extrapolated]
+    out += [f'<p class="muted">caveat: {escape(c)}</p>' for c in lat.caveats if c not in lat.extrapolated]
     return out
 
 

@@ -139,3 +139,29 @@ def test_a_plan_outside_the_cost_domain_has_a_page() -> None:
         "<h2>Predicted graph memory</h2><p>no figure · outside the validated domain: "
         "attention backend TRITON_MLA" in page
     )
+
+
+def test_the_page_has_the_step_time_or_says_why_not(tmp_path: Path) -> None:
+    """Issue 29: the HTML states the predicted step time, each gap's cost and each fix's gain as the
+    table does, or that it is withheld and why (an H100 by name: outside the measured domain)."""
+    import subprocess
+    import sys
+
+    from tests.paths import ROOT_DIR
+
+    def page(config: str) -> str:
+        out = tmp_path / "p.html"
+        subprocess.run(
+            [sys.executable, "-m", "cgplan", "plan", config, "--html", str(out), "-q"],
+            cwd=ROOT_DIR, check=False, capture_output=True,
+        )  # fmt: skip
+        return out.read_text()
+
+    shown = page("configs/examples/pr50488-eagle-k16.yaml")
+    assert "<h2>Predicted step time</h2><p><b>3.02 ms</b> expected" in shown
+    # the table's figures: gap 1 at 32 requests costs +2.33 ms a step, +0.146 ms on the expected
+    # step; fix 1 (--max-cudagraph-capture-size 544) makes it 2.88 ms
+    assert "<tr><td>1</td><td>32</td><td>5.32 (2.99)</td><td>+2.33 ms</td><td>+0.146 ms</td>" in shown
+    assert "<tr><td>1</td><td>2.88 ms</td><td>2.33 ms</td></tr>" in shown
+    withheld = page("configs/gpu/memory/fit-llama8b-mns1024.yaml")
+    assert "<h2>Predicted step time</h2><p>not predicted: outside the measured domain (GPU H100" in withheld
