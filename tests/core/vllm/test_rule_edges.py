@@ -20,7 +20,7 @@ from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dp_sync import synchronize_dp
 from cgplan.core.vllm.dynamic_sd import ScheduleError, normalize_schedule
 from cgplan.core.vllm.graphs import EAGER, Outcome, V1Dispatcher
-from cgplan.core.vllm.releases import rules_for, version_key
+from cgplan.core.vllm.releases import kv_cache_dtype_message, rules_for, version_key
 from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
 from tests.paths import TESTS_DIR
@@ -126,3 +126,10 @@ def test_fa4_on_sm100_reports_always_from_033() -> None:
         cudagraph_support("FLASH_ATTN", Platform.BLACKWELL, 128, rules_for("0.32.0"))
         is CGSupport.UNIFORM_BATCH
     )
+
+
+def test_kv_cache_dtype_refusal_is_each_releases_words() -> None:
+    # scripts/oracle/kv_cache_dtypes.py recorded CacheConfig's refusal of an unknown cache_dtype per release
+    recorded = json.loads((DATA / "kv_cache_dtypes.json").read_text())
+    for version, rec in recorded.items():
+        assert kv_cache_dtype_message(rec["invalid"], rules_for(version)) == rec["refusal"], version
