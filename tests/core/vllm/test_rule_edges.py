@@ -1,0 +1,151 @@
+"""Rule edges no recorded config reached (issue 35: each one a mutant that survived `make mutate`).
+
+Each expectation is vLLM's own: a recorded answer (tests/data/oracle*/, scripts/record_golden.py)
+or the rule as vLLM's source states it, quoted in the test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from typing import Any
+
+import pytest
+
+from cgplan.core.model.modes import CGSupport, Mode, Platform
+from cgplan.core.model.types import Rejected
+from cgplan.core.plan.build import build_plan
+from cgplan.core.vllm.attention import cudagraph_support
+from cgplan.core.vllm.dp_sync import synchronize_dp
+from cgplan.core.vllm.dynamic_sd import ScheduleError, build_lookup, lookup_ranges, normalize_schedule
+from cgplan.core.vllm.graphs import EAGER, Outcome, V1Dispatcher
+from cgplan.core.vllm.releases import kv_cache_dtype_message, rules_for, version_key
+from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
+from cgplan.io.config import Overrides, load_config
+from tests.paths import TESTS_DIR
+
+DATA = TESTS_DIR / "data"
+
+
+def _record(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(gzip.decompress((DATA / "oracle" / f"{name}.json.gz").read_bytes()))
+    return doc
+
+
+def _input(corpus: str, version: str = "0.33.0"):  # type: ignore[no-untyped-def]
+    return load_config(DATA / "corpus" / f"{corpus}.yaml", Overrides(vllm_version=version)).input
+
+
+def test_version_key_reads_every_number_of_a_release() -> None:
+    # the recorder's own version strings: each release's numbers, dev and local suffixes dropped
+    versions = {
+        _record(p.name.removesuffix(".json.gz"))["vllm_version"]
+        for p in (DATA / "oracle").glob("mode-full.*")
+    }
+    assert {version_key(v) for v in versions} == {tuple(int(x) for x in v.split(".")) for v in versions}
+    assert version_key("0.26.1.dev5+gabc") == (0, 26, 1)  # the docstring's rule
+
+
+@pytest.mark.parametrize("name", ["ampere-mode-full.0.33.0", "bw-nospec-mns256.0.33.0", "mode-full.0.33.0"])
+def test_platform_capability_is_the_recorded_device(name: str) -> None:
+    # vLLM's own `get_device_capability()` on the recording's device (A100 8.0, B200 10.0, H200 9.0)
+    p = _record(name)["platform"]
+    assert Platform(p["name"]).compute_capability == tuple(int(x) for x in p["device_capability"].split("."))
+
+
+def test_explicit_sizes_kept_as_given_are_not_reported_overridden() -> None:
+    # vLLM recorded these explicit sizes unchanged, so nothing overrode them
+    for corpus in ("sizes-explicit-mns32", "sizes-matching-max"):
+        rec = _record(f"{corpus}.0.33.0")
+        assert (
+            rec["runtime"]["cudagraph_capture_sizes"]
+            == rec["input"]["compilation_config"]["cudagraph_capture_sizes"]
+        )
+        plan = build_plan(_input(corpus), with_fixes=False)
+        assert "explicit_sizes_overridden" not in [n.kind for n in plan.notes]
+
+
+def test_schedule_entry_of_two_items_is_vllms_error() -> None:
+    # vllm/v1/spec_decode/dynamic/utils.py validate_and_normalize_dynamic_sd_schedule
+    with pytest.raises(ScheduleError, match="must be a 3-item sequence"):
+        normalize_schedule([(1, 16)])
+    with pytest.raises(ScheduleError, match="must be a 3-item sequence"):
+        normalize_schedule([(1, 16, 2, 4)])
+
+
+def test_schedule_range_ending_at_zero_is_not_positive() -> None:
+    # `if start <= 0 or end <= 0: raise ValueError(f"Batch-size range ({start}, {end}) must be positive.")`
+    # comes before the start <= end check in vLLM's loop
+    with pytest.raises(ScheduleError, match=r"^Batch-size range \(1, 0\) must be positive\.$"):
+        normalize_schedule([(1, 0, 2)])
+
+
+def test_one_eager_rank_makes_every_rank_eager_without_padding() -> None:
+    # `_synchronize_dp_ranks`: a synced NONE dispatches nothing again and pads nothing
+    dispatcher = V1Dispatcher((1, 2, 4, 8), 8, Mode.FULL_AND_PIECEWISE, 1, 8)
+    calls: list[tuple[int, int, Mode]] = []
+
+    def redispatch(rank: int, tokens: int, mode: Mode) -> Outcome:
+        calls.append((rank, tokens, mode))
+        return dispatcher.dispatch(tokens, True)
+
+    step = synchronize_dp([dispatcher.dispatch(3, True), EAGER], redispatch)
+    assert step.synced_mode is Mode.NONE
+    assert step.outcomes == (EAGER, EAGER)
+    assert step.padded_tokens_per_rank is None
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("splits", "mode"), [(False, Mode.FULL_DECODE_ONLY), (True, Mode.FULL_AND_PIECEWISE)]
+)
+def test_full_mode_downgrade_follows_whether_attention_splits(splits: bool, mode: Mode) -> None:
+    # CompilationConfig.resolve_cudagraph_mode_and_sizes: FULL with a backend below ALWAYS becomes
+    # FULL_AND_PIECEWISE when `splitting_ops_contain_attention()`, else FULL_DECODE_ONLY
+    notes: list[Any] = []
+    got = resolve_mode(
+        ModeDecision(Mode.FULL, splits), Attention("FLASH_ATTN", CGSupport.UNIFORM_BATCH), 1, notes
+    )
+    assert got is mode
+    assert notes[-1].message.endswith(f"setting cudagraph_mode={mode.value}")
+
+
+def test_b12x_refuses_decode_context_parallel_of_two() -> None:
+    # B12X `validate_configuration`: "DCP not supported" for any dcp_world_size > 1
+    inp = _input("b12x-rtx5090-nospec")
+    assert attention(inp, rules_for("0.33.0")).backend == "B12X"
+    with pytest.raises(Rejected, match="DCP not supported"):
+        attention(dataclasses.replace(inp, decode_context_parallel_size=2), rules_for("0.33.0"))
+
+
+def test_fa4_on_sm100_reports_always_from_033() -> None:
+    # 0.33.0: FA4 on SM10x reports AttentionCGSupport.ALWAYS; before, FLASH_ATTN there is UNIFORM_BATCH
+    assert cudagraph_support("FLASH_ATTN", Platform.BLACKWELL, 128, rules_for("0.33.0")) is CGSupport.ALWAYS
+    assert (
+        cudagraph_support("FLASH_ATTN", Platform.BLACKWELL, 128, rules_for("0.32.0"))
+        is CGSupport.UNIFORM_BATCH
+    )
+
+
+def test_kv_cache_dtype_refusal_is_each_releases_words() -> None:
+    # scripts/oracle/kv_cache_dtypes.py recorded CacheConfig's refusal of an unknown cache_dtype per release
+    recorded = json.loads((DATA / "kv_cache_dtypes.json").read_text())
+    for version, rec in recorded.items():
+        assert kv_cache_dtype_message(rec["invalid"], rules_for(version)) == rec["refusal"], version
+
+
+def test_dense_lookup_fills_a_gap_with_the_previous_k() -> None:
+    # build_dynamic_sd_schedule_lookup: a gap carries the previous K, the tail the last, clamped to K
+    assert build_lookup([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
+        0,
+        3,
+        3,
+        3,
+        1,
+        1,
+    ]
+    assert lookup_ranges([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
+        (1, 3, 3),
+        (4, 5, 1),
+    ]
