@@ -35,7 +35,7 @@ def test_padding_ratio_within_its_limit_passes(
     assert "  ok   max_decode_padding_ratio: q=1: " in out and "≤ 100.000" in out
 
 
-def test_a_plan_without_gaps_states_no_gap_cost(
+def test_a_plan_without_gaps_passes_with_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run(monkeypatch, capsys, "gate", TARGET)
