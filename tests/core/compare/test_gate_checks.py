@@ -74,3 +74,20 @@ def test_partial_baseline_without_decode_outcomes_has_nothing_to_compare(
     assert code == 1
     check = _checks(out)["no_regression"]
     assert not check["passed"] and check["detail"].endswith(": nothing to compare")
+
+
+@pytest.mark.parametrize("missing", [5, 6, 7])
+def test_a_missing_outcome_list_names_six_runs_then_counts_the_rest(missing: int) -> None:
+    """The gate's detail names up to `_LISTED` (6) runs without an outcome and counts the others:
+    exactly six are all named, with no "and 0 more"."""
+    from types import SimpleNamespace
+
+    from cgplan.core.compare import gate
+
+    runs = [(2 * i + 1, 2 * i + 1) for i in range(missing)]
+    side = SimpleNamespace(query_lens=(1,), missing_decode=lambda ql: runs, status="complete", failure=None)
+    detail = gate._missing_shapes(side)  # type: ignore[arg-type]
+    assert detail is not None
+    assert detail.count("requests × 1") == min(missing, 6)
+    assert detail.endswith(f" and {missing - 6} more runs") == (missing > 6)
+    assert "more runs" not in detail or missing > 6
