@@ -193,3 +193,32 @@ def test_the_serve_command_line_reads_dtype_and_quantization(
     assert doc["predicted_latency"] is None
     assert any("quantization fp8" in r for r in doc["predicted_cost"]["domain"]["outside"])
     assert any(r.startswith("dtype float16") for r in doc["predicted_cost"]["domain"]["outside"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--dtype", "int8"],
+            "--vllm-args:--dtype: must be one of auto, half, float16, float, float32, bfloat16",
+        ),
+        (["--quantization", " "], "--vllm-args:--quantization: must be a quantization method's name"),
+    ],
+)
+def test_a_bad_dtype_or_quantization_is_one_located_line_and_exit_2(
+    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run
+
+    code, _, err = run(monkeypatch, capsys, "plan", "--", "serve", str(BF16_MODEL), *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert message in err and "Traceback" not in err
+
+
+def test_a_bad_dtype_in_yaml_is_located(tmp_path: Path) -> None:
+    from cgplan.errors import ConfigError
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model: {BF16_MODEL}\ndtype: 5\n")  # a list is read as vLLM reads it: --dtype X
+    with pytest.raises(ConfigError, match=r"c\.yaml:.*dtype: must be one of auto"):
+        plan_file(cfg)
