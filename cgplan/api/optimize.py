@@ -10,7 +10,7 @@ from cgplan.core.plan.build import build_plan
 from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import Overrides, load_config
-from cgplan.io.latency_coefficients import shipped_latency
+from cgplan.io.latency_coefficients import shipped_latency_for
 from cgplan.io.traffic import load_traffic
 
 __all__ = ["Optimized", "optimize_config"]
@@ -54,7 +54,7 @@ def optimize_config(
             inp,
             default_plan,
             traffic,
-            latency=latency or shipped_latency(),
+            latency=latency or shipped_latency_for(inp.gpu_name),
             coefficients=shipped_coefficients_for(inp),
             max_sizes=max_sizes,
             max_graphs=max_graphs,

@@ -23,7 +23,7 @@ from cgplan.core.predict.latency import LatencyCoefficients
 from cgplan.errors import ConfigError, ConfigRejected
 from cgplan.io.config import LoadedConfig, Overrides, load_config, parse_config
 from cgplan.io.cost_coefficients import default_coefficients, moe_coefficients
-from cgplan.io.latency_coefficients import shipped_latency
+from cgplan.io.latency_coefficients import shipped_latency_for
 
 if TYPE_CHECKING:
     from cgplan.core.compare.gate import GatePolicy
@@ -254,11 +254,11 @@ def _timed(
     """The plan with its predicted step times (`latency`, default: the shipped H200 set) at
     `traffic` (default: every uniform-decode batch size once); fixes priced under `policy`."""
     if traffic is None:
-        return with_latency(plan, inp, latency or shipped_latency(), policy=policy)
+        return with_latency(plan, inp, latency or shipped_latency_for(inp.gpu_name), policy=policy)
     return with_latency(
         plan,
         inp,
-        latency or shipped_latency(),
+        latency or shipped_latency_for(inp.gpu_name),
         traffic.uniform_decode,
         traffic.mixed,
         traffic.source,

@@ -23,6 +23,12 @@ from cgplan.io.schema import SCHEMA_VERSION
 DEFAULT_LATENCY = Path(__file__).parent.parent / "data" / "latency-h200.json"
 """Fitted from the H200 runs under benchmarks/results/h200/latency (docs/latency-model.md)."""
 
+SHIPPED_LATENCY: dict[str, Path] = {"H200": DEFAULT_LATENCY}
+"""The shipped sets by the card they were timed on (`find_gpu`'s name). A plan for a GPU named here
+is priced with its own set; any other (and a family name such as `hopper`, which stands for the
+H200 the default set was measured on) with the default set, whose domain then withholds the step
+time for a GPU it was not measured on (`latency_withheld`)."""
+
 LATENCY_KIND = "cgplan-latency-coefficients"
 _FIELDS = {f.name: f for f in dataclasses.fields(LatencyCoefficients)}
 
@@ -118,6 +124,19 @@ def load_latency(path: str | Path) -> LatencyCoefficients:
 def shipped_latency() -> LatencyCoefficients:
     """The H200 set shipped with cgplan (read once)."""
     return load_latency(DEFAULT_LATENCY)
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_set(gpu: str) -> LatencyCoefficients:
+    return load_latency(SHIPPED_LATENCY[gpu])
+
+
+def shipped_latency_for(gpu_name: str) -> LatencyCoefficients:
+    """The shipped set timed on `gpu_name` (a PlanInput's `gpu_name`: "" for a family name), else the
+    default H200 set (read once each)."""
+    if gpu_name in SHIPPED_LATENCY and SHIPPED_LATENCY[gpu_name] != DEFAULT_LATENCY:
+        return _shipped_set(gpu_name)
+    return shipped_latency()
 
 
 def _shape_from_hf(hf: dict[str, Any]) -> ModelShape:

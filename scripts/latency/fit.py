@@ -159,6 +159,18 @@ def _timed(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def card_of(folder: Path) -> str | None:
+    """The card a device call's gpu.txt (nvidia-smi's CSV) names, as cgplan names it; None without one."""
+    from cgplan.core.vllm.gpus import find_gpu
+
+    f = folder / "gpu.txt"
+    if not f.is_file():
+        return None
+    rows = [r.split(",")[0].strip() for r in f.read_text().splitlines()[1:] if r.strip()]
+    gpu = find_gpu(rows[0]) if rows else None
+    return gpu.name if gpu is not None else None
+
+
 def held(o: LatencyObservation) -> bool:
     return o.run in HELD_OUT_RUNS or o.batch in HELD_OUT_BATCHES
 
@@ -170,7 +182,17 @@ def main() -> int:
     ap.add_argument("--report", type=Path)
     ap.add_argument("--statistic", choices=STATISTICS, default="median")
     ap.add_argument("--rounds", choices=ROUNDS, default="lowest")
+    ap.add_argument(
+        "--gpu",
+        default="H200",
+        help="the card the runs were timed on, as cgplan names it (H200, H100); each gpu.txt must name it",
+    )
     a = ap.parse_args()
+    for folder in sorted({f.parent for f in run_files(a.runs)}):
+        named = card_of(folder)
+        if named is not None and named != a.gpu:
+            print(f"{folder}: timed on {named}, not {a.gpu} (--gpu)", file=sys.stderr)
+            return 2
     sources: dict[str, list[str]] = {}
     for f in run_files(a.runs):
         sources.setdefault(f.parent.name, []).append(f.name.removeprefix("lat-").removesuffix(".json"))
@@ -179,7 +201,7 @@ def main() -> int:
     per_round = round_figures(a.runs, a.statistic)
     fit = [o for o in obs if not held(o)]
     out = [o for o in obs if held(o)]
-    c = fit_latency(fit, START)
+    c = fit_latency(fit, dataclasses.replace(START, gpu=a.gpu))
     med, w10 = errors(c, out)
     fmed, fw10 = errors(c, fit)
     runs = sorted({o.run for o in obs})

@@ -3,11 +3,15 @@
 # start-up, serialised timing; pack the raw results into $OUT/latency-SET.tar.gz.
 # usage (repository root of a checkout carrying .devx/{payload.tar.xz,scripts,models,latency-17}):
 #   bash .devx/latency-17/scripts/latency/run_device.sh call1|call2|call3|call4|call5
+# or, from the tracked tree (its scripts/latency and configs/models) with only .devx/{payload.tar.xz,scripts}:
+#   LATENCY_ROOT=. bash scripts/latency/run_device.sh h100a|h100b
+# h100a / h100b are calls 1 and 2 split for an 80 GB card (their engines start together, so their weights
+# share the card: call 1's 118 GB and call 2's 86 GB do not fit); the 32B and the 14B + EAGLE are left out.
 # call4 (run 2026-12-01, benchmarks/results/h200/latency/call4) and call5 (not run) time only the widest batch, six rounds
 # spread over the run, for the engines whose widest batch was timed once, first (calls 1 and 2).
 set -u
 SET=$1
-D=.devx/latency-17; M=$D/configs/models
+D=${LATENCY_ROOT:-.devx/latency-17}; M=$D/configs/models
 bash .devx/scripts/dev.sh setup
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 \
   VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
@@ -37,6 +41,17 @@ case $SET in
     "llama-3.2-3b-mns256|$M/llama-3.2-3b|||256||30"
     "qwen2.5-14b-mns256|$M/qwen2.5-14b|||256||30"
     "qwen2.5-32b-mns256|$M/qwen2.5-32b|||256||40") ;;
+  h100a) ENGINES=(
+    "tiny-eagle-k16-mns32-max544|$M/tiny-llama-v512|$M/tiny-eagle|16|32|544|40"
+    "med-llama-mns256|$M/med-llama|||256||40"
+    "llama-3.2-3b-mns256|$M/llama-3.2-3b|||256||45"
+    "llama-3.1-8b-mns256|$M/llama-3.1-8b|||256||50"
+    "qwen2.5-14b-mns256|$M/qwen2.5-14b|||256||55") ;;
+  h100b) ENGINES=(
+    "llama-3.1-8b-eagle-k16-mns32-max544|$M/llama-3.1-8b|$M/llama-3.1-8b-eagle|16|32|544|60"
+    "llama-3.2-3b-eagle-k3-mns64|$M/llama-3.2-3b|$M/llama-3.2-3b-eagle|3|64||50"
+    "mistral-nemo-12b-mns256|$M/mistral-nemo-12b|||256||60"
+    "qwen3-4b-mns256|$M/qwen3-4b|||256||50") ;;
   call5) EXTRA_FLAGS=(--only-widest --widest-repeats 6 --pause-s 2); ENGINES=(
     "llama-3.1-8b-eagle-k16-mns32-max544|$M/llama-3.1-8b|$M/llama-3.1-8b-eagle|16|32|544|30"
     "llama-3.2-3b-eagle-k3-mns64|$M/llama-3.2-3b|$M/llama-3.2-3b-eagle|3|64||30"
