@@ -23,6 +23,9 @@ MODEL = "configs/models/tiny-llama"
 BASE = "serve configs/models/tiny-llama --max-num-seqs 32"
 """The line every flag is added to: a dense model on the default platform."""
 
+DBO = "--enable-dbo --data-parallel-size 2 --enable-expert-parallel"
+KV_CONNECTOR = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+
 EXAMPLES: dict[str, str] = {
     # dest -> the flag's value (inputs, not expected answers: what the plan input becomes is the
     # product's and is only required to differ from the line without the flag)
@@ -43,7 +46,7 @@ EXAMPLES: dict[str, str] = {
     "attention_backend": "--attention-backend FLASHINFER",
     "attention_config": """--attention-config '{"backend": "FLASHINFER"}'""",
     "runner": "--runner pooling",
-    "kv_transfer_config": """--kv-transfer-config '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'""",
+    "kv_transfer_config": f"--kv-transfer-config '{KV_CONNECTOR}'",
     "pipeline_parallel_size": "--pipeline-parallel-size 2",
     "data_parallel_size": "--data-parallel-size 2",
     "decode_context_parallel_size": "--tensor-parallel-size 2 --decode-context-parallel-size 2",
@@ -51,10 +54,10 @@ EXAMPLES: dict[str, str] = {
     "enable_lora": "--enable-lora",
     "max_loras": "--enable-lora --max-loras 3",
     "specialize_active_lora": "--enable-lora --max-loras 3 --specialize-active-lora",
-    "enable_dbo": "--enable-dbo --data-parallel-size 2 --enable-expert-parallel",
+    "enable_dbo": DBO,
     "ubatch_size": "--ubatch-size 2",
-    "dbo_decode_token_threshold": "--enable-dbo --data-parallel-size 2 --enable-expert-parallel --dbo-decode-token-threshold 8",
-    "dbo_prefill_token_threshold": "--enable-dbo --data-parallel-size 2 --enable-expert-parallel --dbo-prefill-token-threshold 256",
+    "dbo_decode_token_threshold": f"{DBO} --dbo-decode-token-threshold 8",
+    "dbo_prefill_token_threshold": f"{DBO} --dbo-prefill-token-threshold 256",
     "async_scheduling": "--async-scheduling",  # False plans as the default does (no rule reads it)
     "all2all_backend": "--all2all-backend naive --data-parallel-size 2 --enable-expert-parallel",
     "kv_cache_dtype": "--kv-cache-dtype fp8",
@@ -76,12 +79,12 @@ def _input(line: str, version: str):  # type: ignore[no-untyped-def]
 
 
 def _cases() -> list[tuple[str, str]]:
-    out = []
-    for version in SUPPORTED_VERSIONS:
-        for flag in serve_flags_for(version).flags:
-            if flag.role == READ and flag.dest not in BESIDE_THE_MODEL:
-                out.append((version, flag.dest))
-    return out
+    return [
+        (version, flag.dest)
+        for version in SUPPORTED_VERSIONS
+        for flag in serve_flags_for(version).flags
+        if flag.role == READ and flag.dest not in BESIDE_THE_MODEL
+    ]
 
 
 @pytest.mark.parametrize(("version", "dest"), _cases())
