@@ -171,8 +171,8 @@ def card_of(folder: Path) -> str | None:
     return gpu.name if gpu is not None else None
 
 
-def held(o: LatencyObservation) -> bool:
-    return o.run in HELD_OUT_RUNS or o.batch in HELD_OUT_BATCHES
+def held(o: LatencyObservation, runs: tuple[str, ...] = HELD_OUT_RUNS) -> bool:
+    return o.run in runs or o.batch in HELD_OUT_BATCHES
 
 
 def main() -> int:
@@ -187,7 +187,14 @@ def main() -> int:
         default="H200",
         help="the card the runs were timed on, as cgplan names it (H200, H100); each gpu.txt must name it",
     )
+    ap.add_argument(
+        "--held-out-runs",
+        nargs="*",
+        default=list(HELD_OUT_RUNS),
+        help="whole runs the fit never sees (default: the H200 set's three)",
+    )
     a = ap.parse_args()
+    held_runs = tuple(a.held_out_runs)
     for folder in sorted({f.parent for f in run_files(a.runs)}):
         named = card_of(folder)
         if named is not None and named != a.gpu:
@@ -199,8 +206,8 @@ def main() -> int:
     print("read: " + "; ".join(f"{k} ({len(v)} runs)" for k, v in sorted(sources.items())))
     obs = load(a.runs, a.statistic, a.rounds)
     per_round = round_figures(a.runs, a.statistic)
-    fit = [o for o in obs if not held(o)]
-    out = [o for o in obs if held(o)]
+    fit = [o for o in obs if not held(o, held_runs)]
+    out = [o for o in obs if held(o, held_runs)]
     c = fit_latency(fit, dataclasses.replace(START, gpu=a.gpu))
     med, w10 = errors(c, out)
     fmed, fw10 = errors(c, fit)
@@ -214,8 +221,8 @@ def main() -> int:
             "layers_range": (min(layers), max(layers)),
             "max_tokens": max(o.step.target_tokens for o in obs),
             "max_reqs": max(o.step.reqs for o in obs),
-            "fitted_on": tuple(r for r in runs if r not in HELD_OUT_RUNS),
-            "held_out": HELD_OUT_RUNS + tuple(f"batch {b} of every run" for b in HELD_OUT_BATCHES),
+            "fitted_on": tuple(r for r in runs if r not in held_runs),
+            "held_out": held_runs + tuple(f"batch {b} of every run" for b in HELD_OUT_BATCHES),
             "held_out_median_error": round(med, 4),
             "held_out_within_10pct": round(w10, 4),
         }
@@ -247,13 +254,13 @@ def main() -> int:
                         "measured_ms": o.measured_ms,
                         "predicted_ms": round(p, 4),
                         "error": round(p / o.measured_ms - 1, 4),
-                        "held_out": held(o),
+                        "held_out": held(o, held_runs),
                     }
                 )
-            h = [x for x in pts if held(x)]
-            f = [x for x in pts if not held(x)]
+            h = [x for x in pts if held(x, held_runs)]
+            f = [x for x in pts if not held(x, held_runs)]
             report["runs"][r] = {
-                "held_out_run": r in HELD_OUT_RUNS,
+                "held_out_run": r in held_runs,
                 "fit": dict(zip(("median_error", "within_10pct"), errors(c, f), strict=True)),
                 "held_out": dict(zip(("median_error", "within_10pct"), errors(c, h), strict=True)),
                 "widest": widest(c, pts, per_round),
@@ -265,8 +272,8 @@ def main() -> int:
         report["widest_ratio_within_10pct"] = {
             "runs": sum(w10.values()),
             "of": len(w10),
-            "held_out_runs": sum(w10[r] for r in HELD_OUT_RUNS if r in w10),
-            "of_held_out": sum(1 for r in HELD_OUT_RUNS if r in w10),
+            "held_out_runs": sum(w10[r] for r in held_runs if r in w10),
+            "of_held_out": sum(1 for r in held_runs if r in w10),
         }
         a.report.write_text(json.dumps(report, indent=1) + "\n")
         for r, v in report["runs"].items():
