@@ -53,6 +53,8 @@ GATE_TESTS = (
     "tests/core/compare/test_diff_sweep_gate.py",
     "tests/core/compare/test_gate_request_counts.py",
     "tests/core/compare/test_gate_checks.py",
+    # every check on both sides of its threshold, on real plans and capture reports (1 s)
+    "tests/core/compare/test_gate_thresholds.py",
     # the gate on partial and failed captures, bad reports and its own wording (about 20 s)
     "tests/io/test_report_trust.py",
     # runs scripts/cgplan-gate, which the mutant's copy of the tree does not hold
