@@ -1,0 +1,402 @@
+"""Each kind of line `cgplan logs` reads, on its own and beside the others, from real vLLM logs
+(issue 35: every rule of the parser is held by a test that fails when it breaks).
+
+The lines are never typed here: each is the first line of its kind in the committed logs, the
+console output of real H200 runs (tests/data/logs/*-vllm.log.gz, benchmarks/results/h200/latency,
+plugin; vLLM 0.26.0) and the SYNTHETIC fixtures (tests/data/logs/synthetic-*.log: bars written by
+tqdm with vLLM's descriptions, engine lines str(VllmConfig) of 0.26.0 and 0.33.0). What a line
+must parse to is read off the line by vLLM's format string (0.33.0's source, file named per kind),
+with string operations, not the parser's patterns. Variants are derived from real lines by a rule
+(the speculative config of another run's engine line, vLLM's `SpeculativeConfig.__repr__` with no
+method, a line cut short), and the deferral buffers are driven to `DEFERRED_CHARS` and one past it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+
+from cgplan.core.logs import parse as logs
+from cgplan.core.logs.parse import GUARDS, LogError, LogEvent, ParsedLog, parse_lines, parse_log
+from tests.paths import ROOT_DIR, TESTS_DIR
+
+LOGS = TESTS_DIR / "data" / "logs"
+H200 = ROOT_DIR / "benchmarks" / "results" / "h200"
+SOURCES = [
+    *sorted(LOGS.glob("*-vllm.log.gz")),
+    *sorted(H200.glob("latency/call*/*.log.gz")),
+    *sorted(H200.glob("plugin/*.log")),
+    *sorted(LOGS.glob("synthetic-*.log")),
+]
+
+
+def _text(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+
+
+@functools.cache
+def lines() -> tuple[str, ...]:
+    """Every line of every source log, in order (synthetic headers left out)."""
+    return tuple(line for p in SOURCES for line in _text(p).split("\n") if not line.startswith("#"))
+
+
+def first(text: str, *, where: str | None = None, without: str | None = None) -> str:
+    """The first real line holding `text` (and `where`, not `without`)."""
+    for line in lines():
+        if text in line and (where is None or where in line) and (without is None or without not in line):
+            return line
+    raise AssertionError(f"no line with {text!r}")
+
+
+def message(line: str) -> str:
+    """The message of a console line: vLLM's `LEVEL MM-DD HH:MM:SS [file.py:N] ` cut off."""
+    return line.split("] ", 1)[1]
+
+
+def between(line: str, before: str, after: str) -> str:
+    """The text between `before` and the next `after` (a format string's %s)."""
+    return line.split(before, 1)[1].split(after, 1)[0]
+
+
+# ---------------------------------------------------------------- each line alone
+
+
+def test_a_runner_fallback_warning_alone_is_a_vllm_log() -> None:
+    """vllm/config/vllm.py (0.33.0 :761): "Model Runner V2 does not yet support %s; using the V1
+    model runner instead." A log cut after it (the config failed next) is still vLLM's."""
+    line = first("Model Runner V2 does not yet support")
+    parsed = parse_log(line)
+    unsupported = between(line, "does not yet support ", "; using the V1")
+    assert unsupported == "ngram/ngram_gpu speculative decoding"
+    assert parsed.events == (LogEvent("runner_fallback", message(line), (("unsupported", unsupported),)),)
+    assert parsed.model_runner == "v1" and parsed.model_runner_evidence == (f"fallback: {message(line)}",)
+    assert (parsed.capture_status, parsed.engine_starts, parsed.vllm_version) == ("not reached", 0, None)
+
+
+def test_a_truncation_and_a_dynamic_sd_override_alone_are_vllm_logs() -> None:
+    """vllm/config/vllm.py: "Truncating max_cudagraph_capture_size to %d" (:2627) and
+    `_maybe_override_dynamic_sd_cudagraph_mode`'s "... Overriding cudagraph_mode from %s to %s"."""
+    line = first("Truncating max_cudagraph_capture_size to ")
+    size = int(line.rsplit(" ", 1)[1])
+    assert parse_log(line).events == (LogEvent("truncated_max", message(line), (("size", size),)),)
+    line = first("Overriding cudagraph_mode from ")
+    a, b = between(line, "Overriding cudagraph_mode from ", " for").split(" to ")
+    (event,) = parse_log(line).events
+    assert (event.kind, event.message, event.value("from"), event.value("to")) == (
+        "dynamic_sd_override",
+        message(line),
+        a,
+        b,
+    )
+
+
+def test_an_attention_downgrade_alone_is_a_vllm_log() -> None:
+    """vllm/config/compilation.py: "CUDAGraphMode.%s is not supported with %s backend (support:
+    %s); setting cudagraph_mode=%s"; the final mode is the downgrade's."""
+    line = first("is not supported with ", where="setting cudagraph_mode=")
+    parsed = parse_log(line)
+    (event,) = parsed.events
+    mode_from = between(line, "CUDAGraphMode.", " is not")
+    backend = between(line, "is not supported with ", " backend")
+    support = between(line, "(support: ", ")")
+    mode_to = line.rsplit("setting cudagraph_mode=", 1)[1].strip()
+    assert (event.kind, event.message) == ("mode_downgrade", message(line))
+    assert dict(event.values) == {"from": mode_from, "to": mode_to, "backend": backend, "support": support}
+    assert parsed.final_cudagraph_mode == mode_to and parsed.cudagraph_mode is None
+
+
+def test_the_worker_memory_lines_alone_are_vllm_logs() -> None:
+    """gpu_worker.py (0.33.0): "Available KV cache memory: %s GiB" (:773), "CUDA graph pool memory:
+    %s GiB (actual), %s GiB (estimated), difference: %s GiB (%.1f%%)." (:1004); gpu_model_runner.py:
+    "Estimated CUDA graph memory: %.2f GiB total" (:6410); kv_cache_utils.py: "%s KV cache size:
+    %s tokens" (:1148; "GPU KV cache size: {:,} tokens" in 0.26.0)."""
+    kv = first("Available KV cache memory: ")
+    parsed = parse_log(kv)
+    assert parsed.available_kv_cache_gib == float(between(kv, "Available KV cache memory: ", " GiB"))
+    # the KV cache is sized just before the capture: it started
+    assert (parsed.capture_status, parsed.worker_started) == ("incomplete", True)
+    assert parsed.last_capture_activity == message(kv)
+
+    tokens = first("GPU KV cache size: ")
+    parsed = parse_log(tokens)
+    assert parsed.kv_cache_tokens == int(between(tokens, "KV cache size: ", " tokens").replace(",", ""))
+    assert parsed.capture_status == "not reached"
+
+    pool = first("CUDA graph pool memory: ")
+    parsed = parse_log(pool)
+    actual, estimated = between(pool, "memory: ", " GiB (actual)"), between(pool, "(actual), ", " GiB (est")
+    diff, pct = between(pool, "difference: ", " GiB"), pool.rsplit("(", 1)[1].split("%)", 1)[0]
+    assert parsed.actual_vs_estimated == message(pool)
+    assert (parsed.pool_actual_gib, parsed.pool_estimated_gib) == (float(actual), float(estimated))
+    assert (parsed.pool_difference_gib, parsed.pool_difference_pct) == (float(diff), float(pct))
+
+    estimate = first("Estimated CUDA graph memory: ")
+    assert parse_log(estimate).estimated_cudagraph_gib == float(between(estimate, "memory: ", " GiB total"))
+
+
+def test_the_profiling_line_alone_is_a_vllm_log() -> None:
+    """gpu_model_runner.py (0.33.0 :6304): "Profiling CUDA graph memory: %s", the groups
+    "MODE=N (largest=T)" joined with ", "."""
+    line = first("Profiling CUDA graph memory: ", where=", FULL=")
+    groups = []
+    for group in message(line).removeprefix("Profiling CUDA graph memory: ").split(", "):
+        mode, rest = group.split("=", 1)
+        count, largest = rest.removesuffix(")").split(" (largest=")
+        groups.append((mode, int(count), int(largest)))
+    assert len(groups) == 2
+    assert parse_log(line).profiling == tuple(groups)
+
+
+def test_a_capture_finished_line_alone_is_a_finished_capture() -> None:
+    """gpu_model_runner.py :6517 and gpu/model_runner.py :1164: "Graph capturing finished in %.0f
+    secs, took %.2f GiB"."""
+    for where in ("[gpu_model_runner.py:", "[model_runner.py:"):
+        line = first("Graph capturing finished in ", where=where)
+        parsed = parse_log(line)
+        secs, gib = between(line, "finished in ", " secs"), between(line, "took ", " GiB")
+        assert (parsed.capture_finished_secs, parsed.capture_took_gib) == (float(secs), float(gib))
+        assert parsed.capture_status == "finished" and parsed.last_capture_activity == message(line)
+        assert parsed.profiling_capture is None
+    # the V1 runner's file names it; the V2 runner's file (gpu/model_runner.py) names V2
+    assert (
+        parse_log(first("Graph capturing finished in ", where="[gpu_model_runner.py:")).model_runner == "v1"
+    )
+    assert parse_log(first("Graph capturing finished in ", where="[model_runner.py:")).model_runner == "v2"
+
+
+def test_the_engine_ready_and_runner_lines_alone_are_vllm_logs() -> None:
+    """core.py (0.33.0 :413) "init engine (profile, create kv cache, warmup model) took %.2f s";
+    gpu_worker.py (:513) "Using V2 Model Runner"."""
+    ready = parse_log(first("init engine (profile, create kv cache, warmup model) took"))
+    assert ready.engine_ready and ready.capture_status == "incomplete"
+    v2 = parse_log(first("Using V2 Model Runner"))
+    assert (v2.model_runner, v2.model_runner_evidence, v2.worker_started) == (
+        "v2",
+        ("Using V2 Model Runner",),
+        True,
+    )
+    assert v2.capture_status == "not reached" and not v2.engine_ready
+
+
+def test_a_non_default_args_line_alone_is_a_vllm_log() -> None:
+    """entrypoints (0.33.0 startup.py :96): "non-default args: %s", the dict repr."""
+    line = first("non-default args: {")
+    parsed = parse_log(line)
+    args = ast.literal_eval(
+        re.sub(r"<(\w+(?:\.\w+)+): [^<>]*>", r"'\1'", line.split("non-default args: ", 1)[1])
+    )
+    assert parsed.has_non_default_args and parsed.engine_args == args
+    assert (parsed.max_num_seqs, parsed.max_num_batched_tokens) == (
+        args["max_num_seqs"],
+        args["max_num_batched_tokens"],
+    )
+
+
+def test_the_chunked_prefill_line_wins_over_the_non_default_args() -> None:
+    """scheduler.py (0.33.0 :311): "Chunked prefill is enabled with max_num_batched_tokens=%d." is
+    what the scheduler runs with; the "non-default args" figure is what was asked for."""
+    args = first("non-default args: {", where="'max_num_batched_tokens': 8192")
+    chunked = first("Chunked prefill is enabled with max_num_batched_tokens=", without="=8192.")
+    tokens = int(between(chunked, "max_num_batched_tokens=", "."))
+    assert tokens != 8192
+    assert parse_log(args + "\n" + chunked).max_num_batched_tokens == tokens
+    assert parse_log(args).max_num_batched_tokens == 8192
+    # alone it says nothing that makes a log vLLM's
+    with pytest.raises(LogError, match="not a vLLM log"):
+        parse_log(chunked)
+
+
+def test_a_log_without_any_line_vllm_writes_is_refused() -> None:
+    serving = first("Initial profiling/warmup run took")  # monitor.py: no line cgplan reads
+    with pytest.raises(LogError, match=r"^x: not a vLLM log"):
+        parse_log(serving + "\n" + serving, "x")
+
+
+# ---------------------------------------------------------------- the engine line per release
+
+
+ENGINES = {
+    "0.26.0": first("Initializing a V1 LLM engine (v0.26.0)", where="speculative_config=None"),
+    "0.33.0": first("Initializing a V1 LLM engine (v0.33.0)"),
+}
+
+
+def _engine_expected(line: str) -> dict[str, object]:
+    """The engine line's capture fields, read off `str(VllmConfig)` (vllm/config/vllm.py __str__,
+    0.33.0 :2809): `key=value, ` pairs, compilation_config a dict repr (enum members as
+    `<Enum.NAME: value>`)."""
+    config = line.split(" with config: ", 1)[1]
+    cc_text = config.split("compilation_config=", 1)[1].rsplit(", kernel_config=", 1)[0]
+    cc = ast.literal_eval(re.sub(r"<(\w+)\.(\w+): [^<>]*>", r"'\2'", cc_text))
+    return {
+        "vllm_version": between(line, "engine (v", ")"),
+        "engine_model": between(config, "model='", "'"),
+        "max_model_len": int(between(config, ", max_seq_len=", ",")),
+        "tensor_parallel_size": int(between(config, ", tensor_parallel_size=", ",")),
+        "enforce_eager": between(config, ", enforce_eager=", ",") == "True",
+        "cudagraph_mode": cc["cudagraph_mode"],
+        "capture_sizes": tuple(cc["cudagraph_capture_sizes"]),
+        "max_capture_size": cc["max_cudagraph_capture_size"],
+        "compilation_mode": cc["mode"],
+        "final_cudagraph_mode": cc["cudagraph_mode"],
+    }
+
+
+@pytest.mark.parametrize("release", sorted(ENGINES))
+def test_engine_line_of_each_release(release: str) -> None:
+    line = ENGINES[release]
+    parsed = parse_log(line)
+    assert {k: getattr(parsed, k) for k in _engine_expected(line)} == _engine_expected(line)
+    assert (parsed.speculative_method, parsed.num_speculative_tokens) == (None, None)
+    assert (parsed.engine_starts, parsed.vllm_version, parsed.log_format) == (
+        1,
+        release,
+        {"0.26.0": "0.26.0", "0.33.0": "0.30.0"}[release],
+    )
+    assert parsed.capture_status == "not reached" and not parsed.worker_started
+
+
+SPECS = sorted(
+    {
+        between(line, "speculative_config=", "), tokenizer=") + ")"
+        for line in lines()
+        if "speculative_config=Spec" in line
+    }
+)
+"""Every `SpeculativeConfig(method=..., model=..., num_spec_tokens=...)` the logs hold
+(vllm/config/speculative.py __repr__, 0.33.0 :2196)."""
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("release", sorted(ENGINES))
+def test_engine_line_with_each_speculative_config(release: str, spec: str) -> None:
+    """A release's engine line with another run's speculative config in place of `None`: its
+    method and K, the rest of the line read as before."""
+    line = ENGINES[release].replace("speculative_config=None,", f"speculative_config={spec},", 1)
+    parsed = parse_log(line)
+    method = between(spec, "method='", "'")
+    k = int(between(spec, "num_spec_tokens=", ")"))
+    assert (parsed.speculative_method, parsed.num_speculative_tokens) == (method, k)
+    assert {k: getattr(parsed, k) for k in _engine_expected(line)} == _engine_expected(line)
+    # `SpeculativeConfig(f"{method=}")` of a config without a method: no method, the same K
+    no_method = line.replace(f"method='{method}'", "method=None", 1)
+    assert (parse_log(no_method).speculative_method, parse_log(no_method).num_speculative_tokens) == (None, k)
+
+
+def test_spec_methods_of_the_logs() -> None:
+    assert {between(s, "method='", "'") for s in SPECS} == {"eagle", "ngram"}
+    assert any("model=None" in s for s in SPECS) and any("model='" in s for s in SPECS)
+
+
+@pytest.mark.parametrize("release", sorted(ENGINES))
+def test_an_engine_line_cut_short_reads_what_it_holds(release: str) -> None:
+    """A log whose last line was cut while it was written: the fields before the cut are read, the
+    rest are None, and the parse never fails."""
+    line = ENGINES[release]
+    whole = parse_log(line)
+    for cut in range(line.index(" with config: ") + 14, len(line), 97):
+        part = parse_log(line[:cut])
+        assert part.vllm_version == release and part.engine_starts == 1
+        if "compilation_config={" not in line[:cut]:
+            assert (part.cudagraph_mode, part.capture_sizes, part.compilation_mode) == (None, None, None)
+        if ", max_seq_len=" + str(whole.max_model_len) + "," in line[:cut]:
+            assert part.max_model_len == whole.max_model_len
+
+
+# ---------------------------------------------------------------- deferral at its bound
+
+
+def _keyword_lines() -> list[str]:
+    """Real keyword lines of one run after its engine line, none of which a pre-engine pattern
+    reads (so `_Pending` defers each and, when tested, drops it)."""
+    text = _text(LOGS / "tiny-nospec-vllm.log.gz").split("\n")
+    at = next(n for n, line in enumerate(text) if GUARDS["engine"] in line)
+    out = [
+        line
+        for line in text[at + 1 :]
+        if line
+        and logs._may_match(line)
+        and not logs._pre_engine_outside_table(line)
+        and GUARDS["metrics_header"] not in line
+        and GUARDS["engine_ready"] not in line
+        and GUARDS["non_default_args"] not in line
+    ]
+    assert len(out) >= 3
+    return out
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_pending_segments_are_tested_once_past_the_bound(monkeypatch: pytest.MonkeyPatch, extra: int) -> None:
+    """`_Pending` holds at most `DEFERRED_CHARS` of keyword segments untested: at the bound they
+    wait; one character past it they are tested (and these, read by no pre-engine pattern, dropped)."""
+    kept = _keyword_lines()
+    total = sum(map(len, kept))
+    monkeypatch.setattr(logs, "DEFERRED_CHARS", total - extra)
+    parser = logs._Parser()
+    for line in kept:
+        parser.line(line)
+        assert parser.pending.deferred_chars <= logs.DEFERRED_CHARS
+    pending = parser.pending
+    if extra:
+        assert (pending.deferred, pending.deferred_chars, pending.items) == ([], 0, [])
+    else:
+        assert [seg for _, seg, _ in pending.deferred] == kept and pending.deferred_chars == total
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_region_reads_as_it_goes_once_past_the_bound(monkeypatch: pytest.MonkeyPatch, extra: int) -> None:
+    """A region defers at most `DEFERRED_CHARS` of segments: at the bound it still defers; one past
+    it, it reads them and every later one as it comes. The parse is the same either way."""
+    engine = ENGINES["0.26.0"]
+    kept = _keyword_lines()
+    total = len(engine) + sum(map(len, kept))
+    text = "\n".join([engine, *kept])
+    monkeypatch.setattr(logs, "DEFERRED_CHARS", total - extra)
+    parser = logs._Parser()
+    for line in [engine, *kept]:
+        parser.line(line)
+        assert parser.region.deferred_chars <= logs.DEFERRED_CHARS
+    region = parser.region
+    assert region.eager == bool(extra)
+    assert len(region.deferred) == (0 if extra else 1 + len(kept))
+    eager = parser.region.result("-", parser.engine_starts)
+    monkeypatch.setattr(logs, "DEFERRED_CHARS", -1)
+    assert eager == parse_log(text) and eager.available_kv_cache_gib is not None
+
+
+# ---------------------------------------------------------------- segments and line ends
+
+
+def test_crlf_and_carriage_returns_split_segments_not_lines() -> None:
+    """A CRLF line end is a line end, not a redraw: the line reads as without it; a carriage
+    return inside a line splits it into segments, each read (a tqdm redraw)."""
+    kv = first("Available KV cache memory: ")
+    finished = first("Graph capturing finished in ")
+    assert parse_lines([kv + "\r", finished + "\r"]) == parse_lines([kv, finished])
+    joined = parse_lines([kv + "\r" + finished])
+    assert joined == parse_lines([kv, finished])
+    assert joined.capture_status == "finished" and joined.available_kv_cache_gib is not None
+
+
+def test_a_bar_split_by_its_redraws_is_one_bar() -> None:
+    """tqdm redraws a bar after a carriage return; the last state of a bar is what it captured."""
+    line = first("Capturing CUDA graphs (PIECEWISE):", where="\r")
+    parts = [p for p in line.split("\r") if p]
+    parsed = parse_log(line)
+    (bar,) = [b for b in parsed.bars if b.desc == "Capturing CUDA graphs (PIECEWISE)"]
+    total = int(parts[-1].split("/", 1)[1].split(" ", 1)[0])
+    assert (bar.done, bar.total, bar.mode) == (total, total, "PIECEWISE")
+    assert (bar.manager, bar.runner, bar.phase) == ("target", "v2", "capture")
+
+
+def test_parse_results_are_frozen() -> None:
+    parsed = parse_log(ENGINES["0.33.0"])
+    assert isinstance(parsed, ParsedLog)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parsed.engine_starts = 2  # type: ignore[misc]
