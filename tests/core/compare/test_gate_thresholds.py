@@ -19,8 +19,18 @@ from pathlib import Path
 import pytest
 
 from cgplan.api.sides import load_side
-from cgplan.core.compare.gate import GIB, Check, GatePolicy, GateResult, evaluate_gate, extrapolated
-from cgplan.core.compare.sides import Side, padding
+from cgplan.core.compare import gate
+from cgplan.core.compare.gate import (
+    Check,
+    GatePolicy,
+    GateResult,
+    budgets_of,
+    evaluate_gate,
+    extrapolated,
+    regressions,
+)
+from cgplan.core.compare.sides import Side, decode_gaps, padding
+from cgplan.core.plan.budgets import FixBudgets
 from tests.cli_helpers import run
 from tests.paths import ROOT_DIR
 
@@ -47,6 +57,8 @@ NOTHING = GatePolicy(
     max_graph_growth_pct=None,
 )
 """Every check off: each test switches on the one it holds."""
+GIB = 2**30
+"""The gate's GiB: `max_pool_gib` is in units of 2^30 bytes."""
 
 
 @functools.cache
@@ -549,3 +561,143 @@ def test_gate_exits_2_on_a_bad_policy(
     policy.write_text("max_total_graphs: many\n")
     code, _, err = run(monkeypatch, capsys, "gate", NOSPEC, "--policy", policy)
     assert code == 2 and "max_total_graphs" in err
+
+
+# ---------------------------------------------------------------------------- what the checks rest on
+
+
+def test_the_budgets_of_a_policy_are_its_limits() -> None:
+    """A proposed fix must stay within the policy's graphs, memory (GiB → MiB), time and padding."""
+    policy = GatePolicy(
+        max_graphs_per_family={"target": 85, "*": 400},
+        max_total_graphs=178,
+        max_pool_gib=0.5,
+        max_capture_seconds=3.0,
+        max_decode_padding_ratio=1.25,
+    )
+    assert budgets_of(policy) == FixBudgets(
+        max_graphs_per_family=(("*", 400), ("target", 85)),
+        max_total_graphs=178,
+        max_pool_mib=512.0,
+        max_capture_s=3.0,
+        max_decode_padding_ratio=1.25,
+    )
+    assert budgets_of(NOTHING) == FixBudgets(max_graphs_per_family=())
+
+
+@pytest.mark.parametrize("length", [99, 100, 101])
+def test_a_partial_captures_failure_is_quoted_up_to_100_characters(length: int) -> None:
+    """The failure message (an OOM message runs on) is quoted whole up to 100 characters; a longer
+    one is cut to 97 and "..."."""
+    s = side(OOM_REPORT)
+    assert s.failure is not None and len(s.failure) > 101
+    failure = s.failure[:length]
+    check = evaluate_gate(NOTHING, dataclasses.replace(s, failure=failure)).checks[0]
+    quoted = failure if length <= 100 else failure[:97].rstrip() + "..."
+    assert check.detail == f"capture partial ({quoted}): gate a complete capture"
+    bare = evaluate_gate(NOTHING, dataclasses.replace(s, failure=None)).checks[0]
+    assert bare.detail == "capture partial: gate a complete capture"
+    failed = evaluate_gate(NOTHING, dataclasses.replace(s, status="failed", failure="")).checks[0]
+    assert (failed.name, failed.passed, failed.detail) == (
+        "capture_complete",
+        False,
+        "capture failed: gate a complete capture",
+    )
+
+
+def test_gaps_are_priced_by_the_request_counts_they_cover() -> None:
+    """A run's cost is that of the latency model's gaps of its tier and mode that it overlaps."""
+    s = side(DYN4)
+    step = s.expected_step_ms
+    assert step is not None
+    pw4 = {
+        (c.first_reqs, c.last_reqs): c.expected_cost_ms
+        for c in s.gap_costs
+        if c.query_len == 4 and c.mode == "PIECEWISE"
+    }
+    assert pw4[85, 85] and pw4[89, 89] and pw4[101, 102]
+
+    def priced(gaps: list[tuple[int, int, int, str]], cost: float) -> None:
+        assert gate._time_cost(s, gaps).startswith(
+            f"; they cost +{cost:.3f} ms of the expected {step:.2f} ms step"
+        )
+
+    priced([(4, 85, 85, "PIECEWISE")], pw4[85, 85])
+    priced([(4, 85, 89, "PIECEWISE")], pw4[85, 85] + pw4[89, 89])
+    priced([(4, 101, 101, "PIECEWISE")], pw4[101, 102])
+    priced([(4, 86, 88, "PIECEWISE")], 0.0)
+    priced([(8, 85, 85, "PIECEWISE")], 0.0)  # another tier
+    priced([(4, 85, 85, "NONE")], 0.0)  # another mode
+    assert gate._time_cost(dataclasses.replace(s, gap_costs=()), [(4, 85, 85, "PIECEWISE")]) == ""
+    assert gate._time_cost(dataclasses.replace(s, expected_step_ms=None), [(4, 85, 85, "PIECEWISE")]) == ""
+    # the gate's own runs: every one of its mode
+    assert next(g for g in decode_gaps(s) if g[3] == "PIECEWISE") == (4, 85, 85, "PIECEWISE")
+
+
+def test_a_one_request_gap_at_the_widest_batch_is_priced(tmp_path: Path) -> None:
+    """vllm#50488's case at 31 requests: 31 × 17 = 527 tokens is past the 512 maximum, so the
+    widest batch alone runs eager, a gap of one request count."""
+    config = tmp_path / "mns31.yaml"
+    config.write_text(
+        PR50488.read_text()
+        .replace("max_num_seqs: 32", "max_num_seqs: 31")
+        .replace("model: configs/", f"model: {ROOT_DIR}/configs/")
+    )
+    s = load_side(config)
+    (gap,) = s.gap_costs
+    assert (gap.first_reqs, gap.last_reqs, gap.mode) == (31, 31, "NONE")
+    widest = only({"widest_decode_full": True}, s)
+    assert widest.detail == (
+        f"31 requests × 17 (527 tokens) → NONE (+{gap.cost_ms_per_step:.2f} ms per such step vs a FULL graph)"
+    )
+    eager = only({"no_eager_uniform_decode": True}, s)
+    assert eager.detail.startswith("eager: 31 requests × 17 (527 tokens): 1 of 31 request counts; they cost ")
+    assert eager.value == 1
+
+
+def test_an_empty_dispatch_table_fails_every_coverage_check() -> None:
+    s = dataclasses.replace(side(NOSPEC), uniform_decode={})
+    why = "no uniform-decode outcome for 1-32 requests × 1 (1..32 tokens)"
+    for name in ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full"):
+        check = only({name: True}, s)
+        assert (check.passed, check.detail, check.value) == (False, why, 0), name
+    padded = only({"max_decode_padding_ratio": 10.0}, s)
+    assert (padded.passed, padded.detail) == (False, "q=1: no graph-replayed decode batch to measure")
+
+
+def _mode(tmp_path: Path, mode: str) -> Side:
+    """tiny-nospec planned with `compilation_config.cudagraph_mode: mode`."""
+    config = tmp_path / f"{mode}.yaml"
+    config.write_text(
+        NOSPEC.read_text().replace("model: configs/", f"model: {ROOT_DIR}/configs/")
+        + f"compilation_config:\n  cudagraph_mode: {mode}\n"
+    )
+    return load_side(config, label=mode)
+
+
+def test_coverage_is_lost_down_full_piecewise_eager(tmp_path: Path) -> None:
+    """FULL → PIECEWISE, FULL → eager and PIECEWISE → eager lose coverage; the other way gains it."""
+    full, pw, none = _mode(tmp_path, "FULL"), _mode(tmp_path, "PIECEWISE"), _mode(tmp_path, "NONE")
+    assert {r.mode for r in full.decode_runs(1)} == {"FULL"} and {r.mode for r in pw.decode_runs(1)} == {
+        "PIECEWISE"
+    }
+    assert {r.mode for r in none.decode_runs(1)} == {"NONE"}
+    order = [full, pw, none]
+    for i, better in enumerate(order):
+        for worse in order[i + 1 :]:
+            moves = regressions(better, worse)
+            assert [(m.first_reqs, m.last_reqs, m.mode_a, m.mode_b) for m in moves] == [
+                (1, 32, better.label, worse.label)
+            ], (better.label, worse.label)
+            assert regressions(worse, better) == []
+            check = only({"no_regression": True}, worse, baseline=better)
+            assert (
+                check.detail
+                == f"32 request counts lose coverage: 1-32 requests × 1: {better.label} → {worse.label}"
+            )
+        assert regressions(better, better) == []
+    pw_check = only({"no_piecewise_uniform_decode": True}, pw)
+    assert (pw_check.passed, pw_check.value) == (False, 32)
+    assert pw_check.detail.startswith("PIECEWISE: 1-32 requests × 1 (1..32 tokens): 32 of 32 request counts")
+    widest = only({"widest_decode_full": True}, pw)
+    assert widest.detail.startswith("32 requests × 1 (32 tokens) → PIECEWISE") and not widest.passed
