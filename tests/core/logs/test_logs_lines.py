@@ -111,6 +111,33 @@ def test_an_attention_downgrade_alone_is_a_vllm_log() -> None:
     assert parsed.final_cudagraph_mode == mode_to and parsed.cudagraph_mode is None
 
 
+def test_two_downgrades_in_turn_end_at_the_last() -> None:
+    """vllm/config/compilation.py (0.33.0 :1395-1465) checks the mixed mode, then the decode mode,
+    then spec-decode: FULL with a backend of UNIFORM_SINGLE_TOKEN_DECODE support and K > 0 logs
+    "CUDAGraphMode.FULL is not supported with %s backend (support: %s); setting
+    cudagraph_mode=FULL_AND_PIECEWISE", then "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with
+    spec-decode for attention backend %s (support: %s); setting cudagraph_mode=PIECEWISE". Both
+    lines from the real one by those format strings (its prefix and backend)."""
+    real = first("is not supported with ", where="setting cudagraph_mode=")
+    prefix, backend = real.split("] ", 1)[0] + "] ", between(real, "is not supported with ", " backend")
+    support = "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE"
+    mixed = (
+        f"{prefix}CUDAGraphMode.FULL is not supported with {backend} backend (support: {support}); "
+        "setting cudagraph_mode=FULL_AND_PIECEWISE"
+    )
+    spec = (
+        f"{prefix}CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend "
+        f"{backend} (support: {support}); setting cudagraph_mode=PIECEWISE"
+    )
+    parsed = parse_log(mixed + "\n" + spec)
+    assert [(e.value("from"), e.value("to"), e.value("backend")) for e in parsed.events] == [
+        ("FULL", "FULL_AND_PIECEWISE", backend),
+        ("FULL_AND_PIECEWISE", "PIECEWISE", backend),
+    ]
+    assert parsed.final_cudagraph_mode == "PIECEWISE"
+    assert parse_log(mixed).final_cudagraph_mode == "FULL_AND_PIECEWISE"
+
+
 def test_the_worker_memory_lines_alone_are_vllm_logs() -> None:
     """gpu_worker.py (0.33.0): "Available KV cache memory: %s GiB" (:773), "CUDA graph pool memory:
     %s GiB (actual), %s GiB (estimated), difference: %s GiB (%.1f%%)." (:1004); gpu_model_runner.py:
@@ -198,6 +225,27 @@ def test_a_non_default_args_line_alone_is_a_vllm_log() -> None:
     )
 
 
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_non_default_args_dict_is_read_up_to_its_bound(extra: int) -> None:
+    """The dict is read up to `NON_DEFAULT_ARGS_MAX_CHARS` (64 KiB) characters and refused, at its
+    line, one past (issue 33: evaluating a 7.5 MB one took seconds and GBs). The real line with its
+    model path made long enough that the dict is exactly the bound, and one more."""
+    line = first("non-default args: {", where="'model': '")
+    path = between(line, "'model': '", "'")
+    dict_chars = len(line.split("non-default args: ", 1)[1])
+    grow = logs.NON_DEFAULT_ARGS_MAX_CHARS - dict_chars + extra
+    longer = line.replace(f"'model': '{path}'", f"'model': '{path}{'/m' * (grow // 2)}{'x' * (grow % 2)}'", 1)
+    assert len(longer.split("non-default args: ", 1)[1]) == logs.NON_DEFAULT_ARGS_MAX_CHARS + extra
+    if extra:
+        with pytest.raises(
+            LogError, match=r"^log: a 'non-default args' line of 65,537 characters \(more than 64 KiB"
+        ):
+            parse_log(longer, "log")
+    else:
+        parsed = parse_log(longer, "log")
+        assert parsed.has_non_default_args and f"'{path}/m/m/m" in str(parsed.engine_args)
+
+
 def test_the_chunked_prefill_line_wins_over_the_non_default_args() -> None:
     """scheduler.py (0.33.0 :311): "Chunked prefill is enabled with max_num_batched_tokens=%d." is
     what the scheduler runs with; the "non-default args" figure is what was asked for."""
@@ -206,6 +254,15 @@ def test_the_chunked_prefill_line_wins_over_the_non_default_args() -> None:
     tokens = int(between(chunked, "max_num_batched_tokens=", "."))
     assert tokens != 8192
     assert parse_log(args + "\n" + chunked).max_num_batched_tokens == tokens
+    # in vLLM's order: both before the engine line they configure
+    engine = first("Initializing a V1 LLM engine (v0.26.0)")
+    parsed = parse_log("\n".join([args, chunked, engine]))
+    assert (parsed.max_num_batched_tokens, parsed.engine_starts, parsed.has_non_default_args) == (
+        tokens,
+        1,
+        True,
+    )
+    assert parse_log("\n".join([args, engine])).max_num_batched_tokens == 8192
     assert parse_log(args).max_num_batched_tokens == 8192
     # alone it says nothing that makes a log vLLM's
     with pytest.raises(LogError, match="not a vLLM log"):
@@ -400,3 +457,14 @@ def test_parse_results_are_frozen() -> None:
     assert isinstance(parsed, ParsedLog)
     with pytest.raises(dataclasses.FrozenInstanceError):
         parsed.engine_starts = 2  # type: ignore[misc]
+
+
+def test_the_deferral_bound_is_a_few_start_ups() -> None:
+    """`DEFERRED_CHARS` is 64 Ki characters (its docstring; the peak-memory budgets of
+    test_logs_stream.py rest on it): several of the largest real start-ups' keyword lines."""
+    assert logs.DEFERRED_CHARS == 64 * 1024
+    largest = max(
+        sum(len(s) for line in _text(p).split("\n") for s in line.split("\r") if s and logs._may_match(s))
+        for p in sorted(LOGS.glob("*-vllm.log.gz"))
+    )
+    assert 4 * largest < logs.DEFERRED_CHARS < 16 * largest
