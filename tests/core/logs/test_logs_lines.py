@@ -468,3 +468,15 @@ def test_the_deferral_bound_is_a_few_start_ups() -> None:
         for p in sorted(LOGS.glob("*-vllm.log.gz"))
     )
     assert 4 * largest < logs.DEFERRED_CHARS < 16 * largest
+
+
+def test_a_block_that_starts_with_an_empty_line_reads_its_keyword_lines() -> None:
+    """`_Parser.block` finds each keyword line by the newline before it; a block may start with an
+    empty line (a log cut at a blank line, a file that starts with one)."""
+    text = _text(LOGS / "tiny-nospec-vllm.log.gz").rstrip("\n")
+    whole = parse_log(text)
+    assert whole.capture_status == "finished"
+    assert logs.parse_blocks(["\n" + text]) == whole
+    blocks = text.split("\n")
+    assert logs.parse_blocks(["\n" + b for b in blocks]) == whole
+    assert logs.parse_blocks(["\n\n" + "\n".join(blocks[:3]), "\n".join(blocks[3:])]) == whole
