@@ -436,7 +436,7 @@ def _tokens(first: int, last: int, query_len: int) -> str:
 
 def _move_text(m: RequestMove) -> str:
     """`31-32 requests × 17: FULL → NONE` within a tier; across tiers, both token counts:
-    `86-128 requests × 4 → × 6: FULL → NONE (344..512 → 516..768 tokens)`."""
+    `86-128 requests × 4 → × 6: FULL → NONE (344..512 tokens → 516..768 tokens)`."""
     n = _reqs(m.first_reqs, m.last_reqs)
     if m.query_len_a == m.query_len_b:
         return f"{n} × {m.query_len_a}: {m.mode_a} → {m.mode_b}"

@@ -701,3 +701,102 @@ def test_coverage_is_lost_down_full_piecewise_eager(tmp_path: Path) -> None:
     assert pw_check.detail.startswith("PIECEWISE: 1-32 requests × 1 (1..32 tokens): 32 of 32 request counts")
     widest = only({"widest_decode_full": True}, pw)
     assert widest.detail.startswith("32 requests × 1 (32 tokens) → PIECEWISE") and not widest.passed
+
+
+MTP = ROOT_DIR / "configs/gpu/moe/test-dsv3-mtp1-mns32.yaml"
+"""MTP K=1: two graph families (target and drafter)."""
+
+
+def test_two_families_under_star_name_the_larger() -> None:
+    assert graphs_of(side(MTP)) == {"target": 28, "drafter": 18}
+    at = only({"max_graphs_per_family": {"*": 28}}, MTP)
+    assert (at.passed, at.detail) == (True, "28 ≤ 28 (target, the largest of 2 families)")
+    over = only({"max_graphs_per_family": {"*": 18}}, MTP)
+    assert (over.passed, over.detail, over.value) == (False, "target: 28 > 18", 28)
+
+
+def test_every_coverage_check_is_held_to_zero() -> None:
+    for name in ("no_eager_uniform_decode", "no_piecewise_uniform_decode", "widest_decode_full"):
+        check = only({name: True}, DYN4)
+        assert (check.passed, check.limit) == (False, 0), name
+        assert only({name: True}, NOSPEC).limit == 0
+
+
+def test_the_eager_share_is_stated_to_four_places() -> None:
+    s = side(DYN4)
+    share = s.eager_time_share
+    assert share is not None and round(share, 3) != round(share, 4)
+    assert only({"max_eager_time_share": 1.0}, s).value == round(share, 4)
+    (free,) = evaluate_gate(NOTHING, s).checks
+    assert (free.value, free.limit, free.skipped) == (round(share, 4), None, True)
+
+
+def test_an_eager_share_without_a_step_time_is_not_stated() -> None:
+    """The share is stated beside the expected step it is a share of: without the step (or without
+    the share), no such check unless a limit asks for it, then skipped."""
+    s = side(PR50488)
+    for partial in (
+        dataclasses.replace(s, expected_step_ms=None),
+        dataclasses.replace(s, eager_time_share=None),
+    ):
+        assert evaluate_gate(NOTHING, partial).checks == ()
+        check = only({"max_eager_time_share": 0.5}, partial)
+        assert (check.passed, check.skipped, check.detail) == (
+            True,
+            True,
+            "no expected step time (not a plan with a latency model)",
+        )
+
+
+def _mns31(tmp_path: Path, extra: str = "") -> Side:
+    config = tmp_path / f"mns31{len(extra)}.yaml"
+    config.write_text(
+        PR50488.read_text()
+        .replace("max_num_seqs: 32", "max_num_seqs: 31")
+        .replace("model: configs/", f"model: {ROOT_DIR}/configs/")
+        + extra
+    )
+    return load_side(config, label="mns31" + ("-fixed" if extra else ""))
+
+
+def test_a_one_request_regression_within_and_across_tiers(tmp_path: Path) -> None:
+    """One request count that loses its graph is named alone (`31 requests`, not `31-31`); across
+    tiers (K changed) with both token counts."""
+    gap, fixed = (
+        _mns31(tmp_path),
+        _mns31(tmp_path, "compilation_config:\n  max_cudagraph_capture_size: 544\n"),
+    )
+    assert [(r.first, r.last, r.mode) for r in fixed.decode_runs(17)][-1][2] == "FULL"
+    within = only({"no_regression": True}, gap, baseline=fixed)
+    assert within.detail == "1 request counts lose coverage: 31 requests × 17: FULL → NONE"
+    nospec = dataclasses.replace(side(NOSPEC), max_num_seqs=31, label="nospec")
+    nospec = dataclasses.replace(
+        nospec, uniform_decode={1: tuple(r for r in nospec.uniform_decode[1] if r.first <= 31)}
+    )
+    across = only({"no_regression": True}, gap, baseline=nospec)
+    assert (across.passed, across.value) == (False, 1)
+    assert (
+        across.detail
+        == "1 request counts lose coverage: 31 requests × 1 → × 17: FULL → NONE (31 tokens → 527 tokens)"
+    )
+
+
+def test_a_regression_across_tiers_names_both_token_counts() -> None:
+    """No speculation (1 token per request) → EAGLE K=16 (17): 1-30 requests stay FULL in another
+    tier (no loss), 31-32 lose their graph."""
+    check = only({"no_regression": True}, PR50488, baseline=NOSPEC)
+    assert (check.passed, check.value) == (False, 2)
+    assert check.detail == (
+        "2 request counts lose coverage: 31-32 requests × 1 → × 17: FULL → NONE "
+        "(31..32 tokens → 527..544 tokens)"
+    )
+    assert [(m.first_reqs, m.last_reqs) for m in regressions(side(NOSPEC), side(PR50488))] == [(31, 32)]
+
+
+def test_a_baseline_with_no_outcome_says_what_it_lacks() -> None:
+    base = dataclasses.replace(side(NOSPEC), uniform_decode={}, label="empty")
+    check = only({"no_regression": True}, NOSPEC, baseline=base)
+    assert (check.passed, check.value) == (False, 0)
+    assert check.detail == (
+        "baseline empty: no uniform-decode outcome for 1-32 requests × 1 (1..32 tokens): nothing to compare"
+    )
