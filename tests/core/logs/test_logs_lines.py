@@ -96,6 +96,29 @@ def test_a_truncation_and_a_dynamic_sd_override_alone_are_vllm_logs() -> None:
     )
 
 
+def test_an_explicit_sizes_override_alone_is_a_vllm_log() -> None:
+    """vllm/config/vllm.py `_set_cudagraph_sizes` (0.33.0 :2639, a few lines after the truncation
+    warning): "cudagraph_capture_sizes specified in compilation_config %s is overridden by config
+    %s", two list reprs. No recorded run logged it: the line is made by that format string from
+    the truncation warning's prefix and a real engine line's sizes, the larger ones dropped."""
+    prefix = first("Truncating max_cudagraph_capture_size to ").split("] ", 1)[0] + "] "
+    given = [
+        int(x)
+        for x in between(first("'cudagraph_capture_sizes': ["), "'cudagraph_capture_sizes': [", "]").split(
+            ", "
+        )
+    ]
+    final = given[:-2]
+    line = f"{prefix}cudagraph_capture_sizes specified in compilation_config {given} is overridden by config "
+    line += str(final)
+    (event,) = parse_log(line).events
+    assert (event.kind, event.message) == ("explicit_sizes_overridden", message(line))
+    assert dict(event.values) == {"given": tuple(given), "final": tuple(final)}
+    # before its engine line, as vLLM logs it: that engine's
+    engine = first("Initializing a V1 LLM engine (v0.26.0)")
+    assert parse_log(line + "\n" + engine).events == (event,)
+
+
 def test_an_attention_downgrade_alone_is_a_vllm_log() -> None:
     """vllm/config/compilation.py: "CUDAGraphMode.%s is not supported with %s backend (support:
     %s); setting cudagraph_mode=%s"; the final mode is the downgrade's."""
