@@ -411,14 +411,24 @@ def _keyword_lines() -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("start", ["log", "after a start-up"])
 @pytest.mark.parametrize("extra", [0, 1])
-def test_pending_segments_are_tested_once_past_the_bound(monkeypatch: pytest.MonkeyPatch, extra: int) -> None:
+def test_pending_segments_are_tested_once_past_the_bound(
+    monkeypatch: pytest.MonkeyPatch, extra: int, start: str
+) -> None:
     """`_Pending` holds at most `DEFERRED_CHARS` of keyword segments untested: at the bound they
-    wait; one character past it they are tested (and these, read by no pre-engine pattern, dropped)."""
+    wait; one character past it they are tested (and these, read by no pre-engine pattern, dropped).
+    From the start of the log, and from an engine's "init engine ... took" line (where the next
+    engine's pending segments start afresh)."""
     kept = _keyword_lines()
     total = sum(map(len, kept))
     monkeypatch.setattr(logs, "DEFERRED_CHARS", total - extra)
     parser = logs._Parser()
+    if start != "log":
+        parser.line(ENGINES["0.26.0"])
+        parser.line(kept[0])  # deferred, then dropped with the start-up
+        parser.line(first("init engine (profile, create kv cache, warmup model) took"))
+        assert (parser.pending.deferred, parser.pending.deferred_chars) == ([], 0)
     for line in kept:
         parser.line(line)
         assert parser.pending.deferred_chars <= logs.DEFERRED_CHARS
@@ -503,3 +513,34 @@ def test_a_block_that_starts_with_an_empty_line_reads_its_keyword_lines() -> Non
     blocks = text.split("\n")
     assert logs.parse_blocks(["\n" + b for b in blocks]) == whole
     assert logs.parse_blocks(["\n\n" + "\n".join(blocks[:3]), "\n".join(blocks[3:])]) == whole
+
+
+def _table() -> list[str]:
+    """The first `--cudagraph-metrics` table of synthetic-v2-eagle-k16-bars.log (vLLM 0.26.0's
+    CUDAGraphLogging, prefixed per line as vLLM's NewLineFormatter does), header to last row."""
+    text = (LOGS / "synthetic-v2-eagle-k16-bars.log").read_text().split("\n")
+    at = next(n for n, line in enumerate(text) if "CUDAGraph Config Settings:" in line)
+    end = next(n for n in range(at + 1, len(text)) if "CUDAGraph Config Settings:" in text[n])
+    return text[at:end]
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["prefixed", "bare"])
+def test_a_table_before_its_engine_line_reads_as_after_it(bare: bool) -> None:
+    """A metrics table logged before an engine line is that engine's (`_Pending` keeps what it can
+    change), and reads as the same table logged after the engine line (`_Region`), whatever line
+    falls into it: an empty segment, a bare log prefix, a message, another row (two processes
+    logging to one stream). `bare`: the table without vLLM's per-line prefix (a handler of one's own)."""
+    table = [message(line) if bare else line for line in _table()]
+    assert sum(1 for line in table if "| FULL " in line or "| NONE " in line) >= 3
+    engine = ENGINES["0.26.0"]
+    prefix = _table()[1]  # a bare prefix: "INFO ... [cuda_graph.py:123] "
+    strays = ["", prefix, first("Kernel JIT monitor activated"), table[-1]]
+    seen = set()
+    for k in range(1, len(table) + 1):
+        for stray in strays:
+            variant = [*table[:k], stray, *table[k:], stray]
+            after = parse_log("\n".join([engine, *variant])).metrics
+            before = parse_log("\n".join([*variant, engine])).metrics
+            assert before == after, (k, stray)
+            seen.add(tuple(len(t.rows) for t in after))
+    assert len(seen) >= 3  # the strays end the table at different rows
