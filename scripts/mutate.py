@@ -62,7 +62,13 @@ GATE_TESTS = (
     # its expected line is wrapped at the terminal width when the tree's path is as long as the copy's
     "--deselect=tests/io/test_report_trust.py::test_partial_baseline_is_refused_unless_allowed",
 )
-LOG_TESTS = ("tests/core/logs",)
+LOG_TESTS = (
+    "tests/core/logs",
+    # the module's own examples (`make test` runs them: pyproject's --doctest-modules, which the
+    # runner's `-o addopts=` drops)
+    "--doctest-modules",
+    "cgplan/core/logs/parse.py",
+)
 
 
 @dataclasses.dataclass(frozen=True)
