@@ -544,3 +544,46 @@ def test_a_table_before_its_engine_line_reads_as_after_it(bare: bool) -> None:
             assert before == after, (k, stray)
             seen.add(tuple(len(t.rows) for t in after))
     assert len(seen) >= 3  # the strays end the table at different rows
+
+
+def test_a_bar_of_a_manager_cgplan_does_not_plan_keeps_its_own_words() -> None:
+    """vLLM 0.33.0's DecoderReplayCudaGraphManager (models/deepseek_v41/nvidia/
+    decoder_replay_cudagraph.py:89) captures with "Capturing decoder replay CUDA graphs", which
+    CudaGraphManager.capture shows as f"{progress_bar_desc} ({mode.name})" (gpu/cudagraph_utils.py
+    :461). A real V2 bar line with that description: counted under the bar's own words, no runner."""
+    line = first("Capturing CUDA graphs (FULL):", where="\r")
+    replay = line.replace("Capturing CUDA graphs (FULL)", "Capturing decoder replay CUDA graphs (FULL)")
+    parsed = parse_log(replay)
+    (bar,) = parsed.bars
+    assert (bar.desc, bar.manager, bar.mode, bar.runner, bar.phase) == (
+        "Capturing decoder replay CUDA graphs (FULL)",
+        "decoder replay",
+        "FULL",
+        None,
+        "capture",
+    )
+    assert bar.done == bar.total > 0 and parsed.model_runner is None
+    assert parsed.graph_counts() == {"decoder replay": {"FULL": [bar.total]}}
+
+
+@pytest.mark.parametrize("figure", ["0.00", "-0.01"])
+def test_a_negative_graph_memory_figure_is_flagged(figure: str) -> None:
+    """vLLM's graph-memory figures are free-memory deltas printed with %.2f: "took -9.96 GiB"
+    (vLLM #25683), an estimate of -20.50 GiB (#44740). Each real line with its figure set to 0.00
+    (not flagged) or -0.01 (the first negative one %.2f prints: flagged)."""
+    took = first("Graph capturing finished in ")
+    estimate = first("Estimated CUDA graph memory: ")
+    pool = first("CUDA graph pool memory: ")
+    lines = [
+        took.replace(f"took {between(took, 'took ', ' GiB')} GiB", f"took {figure} GiB"),
+        estimate.replace(between(estimate, "memory: ", " GiB total"), figure),
+        pool.replace(f"memory: {between(pool, 'memory: ', ' GiB (actual)')} GiB", f"memory: {figure} GiB"),
+    ]
+    for n, line in enumerate(lines):
+        flags = parse_log(line).negative_memory
+        if figure == "0.00":
+            assert flags == (), line
+        else:
+            assert len(flags) == 1 and figure in flags[0], line
+            assert ("#44740" in flags[0]) and (n != 0 or "#25683" in flags[0])
+    assert len(parse_log("\n".join(lines)).negative_memory) == (3 if figure != "0.00" else 0)
