@@ -524,12 +524,17 @@ def _table() -> list[str]:
     return text[at:end]
 
 
+@pytest.mark.parametrize("deferred", ["deferred", "read at once"])
 @pytest.mark.parametrize("bare", [False, True], ids=["prefixed", "bare"])
-def test_a_table_before_its_engine_line_reads_as_after_it(bare: bool) -> None:
+def test_a_table_before_its_engine_line_reads_as_after_it(
+    monkeypatch: pytest.MonkeyPatch, bare: bool, deferred: str
+) -> None:
     """A metrics table logged before an engine line is that engine's (`_Pending` keeps what it can
     change), and reads as the same table logged after the engine line (`_Region`), whatever line
     falls into it: an empty segment, a bare log prefix, a message, another row (two processes
     logging to one stream). `bare`: the table without vLLM's per-line prefix (a handler of one's own)."""
+    if deferred != "deferred":
+        monkeypatch.setattr(logs, "DEFERRED_CHARS", -1)  # a region reads each segment as fed
     table = [message(line) if bare else line for line in _table()]
     assert sum(1 for line in table if "| FULL " in line or "| NONE " in line) >= 3
     engine = ENGINES["0.26.0"]
@@ -587,3 +592,43 @@ def test_a_negative_graph_memory_figure_is_flagged(figure: str) -> None:
             assert len(flags) == 1 and figure in flags[0], line
             assert ("#44740" in flags[0]) and (n != 0 or "#25683" in flags[0])
     assert len(parse_log("\n".join(lines)).negative_memory) == (3 if figure != "0.00" else 0)
+
+
+@pytest.mark.parametrize(
+    "cache_dir",
+    ["/cache/run}", "/cache/it's}", "/cache/a\"b'c}", "/c\\d}(["],
+    ids=["brace", "double-quoted", "escaped", "backslash"],
+)
+@pytest.mark.parametrize("release", sorted(ENGINES))
+def test_brackets_inside_a_quoted_value_do_not_end_the_compilation_config(
+    release: str, cache_dir: str
+) -> None:
+    """compilation_config is a dict repr: a string value holding brackets (a cache directory) is
+    quoted as Python's repr quotes it (' or ", backslash escapes), and its brackets are not the
+    dict's: a "}" there does not end the dict before its capture fields. The real engine line with
+    its `'cache_dir': ''` given such a value."""
+    line = ENGINES[release]
+    assert "'cache_dir': ''" in line
+    variant = line.replace("'cache_dir': ''", f"'cache_dir': {cache_dir!r}", 1)
+    assert {k: getattr(parse_log(variant), k) for k in _engine_expected(line)} == _engine_expected(line)
+
+
+def test_the_runner_is_the_v2_line_then_the_fallback_then_the_most_evidence() -> None:
+    """`model_runner`: "Using V2 Model Runner" says V2 whatever else the log holds; else the V2 → V1
+    fallback warning says V1; else the runner most lines come from (gpu_model_runner.py: V1,
+    gpu/model_runner.py: V2)."""
+    v2 = first("Using V2 Model Runner")
+    fallback = first("Model Runner V2 does not yet support")
+    v1_lines = [line for line in lines() if "[gpu_model_runner.py:" in line][:3]
+    v2_lines = [line for line in lines() if "[model_runner.py:" in line][:3]
+    assert len(v1_lines) == len(v2_lines) == 3
+
+    def runner(*text: str) -> str | None:
+        return parse_log("\n".join([ENGINES["0.26.0"], *text])).model_runner
+
+    assert runner(v2, *v1_lines) == "v2"
+    assert runner(fallback, *v2_lines) == "v1"
+    assert runner(*v1_lines, v2_lines[0]) == "v1"
+    assert runner(*v2_lines, v1_lines[0]) == "v2"
+    assert runner(v1_lines[0], v2_lines[0]) == "v1"  # a tie reads as V1
+    assert runner() is None
