@@ -275,15 +275,15 @@ def _compilation_config(config: str) -> dict[str, Any]:
     if at < 0:
         return out
     cc = _balanced(config, at + len("compilation_config=")) or config[at:]
-    # Enum fields are printed as their repr, `<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>`, in every
-    # release read (CompilationConfig.__repr__ dumps the pydantic model in Python mode: 0.26.0's
-    # and 0.33.0's engine lines in tests/data/logs).
+    # As every release read prints them (0.26.0's, 0.33.0's engine lines): enums as their repr (a
+    # pydantic dump in Python mode), the sizes and maximum always set ([] and 0 without graphs:
+    # vllm/config/vllm.py `_set_cudagraph_sizes`).
     if m := re.search(r"'cudagraph_mode': <CUDAGraphMode\.(\w+)[^>]*>", cc):
         out["cudagraph_mode"] = m.group(1)
-    if m := re.search(r"'cudagraph_capture_sizes': (\[[\d, ]*\]|None)", cc):
-        out["cudagraph_capture_sizes"] = None if m.group(1) == "None" else _int_list(m.group(1))
-    if m := re.search(r"'max_cudagraph_capture_size': (\d+|None)", cc):
-        out["max_cudagraph_capture_size"] = None if m.group(1) == "None" else int(m.group(1))
+    if m := re.search(r"'cudagraph_capture_sizes': (\[[\d, ]*\])", cc):
+        out["cudagraph_capture_sizes"] = _int_list(m.group(1))
+    if m := re.search(r"'max_cudagraph_capture_size': (\d+)", cc):
+        out["max_cudagraph_capture_size"] = int(m.group(1))
     if m := re.search(r"'mode': <CompilationMode\.(\w+)[^>]*>", cc):
         out["compilation_mode"] = m.group(1)
     return out
