@@ -632,3 +632,72 @@ def test_the_runner_is_the_v2_line_then_the_fallback_then_the_most_evidence() ->
     assert runner(*v2_lines, v1_lines[0]) == "v2"
     assert runner(v1_lines[0], v2_lines[0]) == "v1"  # a tie reads as V1
     assert runner() is None
+
+
+SKIPS = {
+    "[gpu_model_runner.py:": "Skipping CUDA graph capture. To turn on CUDA graph capture, ensure "
+    "`cudagraph_mode` was not manually set to `NONE`",
+    "[model_runner.py:": "Skipping encoder and decoder CUDA graph capture. To enable encoder capture, ensure "
+    "`cudagraph_mm_encoder` is enabled; to enable decoder capture, ensure `cudagraph_mode` is not `NONE`.",
+}
+"""vLLM 0.33.0's capture_model with cudagraph_mode NONE: V1 gpu_model_runner.py :6419, V2
+gpu/model_runner.py :1094 (constant messages, logged with logger.warning)."""
+
+
+@pytest.mark.parametrize("source", sorted(SKIPS))
+def test_a_skipped_capture_is_skipped(source: str) -> None:
+    """The message from vLLM's source, behind the prefix of a real line of the same file (WARNING,
+    as logger.warning prints it)."""
+    real = first(source)
+    prefix = "WARNING" + real.split("] ", 1)[0].removeprefix("INFO") + "] "
+    line = prefix + SKIPS[source]
+    parsed = parse_log(ENGINES["0.26.0"] + "\n" + line)
+    assert parsed.capture_status == "skipped" and parsed.last_capture_activity == SKIPS[source]
+    assert parsed.events == (LogEvent("capture_skipped", SKIPS[source]),)
+    # a later "Graph capturing finished" (another capture of the same engine) says it finished
+    done = parse_log("\n".join([ENGINES["0.26.0"], line, first("Graph capturing finished in ")]))
+    assert done.capture_status == "finished"
+
+
+@pytest.mark.parametrize("release", sorted(ENGINES))
+def test_the_balanced_span_of_the_engine_lines_configs(release: str) -> None:
+    """`_balanced` gives the bracketed span opening at a position, quotes respected: on the real
+    engine line, compilation_config's dict up to the ", kernel_config=" that follows it, and
+    StructuredOutputsConfig(...) up to its ", observability_config="."""
+    line = ENGINES[release]
+    at = line.index("compilation_config={") + len("compilation_config=")
+    assert logs._balanced(line, at) == line[at:].rsplit(", kernel_config=", 1)[0]
+    at = line.index("StructuredOutputsConfig(")
+    assert logs._balanced(line, at + len("StructuredOutputsConfig")) == between(
+        line, "structured_outputs_config=StructuredOutputsConfig", ", observability_config="
+    )
+    assert logs._balanced("{'a': [1, 2]", 0) is None  # not closed
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["synthetic-v1-ngram-k16-bars.log", "synthetic-v2-eagle-k16-bars.log"],
+)
+def test_the_table_followed_ahead_is_the_table_read(name: str) -> None:
+    """`_Region.in_table` (followed as segments are fed, to know which to feed) is whether `_read`
+    has a metrics table open once every fed segment is read, after every line of a log with tables."""
+    parser = logs._Parser()
+    opened = 0
+    # the log, then its first table ended by a message line, by an empty line after its rows, and cut
+    table = [message(line) for line in _table()]
+    text = [
+        *_text(LOGS / name).split("\n"),
+        *table,
+        first("Kernel JIT monitor activated"),
+        *table,
+        "",
+        table[-1],
+        *table[:4],
+    ]
+    for line in text:
+        parser.line(line)
+        region = parser.region
+        region.flush()
+        assert region.in_table == (region.table is not None), line
+        opened += region.in_table
+    assert opened
