@@ -701,3 +701,23 @@ def test_the_table_followed_ahead_is_the_table_read(name: str) -> None:
         assert region.in_table == (region.table is not None), line
         opened += region.in_table
     assert opened
+
+
+def test_a_dynamic_sd_schedule_is_read_only_whole() -> None:
+    """`num_speculative_tokens_per_batch_size` of the real dynamic-SD run's "non-default args" line:
+    (first, last, K) triples. `_schedule` takes it only when every entry is three ints: an entry of
+    another length, a bool or a bare number gives no schedule (the plan does not guess one)."""
+    line = first("'num_speculative_tokens_per_batch_size': [[")
+    parsed = parse_log(line)
+    raw = parsed.engine_args["speculative_config"]["num_speculative_tokens_per_batch_size"]  # type: ignore[index]
+    assert parsed.dynamic_sd_schedule == tuple(tuple(e) for e in raw) and len(raw) >= 2
+
+    def schedule(entries: object) -> object:
+        return logs._schedule({"speculative_config": {"num_speculative_tokens_per_batch_size": entries}})
+
+    assert schedule(raw) == parsed.dynamic_sd_schedule
+    assert schedule([*raw[:-1], raw[-1][:2]]) is None
+    assert schedule([*raw[:-1], [*raw[-1], 1]]) is None
+    assert schedule([*raw[:-1], [raw[-1][0], raw[-1][1], True]]) is None
+    assert schedule([*raw[:-1], 5]) is None
+    assert schedule(None) is None and logs._schedule({}) is None
