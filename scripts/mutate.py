@@ -53,6 +53,8 @@ GATE_TESTS = (
     "tests/core/compare/test_diff_sweep_gate.py",
     "tests/core/compare/test_gate_request_counts.py",
     "tests/core/compare/test_gate_checks.py",
+    # every check on both sides of its threshold, on real plans and capture reports (1 s)
+    "tests/core/compare/test_gate_thresholds.py",
     # the gate on partial and failed captures, bad reports and its own wording (about 20 s)
     "tests/io/test_report_trust.py",
     # runs scripts/cgplan-gate, which the mutant's copy of the tree does not hold
@@ -60,7 +62,13 @@ GATE_TESTS = (
     # its expected line is wrapped at the terminal width when the tree's path is as long as the copy's
     "--deselect=tests/io/test_report_trust.py::test_partial_baseline_is_refused_unless_allowed",
 )
-LOG_TESTS = ("tests/core/logs",)
+LOG_TESTS = (
+    "tests/core/logs",
+    # the module's own examples (`make test` runs them: pyproject's --doctest-modules, which the
+    # runner's `-o addopts=` drops)
+    "--doctest-modules",
+    "cgplan/core/logs/parse.py",
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -97,7 +97,8 @@ def budgets_of(policy: GatePolicy) -> FixBudgets:
 DEFAULT_BUDGETS = budgets_of(DEFAULT_POLICY)
 """The default gate's budgets: what every printed fix stays within unless --allow-over-budget."""
 
-_RANK = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
+_RANK = {mode: rank for rank, mode in enumerate(("NONE", "PIECEWISE", "FULL"))}
+"""Coverage, lowest first: a move down this order loses coverage."""
 
 
 def _runs(gaps: list[tuple[int, int, int, str]]) -> str:
@@ -170,7 +171,7 @@ def _time_cost(side: Side, gaps: list[tuple[int, int, int, str]]) -> str:
         and any(ql == c.query_len and a <= c.last_reqs and c.first_reqs <= b for ql, a, b in spans)
     )
     outside = extrapolated(side)
-    why = f" (extrapolated: {outside[0].split(' (', 1)[0]})" if outside else ""
+    why = f" (extrapolated: {outside[0].partition(' (')[0]})" if outside else ""
     return f"; they cost +{cost:.3f} ms of the expected {step:.2f} ms step ({cost / step:.1%}){why}"
 
 
@@ -435,7 +436,7 @@ def _tokens(first: int, last: int, query_len: int) -> str:
 
 def _move_text(m: RequestMove) -> str:
     """`31-32 requests × 17: FULL → NONE` within a tier; across tiers, both token counts:
-    `86-128 requests × 4 → × 6: FULL → NONE (344..512 → 516..768 tokens)`."""
+    `86-128 requests × 4 → × 6: FULL → NONE (344..512 tokens → 516..768 tokens)`."""
     n = _reqs(m.first_reqs, m.last_reqs)
     if m.query_len_a == m.query_len_b:
         return f"{n} × {m.query_len_a}: {m.mode_a} → {m.mode_b}"

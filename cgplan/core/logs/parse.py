@@ -275,21 +275,24 @@ def _compilation_config(config: str) -> dict[str, Any]:
     if at < 0:
         return out
     cc = _balanced(config, at + len("compilation_config=")) or config[at:]
-    if m := re.search(r"'cudagraph_mode': (?:<CUDAGraphMode\.(\w+)[^>]*>|'(\w+)'|CUDAGraphMode\.(\w+))", cc):
-        out["cudagraph_mode"] = m.group(1) or m.group(2) or m.group(3)
-    if m := re.search(r"'cudagraph_capture_sizes': (\[[\d, ]*\]|None)", cc):
-        out["cudagraph_capture_sizes"] = None if m.group(1) == "None" else _int_list(m.group(1))
-    if m := re.search(r"'max_cudagraph_capture_size': (\d+|None)", cc):
-        out["max_cudagraph_capture_size"] = None if m.group(1) == "None" else int(m.group(1))
-    if m := re.search(r"'mode': (?:<CompilationMode\.(\w+)[^>]*>|'(\w+)'|(\d+))", cc):
-        out["compilation_mode"] = m.group(1) or m.group(2) or m.group(3)
+    # As every release read prints them (0.26.0's, 0.33.0's engine lines): enums as their repr (a
+    # pydantic dump in Python mode), the sizes and maximum always set ([] and 0 without graphs:
+    # vllm/config/vllm.py `_set_cudagraph_sizes`).
+    if m := re.search(r"'cudagraph_mode': <CUDAGraphMode\.(\w+)[^>]*>", cc):
+        out["cudagraph_mode"] = m.group(1)
+    if m := re.search(r"'cudagraph_capture_sizes': (\[[\d, ]*\])", cc):
+        out["cudagraph_capture_sizes"] = _int_list(m.group(1))
+    if m := re.search(r"'max_cudagraph_capture_size': (\d+)", cc):
+        out["max_cudagraph_capture_size"] = int(m.group(1))
+    if m := re.search(r"'mode': <CompilationMode\.(\w+)[^>]*>", cc):
+        out["compilation_mode"] = m.group(1)
     return out
 
 
 def _engine_fields(config: str) -> dict[str, Any]:
     out = _compilation_config(config)
-    spec = re.search(r"speculative_config=(SpeculativeConfig\(|None)", config)
-    if spec and spec.group(1) != "None":
+    # `speculative_config=None` without speculation (VllmConfig.__str__)
+    if spec := re.search(r"speculative_config=SpeculativeConfig\(", config):
         body = _balanced(config, spec.end() - 1) or config[spec.end() - 1 :]
         if m := re.search(r"method=(['\"])(.*?)\1", body):
             out["speculative_method"] = m.group(2)
