@@ -324,33 +324,31 @@ class V2Manager:
         for descs in by_mode.values():
             descs.sort(key=_TOKENS, reverse=True)
         self.by_mode = by_mode
+        # Every LoRA case holds the same descriptors but for num_active_loras (the loops above make
+        # them alike, size by size), and an Outcome is (mode, tokens, requests): the first match
+        # among all cases' descriptors, taken in the same order, is the first match among one
+        # case's. So the FULL-before-PIECEWISE groups are made once, for every case.
+        shared: list[tuple[list[int], list[list[_Desc]]]] = []
+        if by_token is None:
+            for m in (Mode.FULL, Mode.PIECEWISE):
+                counts_m: list[int] = []
+                groups_m: list[list[_Desc]] = []
+                last = None  # indexed, not by name: runs per descriptor
+                for d in reversed(by_mode.get(m, [])):
+                    if last == d[1]:
+                        groups_m[-1].append(d)
+                    else:
+                        last = d[1]
+                        counts_m.append(last)
+                        groups_m.append([d])
+                if counts_m:
+                    shared.append((counts_m, groups_m))
         for lora in loras:
-            groups: list[tuple[list[int], list[list[_Desc]]]] = []
-            if by_token is not None:
-                counts = sorted(t for t, la in by_token if la == lora)
-                groups.append((counts, [by_token[(c, lora)] for c in counts]))
+            if by_token is None:
+                self._groups[lora] = shared
             else:
-                for m in (Mode.FULL, Mode.PIECEWISE):
-                    descending = by_mode.get(m, [])
-                    # one LoRA case (the common one): every descriptor is its own
-                    ascending = (
-                        descending[::-1]
-                        if len(loras) == 1
-                        else [d for d in reversed(descending) if d.num_active_loras == lora]
-                    )
-                    counts_m: list[int] = []
-                    groups_m: list[list[_Desc]] = []
-                    last = None  # indexed, not by name: runs per descriptor
-                    for d in ascending:
-                        if last == d[1]:
-                            groups_m[-1].append(d)
-                        else:
-                            last = d[1]
-                            counts_m.append(last)
-                            groups_m.append([d])
-                    if counts_m:
-                        groups.append((counts_m, groups_m))
-            self._groups[lora] = groups
+                counts = sorted(t for t, la in by_token if la == lora)
+                self._groups[lora] = [(counts, [by_token[(c, lora)] for c in counts])]
         self._boundaries = sorted({d[1] for descs in by_mode.values() for d in descs if d[1] > 0})
 
     def boundaries(self) -> list[int]:

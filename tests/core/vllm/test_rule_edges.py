@@ -18,7 +18,7 @@ from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dp_sync import synchronize_dp
-from cgplan.core.vllm.dynamic_sd import ScheduleError, build_lookup, lookup_ranges, normalize_schedule
+from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
 from cgplan.core.vllm.graphs import EAGER, Outcome, V1Dispatcher
 from cgplan.core.vllm.releases import kv_cache_dtype_message, rules_for, version_key
 from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
@@ -137,14 +137,7 @@ def test_kv_cache_dtype_refusal_is_each_releases_words() -> None:
 
 def test_dense_lookup_fills_a_gap_with_the_previous_k() -> None:
     # build_dynamic_sd_schedule_lookup: a gap carries the previous K, the tail the last, clamped to K
-    assert build_lookup([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
-        0,
-        3,
-        3,
-        3,
-        1,
-        1,
-    ]
+    # (its dense table [0, 3, 3, 3, 1, 1] in runs)
     assert lookup_ranges([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
         (1, 3, 3),
         (4, 5, 1),

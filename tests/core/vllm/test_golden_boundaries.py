@@ -1,0 +1,68 @@
+"""Capture sizes on both sides of every boundary, against vLLM's own code (issue 35).
+
+tests/data/corpus-boundaries/<config>.yaml sit one below, at and one above each boundary of
+`VllmConfig._set_cudagraph_sizes` (multiples of 8 and 16, the 256 / 512 / 1024 ceilings, the
+request-count grid of each decode tier, dynamic-SD tier widths, max_num_batched_tokens as the
+maximum, sequence parallelism's multiples of TP), written by scripts/oracle/make_boundaries.py.
+tests/data/oracle-boundaries/<config>.<version>.json.gz hold what the oracle (vLLM's config,
+dispatcher and graph-manager code on a CPU) computed for them, recorded with
+
+    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.31.0 0.33.0 \\
+        --out-dir tests/data/oracle-boundaries tests/data/corpus-boundaries/*.yaml
+
+Field by field as tests/core/vllm/test_golden.py, and cgplan's sequence-parallelism note is the
+warning vLLM logged.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgplan.core.compare.oracle import field_agreement, vllm_answer, vllm_reason
+from cgplan.core.plan.build import build_plan
+from cgplan.errors import ConfigError
+from cgplan.io.config import Overrides, load_config
+from cgplan.io.schema.plan import plan_to_dict
+from tests.paths import TESTS_DIR
+
+DATA = TESTS_DIR / "data"
+RECORDS = sorted((DATA / "oracle-boundaries").glob("*.json.gz"))
+
+
+def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the oracle's document, vLLM's answer, cgplan's plan or {"error": ...}) for one record."""
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    rec = doc["_recorded"]
+    cfg = load_config(
+        DATA / "corpus-boundaries" / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"])
+    )
+    try:
+        got = plan_to_dict(build_plan(cfg.input, with_fixes=False))
+    except ConfigError as e:
+        got = {"error": e.message}
+    return doc, vllm_answer(doc), got
+
+
+def test_every_config_is_recorded() -> None:
+    corpus = {p.stem for p in (DATA / "corpus-boundaries").glob("*.yaml")}
+    recorded = {p.name.split(".", 1)[0] for p in RECORDS}
+    assert len(corpus) >= 60
+    assert recorded == corpus
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[p.name.removesuffix(".json.gz") for p in RECORDS])
+def test_plan_matches_vllm(record: Path) -> None:
+    doc, exp, got = _load(record)
+    if "error" in exp:
+        assert "error" in got, (
+            f"vLLM refuses this config ({vllm_reason(exp['error'])[:200]}), cgplan planned it"
+        )
+        return
+    assert "error" not in got, f"vLLM accepts this config, cgplan refused: {got.get('error')}"
+    for key, ok in field_agreement(exp, got).items():
+        assert ok, (key, exp.get(key), got.get(key))
