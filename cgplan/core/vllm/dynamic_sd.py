@@ -81,18 +81,13 @@ def lookup_ranges(
         else:
             runs.append((first, last, k))
 
-    next_batch = 1
-    last_k: int | None = None
+    # normalize_schedule: sorted, disjoint, the first range starting at 1 (so no gap before it)
+    next_batch, last_k = 1, parsed[0][2]
     for start, end, k in parsed:
-        if start > next_batch and last_k is not None:
-            fill(next_batch, start - 1, last_k)
-        fill(max(start, next_batch), end, k)
-        next_batch = max(next_batch, end + 1)
-        last_k = k
-        if next_batch > max_batch_size:
-            break
-    assert last_k is not None  # normalize_schedule rejects an empty schedule
-    fill(next_batch, max_batch_size, last_k)
+        fill(next_batch, start - 1, last_k)  # a gap carries the previous K (nothing without one)
+        fill(start, end, k)
+        next_batch, last_k = end + 1, k
+    fill(next_batch, max_batch_size, last_k)  # the tail carries the last K
     return runs
 
 

@@ -57,7 +57,7 @@ def test_every_config_is_recorded() -> None:
 
 @pytest.mark.parametrize("record", RECORDS, ids=[p.name.removesuffix(".json.gz") for p in RECORDS])
 def test_plan_matches_vllm(record: Path) -> None:
-    doc, exp, got = _load(record)
+    _doc, exp, got = _load(record)
     if "error" in exp:
         assert "error" in got, (
             f"vLLM refuses this config ({vllm_reason(exp['error'])[:200]}), cgplan planned it"
@@ -66,3 +66,25 @@ def test_plan_matches_vllm(record: Path) -> None:
     assert "error" not in got, f"vLLM accepts this config, cgplan refused: {got.get('error')}"
     for key, ok in field_agreement(exp, got).items():
         assert ok, (key, exp.get(key), got.get(key))
+
+
+SP_WARNING = "are removed because they are not multiple of tp_size"
+
+
+@pytest.mark.parametrize("folder", ["oracle", "oracle-boundaries"])
+def test_sequence_parallel_note_is_vllms_warning(folder: str) -> None:
+    """Where the oracle captured vLLM's log (0.26.0-0.30.0 in tests/data/oracle, every release here),
+    cgplan notes the sizes sequence parallelism removes exactly when vLLM warns, in its words."""
+    corpus_dir = {"oracle": "corpus", "oracle-boundaries": "corpus-boundaries"}[folder]
+    compared = 0
+    for path in sorted((DATA / folder).glob("sp-*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        if "error" in vllm_answer(doc) or not doc.get("log"):
+            continue
+        rec = doc["_recorded"]
+        cfg = load_config(DATA / corpus_dir / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"]))
+        notes = [n.message for n in build_plan(cfg.input, with_fixes=False).notes if n.kind == "sp_filter"]
+        logged = [line.split(": ", 1)[1] for line in doc["log"] if SP_WARNING in line]
+        assert notes == logged, path.name
+        compared += 1
+    assert compared >= 5, compared

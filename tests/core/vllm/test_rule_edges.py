@@ -11,7 +11,10 @@ import gzip
 import json
 from typing import Any
 
+import packaging.version
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.types import Rejected
@@ -19,8 +22,8 @@ from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dp_sync import synchronize_dp
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
-from cgplan.core.vllm.graphs import EAGER, Outcome, V1Dispatcher
-from cgplan.core.vllm.releases import kv_cache_dtype_message, rules_for, version_key
+from cgplan.core.vllm.graphs import EAGER, Microbatching, Outcome, V1Dispatcher, V2Manager, _Desc
+from cgplan.core.vllm.releases import V2Candidates, kv_cache_dtype_message, rules_for, version_key
 from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
 from tests.paths import TESTS_DIR
@@ -142,3 +145,56 @@ def test_dense_lookup_fills_a_gap_with_the_previous_k() -> None:
         (1, 3, 3),
         (4, 5, 1),
     ]
+
+
+@pytest.mark.parametrize("candidates", list(V2Candidates))
+def test_v2_dispatch_of_no_tokens_is_eager(candidates: V2Candidates) -> None:
+    # vllm/v1/worker/gpu/cudagraph_utils.py (0.33.0), CudaGraphManager.dispatch:
+    #     if self._graphs_captured and num_tokens > 0 and key in self._candidates: ...
+    #     return BatchExecutionDescriptor(cg_mode=CUDAGraphMode.NONE, ...)
+    for mode in (Mode.FULL_AND_PIECEWISE, Mode.PIECEWISE, Mode.FULL):
+        mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates)
+        assert mgr.dispatch(1, 1, None) != EAGER  # the smallest graph takes one token
+        assert mgr.dispatch(0, 0, None) == EAGER
+        assert mgr.dispatch(0, 0, 2) == EAGER
+        assert mgr.picker(None)(0, 0) == EAGER
+
+
+@pytest.mark.parametrize(
+    ("mode", "num_reqs", "query_len"),
+    [(Mode.PIECEWISE, 8, None), (Mode.PIECEWISE, 4, 2), (Mode.FULL, None, None), (Mode.NONE, 8, None)],
+)
+def test_only_full_descriptors_with_a_request_count_get_a_microbatched_twin(
+    mode: Mode, num_reqs: int | None, query_len: int | None
+) -> None:
+    # vllm/v1/worker/gpu/cudagraph_utils.py (0.33.0), CudaGraphManager._maybe_ubatch_twin:
+    #     if self.ubatch_runner is None or desc.cg_mode != CUDAGraphMode.FULL:
+    #         return None
+    #     if desc.num_reqs is None:
+    #         return None
+    ubatch = Microbatching(num_ubatches=2, min_tokens=1)
+    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len)) is None
+    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None))  # the same descriptor in FULL has one
+    assert twin == _Desc(Mode.FULL, 8, 8, 1, 0, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=4),
+    st.sampled_from(["", "rc", "a", "b", "c", "pre", "preview"]),
+    st.sampled_from(["", ".", "-", "_"]),
+    st.integers(0, 9),
+    st.sampled_from(["", ".post2", "-3", ".dev7", "rc1.dev5", ".dev0+g1a2b3c", "+local.7", ".post1.dev2"]),
+)
+def test_version_key_is_the_pep440_release(
+    release: list[int], pre: str, sep: str, pre_n: int, tail: str
+) -> None:
+    # A vLLM build's version is PEP 440 (setuptools-scm: "0.11.1rc2.dev5+g1234"); its release
+    # numbers are packaging's `Version.release`, what pip orders builds by. A pre-release written
+    # with a separator ("0.26rc.1") ends the numbers as "0.26rc1" does.
+    version = ".".join(map(str, release)) + (f"{pre}{sep}{pre_n}" if pre else "") + tail
+    try:
+        parsed = packaging.version.Version(version)
+    except packaging.version.InvalidVersion:
+        return
+    assert version_key(version) == parsed.release, version
