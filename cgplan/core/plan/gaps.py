@@ -510,9 +510,9 @@ def _tier_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
     """Narrow a dynamic-SD tier: speculate fewer tokens on the batches whose steps outgrow the
     maximum, so that they fit under it (drafting less, but on graphs)."""
     spec = inp.speculative
-    if spec is None or not spec.num_speculative_tokens_per_batch_size or plan.max_capture_size <= 0:
+    if spec is None or not spec.num_speculative_tokens_per_batch_size:
         return
-    cap = plan.max_capture_size
+    cap = plan.max_capture_size  # 0 without graphs: then no tier fits at any K >= 1 (k2 < 1 below)
     out: list[tuple[int, int, int]] = []
     changed: list[str] = []
     for a, b, k in spec.num_speculative_tokens_per_batch_size:

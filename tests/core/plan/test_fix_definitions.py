@@ -1,0 +1,238 @@
+"""The fix search against naive definitions, on small generated configs (issue 35 item 3).
+
+tests/core/plan/test_fix_search.py holds every fix to the budgets and its paste; here each claim
+the search makes is recomputed the slow, obvious way: "worse somewhere" point by point, the gaps a
+fix closes by overlap, "no acceptable fix missed" by brute force over one more capture size on
+small ladders, and the order of the fixes by the objective `propose_fixes` states (coverage, then
+heavy padding, then mean padding beyond PADDING_TOLERANCE_PCT of the least padded, then memory;
+no fix another beats on every figure the user pays).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cgplan.core.model.modes import Mode, Platform
+from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.model.types import Fix, Plan, Rejected
+from cgplan.core.plan.budgets import FixBudgets
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.gaps import (
+    HEAVY_PADDING_PCT,
+    MAX_WORST_PADDING_PCT,
+    PADDING_TOLERANCE_PCT,
+    FixSearch,
+    _mixed_runs,
+    _runs,
+    gap_batches,
+    step_padding,
+    worse_somewhere,
+)
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
+from cgplan.io.cost_coefficients import default_coefficients
+from tests.core.plan.test_fix_search import apply_fix
+
+Runs = Sequence[tuple[int, int, int]]
+
+
+def _points(runs: Runs) -> dict[int, int]:
+    return {p: rank for a, b, rank in runs for p in range(a, b + 1)}
+
+
+def naive_worse(before: Runs, after: Runs) -> bool:
+    """Some point has a lower rank after than before (a point missing from `after` is eager, 0)."""
+    later = _points(after)
+    return any(later.get(p, 0) < rank for p, rank in _points(before).items())
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[tuple[int, int, int]]:
+    """Sorted disjoint (first, last, rank) runs over 1..40, with holes (points in no run)."""
+    ranks = draw(st.lists(st.sampled_from([None, 0, 1, 2]), min_size=1, max_size=40))
+    out: list[tuple[int, int, int]] = []
+    for p, rank in enumerate(ranks, start=1):
+        if rank is None:
+            continue
+        if out and out[-1][1] == p - 1 and out[-1][2] == rank and draw(st.booleans()):
+            out[-1] = (out[-1][0], p, rank)
+        else:
+            out.append((p, p, rank))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(runs(), runs())
+def test_worse_somewhere_is_the_pointwise_definition(before: Runs, after: Runs) -> None:
+    assert worse_somewhere(before, after) == naive_worse(before, after), (before, after)
+
+
+def test_worse_somewhere_sees_a_one_point_hole_between_runs() -> None:
+    # the boundary the run walk steps over: request 6 eager between two FULL runs
+    assert naive_worse([(1, 10, 2)], [(1, 5, 2), (7, 10, 2)])
+    assert worse_somewhere([(1, 10, 2)], [(1, 5, 2), (7, 10, 2)])
+
+
+@st.composite
+def small_configs(draw: st.DrawFn) -> PlanInput:
+    """Small ladders with gaps likely: few explicit sizes, or a small maximum."""
+    s = draw(st.integers(1, 12))
+    b = draw(st.integers(s, 64))
+    k = draw(st.sampled_from([None, 1, 2, 3]))
+    spec = None if k is None else SpeculativeSpec(draw(st.sampled_from(["eagle", "eagle", "ngram"])), k, None)
+    sizes = None
+    max_size = None
+    shape = draw(st.sampled_from(["list", "list", "max", "default"]))
+    if shape == "list":
+        sizes = tuple(sorted(set(draw(st.lists(st.integers(1, b), min_size=1, max_size=4)))))
+    elif shape == "max":
+        max_size = draw(st.integers(1, b))
+    return PlanInput(
+        vllm_version=draw(st.sampled_from(SUPPORTED_VERSIONS)),
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=s,
+        max_num_batched_tokens=b,
+        speculative=spec,
+        cudagraph_mode=draw(
+            st.sampled_from([None, Mode.FULL_AND_PIECEWISE, Mode.FULL, Mode.FULL_DECODE_ONLY, Mode.PIECEWISE])
+        ),
+        max_cudagraph_capture_size=max_size,
+        cudagraph_capture_sizes=sizes,
+        model_runner=draw(st.sampled_from(["auto", "v1", "v2"])),
+    )
+
+
+BUDGETS = FixBudgets(max_graphs_per_family=(("*", 40),))
+SEARCH = FixSearch(BUDGETS, default_coefficients())
+
+
+def _planned(inp: PlanInput, search: FixSearch | None = None) -> Plan | None:
+    try:
+        return build_plan(inp, search=search) if search else build_plan(inp, with_fixes=False)
+    except (Rejected, ValueError):
+        return None
+
+
+def _acceptable(plan: Plan, after: Plan) -> bool:
+    """What every fix must be, by definition: no batch worse (decode or mixed), no graph budget
+    broken that the plan kept, no padding absurder than MAX_WORST_PADDING_PCT (or the plan's)."""
+    if naive_worse(_runs(plan), _runs(after)) or naive_worse(_mixed_runs(plan), _mixed_runs(after)):
+        return False
+    for family, graphs in after.graphs.items():
+        limit = BUDGETS.graph_limit(family)
+        if limit is not None and len(graphs) > max(limit, len(plan.graphs.get(family, ()))):
+            return False
+    return step_padding(after).worst_pct <= max(MAX_WORST_PADDING_PCT, step_padding(plan).worst_pct)
+
+
+def _closed_naively(plan: Plan, after: Plan) -> tuple[int, ...]:
+    """The gaps of `plan` no gap of `after` overlaps (same tier, a request count in common)."""
+    return tuple(
+        i
+        for i, g in enumerate(plan.gaps)
+        if all(
+            h.query_len != g.query_len
+            or not set(range(g.first, g.last + 1)) & set(range(h.first, h.last + 1))
+            for h in after.gaps
+        )
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_every_fix_closes_what_it_claims(inp: PlanInput) -> None:
+    plan = _planned(inp, SEARCH)
+    if plan is None:
+        return
+    for fix in plan.fixes:
+        after = build_plan(apply_fix(inp, fix), with_fixes=False)
+        assert _acceptable(plan, after), fix.command_line
+        assert fix.closes == _closed_naively(plan, after), fix.command_line
+        assert fix.remaining_gaps == len(after.gaps) and fix.complete == (not after.gaps)
+        assert gap_batches(after) < gap_batches(plan)  # a fix closes something
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_no_one_size_fix_is_missed(inp: PlanInput) -> None:
+    """Brute force over the capture list with one more size (every size up to
+    max_num_batched_tokens): where one of them closes every gap acceptably, the search offers a
+    complete fix; and its first fix leaves no more gap batches than the best of them."""
+    plan = _planned(inp)
+    if plan is None or not plan.gaps:
+        return
+    best = gap_batches(plan)
+    complete_exists = False
+    base = set(plan.capture_sizes)
+    for x in range(1, inp.max_num_batched_tokens + 1):
+        if x in base:
+            continue
+        sizes = tuple(sorted(base | {x}))
+        cand = dataclasses.replace(
+            inp,
+            cudagraph_capture_sizes=sizes,
+            max_cudagraph_capture_size=sizes[-1] if inp.max_cudagraph_capture_size is not None else None,
+        )
+        after = _planned(cand)
+        if after is None or not _acceptable(plan, after):
+            continue
+        best = min(best, gap_batches(after))
+        complete_exists = complete_exists or not after.gaps
+    fixes = build_plan(inp, search=SEARCH).fixes
+    if best < gap_batches(plan):
+        assert fixes, f"a one-size change leaves {best} gap batches, the search offers nothing"
+        first = build_plan(apply_fix(inp, fixes[0]), with_fixes=False)
+        assert gap_batches(first) <= best, fixes[0].command_line
+    if complete_exists:
+        assert fixes[0].complete, fixes[0].command_line
+
+
+def _figures(f: Fix) -> tuple[float, ...]:
+    sp = f.step_padding_after
+    assert sp is not None and f.pool_after_mib is not None and f.capture_after_s is not None
+    return (
+        float(f.remaining_gaps),
+        f.pool_after_mib,
+        float(f.graphs_after),
+        f.capture_after_s,
+        sp.worst_pct,
+        sp.mean_pct,
+    )
+
+
+def _mean(f: Fix) -> float:
+    assert f.step_padding_after is not None
+    return f.step_padding_after.mean_pct
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_fixes_are_ranked_by_the_stated_objective(inp: PlanInput) -> None:
+    plan = _planned(inp, SEARCH)
+    if plan is None or not plan.fixes:
+        return
+    fixes = plan.fixes
+    assert len(fixes) <= SEARCH.max_fixes
+    assert all(f.complete for f in fixes) or len(fixes) == 1  # a partial fix only alone
+    pad0 = step_padding(plan).mean_pct
+    least = min(_mean(f) for f in fixes)  # the least padded found is at most this one
+
+    def heavy(f: Fix) -> bool:
+        return _mean(f) > max(HEAVY_PADDING_PCT, pad0)
+
+    for f, g in itertools.combinations(fixes, 2):  # f is offered before g
+        # no offered fix beats another on every figure (the Pareto front)
+        assert not (
+            all(x <= y for x, y in zip(_figures(g), _figures(f), strict=True)) and _figures(g) != _figures(f)
+        )
+        assert (f.remaining_gaps, heavy(f)) <= (g.remaining_gaps, heavy(g))
+        if (f.remaining_gaps, heavy(f)) == (g.remaining_gaps, heavy(g)) and _mean(
+            f
+        ) > least + PADDING_TOLERANCE_PCT:
+            # f is padded beyond the tolerance of the least padded: only padding can put it first
+            assert _mean(f) <= _mean(g), (f.command_line, g.command_line)
