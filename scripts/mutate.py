@@ -80,7 +80,6 @@ TARGETS = (
     Target("cgplan/core/vllm/graphs.py", "rules", RULE_TESTS),
     Target("cgplan/core/vllm/resolve.py", "rules", RULE_TESTS),
     Target("cgplan/core/vllm/dynamic_sd.py", "rules", RULE_TESTS),
-    Target("cgplan/core/vllm/dp_sync.py", "rules", RULE_TESTS),
     Target("cgplan/core/model/modes.py", "rules", RULE_TESTS),
     Target("cgplan/core/plan/gaps.py", "gaps", GAPS_TESTS),
     Target("cgplan/core/compare/gate.py", "gate", GATE_TESTS),

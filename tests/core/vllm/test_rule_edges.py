@@ -20,9 +20,8 @@ from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
-from cgplan.core.vllm.dp_sync import synchronize_dp
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
-from cgplan.core.vllm.graphs import EAGER, Microbatching, Outcome, V1Dispatcher, V2Manager, _Desc
+from cgplan.core.vllm.graphs import EAGER, Microbatching, V2Manager, _Desc
 from cgplan.core.vllm.releases import V2Candidates, kv_cache_dtype_message, rules_for, version_key
 from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
@@ -82,22 +81,6 @@ def test_schedule_range_ending_at_zero_is_not_positive() -> None:
     # comes before the start <= end check in vLLM's loop
     with pytest.raises(ScheduleError, match=r"^Batch-size range \(1, 0\) must be positive\.$"):
         normalize_schedule([(1, 0, 2)])
-
-
-def test_one_eager_rank_makes_every_rank_eager_without_padding() -> None:
-    # `_synchronize_dp_ranks`: a synced NONE dispatches nothing again and pads nothing
-    dispatcher = V1Dispatcher((1, 2, 4, 8), 8, Mode.FULL_AND_PIECEWISE, 1, 8)
-    calls: list[tuple[int, int, Mode]] = []
-
-    def redispatch(rank: int, tokens: int, mode: Mode) -> Outcome:
-        calls.append((rank, tokens, mode))
-        return dispatcher.dispatch(tokens, True)
-
-    step = synchronize_dp([dispatcher.dispatch(3, True), EAGER], redispatch)
-    assert step.synced_mode is Mode.NONE
-    assert step.outcomes == (EAGER, EAGER)
-    assert step.padded_tokens_per_rank is None
-    assert calls == []
 
 
 @pytest.mark.parametrize(
