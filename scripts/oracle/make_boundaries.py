@@ -30,10 +30,17 @@ OUT = REPO / "tests" / "data" / "corpus-boundaries"
 LLAMA = "configs/models/tiny-llama"
 
 
-def cfg(mns: int, mbt: int = 8192, platform: str = "hopper", **kw: object) -> dict:
-    doc: dict = {"model": LLAMA, "max_model_len": 4096, "max_num_seqs": mns, "max_num_batched_tokens": mbt}
+def cfg(
+    mns: int,
+    mbt: int = 8192,
+    platform: str = "hopper",
+    runner: str = "auto",
+    model: str = LLAMA,
+    **kw: object,
+) -> dict:
+    doc: dict = {"model": model, "max_model_len": 4096, "max_num_seqs": mns, "max_num_batched_tokens": mbt}
     doc.update(kw)
-    doc["cgplan"] = {"vllm_version": "0.33.0", "platform": platform, "model_runner": "auto"}
+    doc["cgplan"] = {"vllm_version": "0.33.0", "platform": platform, "model_runner": runner}
     return doc
 
 
@@ -75,7 +82,8 @@ def corpus() -> dict[str, tuple[str, dict]]:
             ),
         )
     # The token grid on an explicit scalar maximum (no speculation: no request-count sizes).
-    for size in sides(8, 256, 272, 512):
+    # (and the smallest: a maximum of 0, refused with graphs on, 1 and 2)
+    for size in [0, *sides(1, 8, 256, 272, 512)]:
         out[f"grid-max{size}"] = (
             f"token grid up to an explicit max_cudagraph_capture_size {size}",
             cfg(512, compilation_config={"max_cudagraph_capture_size": size}),
@@ -84,7 +92,7 @@ def corpus() -> dict[str, tuple[str, dict]]:
     for mns in sides(128, 256):
         out[f"grid-mns{mns}"] = (f"inferred maximum at max_num_seqs {mns}", cfg(mns))
     # max_num_batched_tokens below the maximum: appended as a size where it is not on the grid.
-    for mbt in sides(256, 272):
+    for mbt in sides(1, 256, 272):
         out[f"grid-mbt{mbt}"] = (
             f"max_num_batched_tokens {mbt} under the maximum 512",
             cfg(min(mbt, 256), mbt=mbt),
@@ -119,6 +127,35 @@ def corpus() -> dict[str, tuple[str, dict]]:
             },
         ),
     )
+    # Parallel sizes at 1 and 2 beside the features V2 refuses them with (vllm/config/vllm.py
+    # `_get_dbo_unsupported_features`, `_get_v2_model_runner_unsupported_features`).
+    dbo = {"enable_dbo": True, "all2all_backend": "deepep_low_latency", "data_parallel_size": 2}
+    for pp in (1, 2):
+        out[f"dbo-v2-pp{pp}"] = (
+            f"DBO on model runner V2 with pipeline_parallel_size {pp}",
+            cfg(32, runner="v2", pipeline_parallel_size=pp, **dbo),
+        )
+        out[f"eagle3-v2-pp{pp}"] = (
+            f"EAGLE3 on model runner V2 with pipeline_parallel_size {pp}",
+            cfg(
+                32,
+                runner="v2",
+                pipeline_parallel_size=pp,
+                speculative_config={"method": "eagle3", "num_speculative_tokens": 3},
+            ),
+        )
+    for dcp in (1, 2):
+        out[f"dbo-v2-dcp{dcp}-mla"] = (
+            f"DBO on model runner V2 with decode_context_parallel_size {dcp} (MLA, TP 2)",
+            cfg(
+                32,
+                runner="v2",
+                model="configs/models/tiny-deepseek-v3",
+                tensor_parallel_size=2,
+                decode_context_parallel_size=dcp,
+                **dbo,
+            ),
+        )
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -194,21 +194,11 @@ _TOKENS = itemgetter(1)
 """A descriptor's num_tokens (the sort key, in C)."""
 
 
-_GRAPHS: dict[tuple[GraphMode, _Desc], Graph] = {}
-"""Graph descriptors already made (a Graph is frozen, so plans can share one): a sweep or a fix
-search makes the same few hundred thousands of times, and a frozen dataclass is slow to build."""
-
-
+@lru_cache(maxsize=1 << 16)
 def _graph(mode: GraphMode, d: _Desc) -> Graph:
-    key = (mode, d)
-    g = _GRAPHS.get(key)
-    if g is None:
-        if len(_GRAPHS) >= 1 << 16:
-            _GRAPHS.clear()
-        g = _GRAPHS[key] = Graph(
-            mode, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches
-        )
-    return g
+    """The Graph of a descriptor, made once (a Graph is frozen, so plans can share one): a sweep or a
+    fix search makes the same few hundred thousands of times, and a frozen dataclass is slow to build."""
+    return Graph(mode, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,13 @@ from cgplan.core.plan.gaps import (
     _mixed_runs,
     _runs,
     gap_batches,
+    grid_count,
+    padding_ratio,
+    padding_tokens,
     step_padding,
     worse_somewhere,
 )
+from cgplan.core.vllm.ladder import token_grid
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS
 from cgplan.io.cost_coefficients import default_coefficients
 from tests.core.plan.test_fix_search import apply_fix
@@ -65,7 +69,7 @@ def runs(draw: st.DrawFn) -> list[tuple[int, int, int]]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(runs(), runs())
 def test_worse_somewhere_is_the_pointwise_definition(before: Runs, after: Runs) -> None:
     assert worse_somewhere(before, after) == naive_worse(before, after), (before, after)
@@ -236,3 +240,71 @@ def test_fixes_are_ranked_by_the_stated_objective(inp: PlanInput) -> None:
         ) > least + PADDING_TOLERANCE_PCT:
             # f is padded beyond the tolerance of the least padded: only padding can put it first
             assert _mean(f) <= _mean(g), (f.command_line, g.command_line)
+
+
+def _batches(plan: Plan) -> list[tuple[int, int, str, int | None]]:
+    """(query_len, requests, mode, padded tokens) of every uniform-decode batch of every tier that
+    fits max_num_batched_tokens (the scheduler never forms a wider one), looked up one by one in the
+    plan's dispatch tables (a batch in no run is eager)."""
+    out = []
+    for ql, ranges in sorted(plan.uniform_decode.items()):
+        if plan.dynamic_sd_lookup is None:
+            tiers = [(1, plan.max_num_seqs)] if ql == plan.uniform_decode_query_len else []
+        else:
+            tiers = [(a, b) for a, b, k in plan.dynamic_sd_lookup if k + 1 == ql]
+        for a, b in tiers:
+            for n in range(a, min(b, plan.max_num_batched_tokens // ql) + 1):
+                hit = [r for r in ranges if r.first <= n <= r.last]
+                assert len(hit) <= 1
+                out.append((ql, n, hit[0].mode, hit[0].padded_tokens) if hit else (ql, n, "NONE", None))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_gaps_and_padding_are_their_definitions(inp: PlanInput) -> None:
+    plan = _planned(inp)
+    if plan is None:
+        return
+    batches = _batches(plan)
+    # a gap: a batch that runs eager, or PIECEWISE where FULL decode was resolved or asked for
+    full = Mode.FULL in (
+        Mode(plan.cudagraph_mode).decode_mode(),
+        Mode(plan.requested_cudagraph_mode).decode_mode(),
+    )
+    in_gaps = {
+        (ql, n): mode for ql, n, mode, _ in batches if mode == "NONE" or (mode == "PIECEWISE" and full)
+    }
+    assert {(g.query_len, n): g.mode for g in plan.gaps for n in range(g.first, g.last + 1)} == in_gaps
+    assert gap_batches(plan) == len(in_gaps)
+    # padding over the graph-replayed batches, each batch once
+    replayed = [(ql, n, p) for ql, n, mode, p in batches if mode != "NONE" and p is not None]
+    pcts = [100.0 * (p - n * ql) / (n * ql) for ql, n, p in replayed]
+    sp = step_padding(plan)
+    assert sp.replayed_batches == len(replayed)
+    assert padding_tokens(plan) == sum(p - n * ql for ql, n, p in replayed)
+    if not replayed:
+        assert (sp.worst_pct, sp.mean_pct, sp.worst_reqs, sp.worst_query_len) == (0.0, 0.0, None, None)
+        return
+    assert abs(sp.mean_pct - max(0.0, sum(pcts) / len(pcts))) < 0.011
+    assert abs(sp.worst_pct - max(0.0, max(pcts))) < 0.011
+    # the worst batch it names is one: its request count and its tier
+    at = [
+        pct
+        for (ql, n, _), pct in zip(replayed, pcts, strict=True)
+        if (n, ql) == (sp.worst_reqs, sp.worst_query_len)
+    ]
+    assert at and abs(at[0] - max(pcts)) < 1e-6, (sp, max(pcts))
+    for ql in {ql for ql, _, _ in replayed}:
+        tier = [(n, p) for q, n, p in replayed if q == ql]
+        ratio = padding_ratio(plan, ql)
+        assert (
+            ratio is not None and abs(ratio - sum(p for _, p in tier) / sum(n * ql for n, _ in tier)) < 1e-9
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 600), st.integers(1, 600))
+def test_grid_count_counts_vllms_grid(lo: int, hi: int) -> None:
+    # the token grid and the request-count grid share vLLM's shape (token_grid, request_counts)
+    assert grid_count(lo, hi) == sum(1 for n in token_grid(hi, interactivity=False) if lo <= n <= hi)

@@ -22,7 +22,13 @@ from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
 from cgplan.core.vllm.graphs import EAGER, Microbatching, V2Manager, _Desc
-from cgplan.core.vllm.releases import V2Candidates, kv_cache_dtype_message, rules_for, version_key
+from cgplan.core.vllm.releases import (
+    SUPPORTED_VERSIONS,
+    V2Candidates,
+    kv_cache_dtype_message,
+    rules_for,
+    version_key,
+)
 from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
 from tests.paths import TESTS_DIR
@@ -49,11 +55,16 @@ def test_version_key_reads_every_number_of_a_release() -> None:
     assert version_key("0.26.1.dev5+gabc") == (0, 26, 1)  # the docstring's rule
 
 
-@pytest.mark.parametrize("name", ["ampere-mode-full.0.33.0", "bw-nospec-mns256.0.33.0", "mode-full.0.33.0"])
-def test_platform_capability_is_the_recorded_device(name: str) -> None:
-    # vLLM's own `get_device_capability()` on the recording's device (A100 8.0, B200 10.0, H200 9.0)
-    p = _record(name)["platform"]
-    assert Platform(p["name"]).compute_capability == tuple(int(x) for x in p["device_capability"].split("."))
+@pytest.mark.parametrize("platform", list(Platform), ids=[p.value for p in Platform])
+def test_platform_capability_is_the_recorded_device(platform: Platform) -> None:
+    # vLLM's own `get_device_capability()` on the recording's device, for every platform the
+    # corpus records (A100 8.0, H200 9.0, B200 10.0, RTX PRO 6000 and RTX 5090 12.0, GB10 12.1)
+    seen = set()
+    for path in sorted((DATA / "oracle").glob("*.0.33.0.json.gz")):
+        p = _record(path.name.removesuffix(".json.gz"))["platform"]
+        if p["name"] == platform.value:
+            seen.add(tuple(int(x) for x in p["device_capability"].split(".")))
+    assert seen == {platform.compute_capability}
 
 
 def test_explicit_sizes_kept_as_given_are_not_reported_overridden() -> None:
@@ -181,3 +192,14 @@ def test_version_key_is_the_pep440_release(
     except packaging.version.InvalidVersion:
         return
     assert version_key(version) == parsed.release, version
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_default_v2_architectures_are_each_releases(version: str) -> None:
+    # scripts/oracle/v2_default_archs.py read DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES off each
+    # release's vllm/config/vllm.py (null from 0.29.0: V2 is every model's default)
+    recorded = json.loads((DATA / "oracle-v2-default-archs" / f"{version}.json").read_text())
+    assert recorded["vllm_version"] == version
+    table = rules_for(version).v2_default_moe_architectures
+    expected = recorded["default_v2_architectures"]
+    assert (None if table is None else sorted(table)) == expected
