@@ -246,7 +246,7 @@ def _batches(plan: Plan) -> list[tuple[int, int, str, int | None]]:
     """(query_len, requests, mode, padded tokens) of every uniform-decode batch of every tier that
     fits max_num_batched_tokens (the scheduler never forms a wider one), looked up one by one in the
     plan's dispatch tables (a batch in no run is eager)."""
-    out = []
+    out: list[tuple[int, int, str, int | None]] = []
     for ql, ranges in sorted(plan.uniform_decode.items()):
         if plan.dynamic_sd_lookup is None:
             tiers = [(1, plan.max_num_seqs)] if ql == plan.uniform_decode_query_len else []
