@@ -12,7 +12,7 @@ of one of these boundaries: a value one below, at, and one above each multiple o
 256 / 512 / 1024 ceiling, each dynamic-SD tier's widest batch. The configs are generated, not the
 answers: those come from vLLM's own code, recorded with
 
-    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.31.0 0.33.0 \\
+    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.26.0 0.29.0 0.31.0 0.33.0 \\
         --out-dir tests/data/oracle-boundaries tests/data/corpus-boundaries/*.yaml
 
 and tests/core/vllm/test_golden_boundaries.py holds cgplan's plans to them.

@@ -7,7 +7,7 @@ maximum, sequence parallelism's multiples of TP), written by scripts/oracle/make
 tests/data/oracle-boundaries/<config>.<version>.json.gz hold what the oracle (vLLM's config,
 dispatcher and graph-manager code on a CPU) computed for them, recorded with
 
-    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.31.0 0.33.0 \\
+    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.26.0 0.29.0 0.31.0 0.33.0 \\
         --out-dir tests/data/oracle-boundaries tests/data/corpus-boundaries/*.yaml
 
 Field by field as tests/core/vllm/test_golden.py, and cgplan's sequence-parallelism note is the
