@@ -28,6 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent.parent
 OUT = REPO / "tests" / "data" / "corpus-boundaries"
 LLAMA = "configs/models/tiny-llama"
+WHISPER = "configs/models/tiny-whisper"
 
 
 def cfg(
@@ -155,6 +156,28 @@ def corpus() -> dict[str, tuple[str, dict]]:
                 decode_context_parallel_size=dcp,
                 **dbo,
             ),
+        )
+    # The mode overrides that come after the compile-mode normalisation (0.30.0+ normalise again):
+    # an encoder-decoder model, a layerwise KV connector, a forced-V2 drafter under each
+    # compilation mode that compiles nothing into pieces.
+    layerwise = {
+        "kv_connector": "LMCacheConnectorV1",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"use_layerwise": True},
+    }
+    dspark = {"method": "dspark", "model": "configs/models/tiny-dspark", "num_speculative_tokens": 3}
+    for name, comp in (("none", 0), ("stock", 1), ("dynamo-once", 2)):
+        out[f"compile-{name}-encdec"] = (
+            f"compilation mode {comp} on an encoder-decoder model",
+            cfg(16, model=WHISPER, max_model_len=448, compilation_config={"mode": comp}),
+        )
+        out[f"compile-{name}-kv-layerwise"] = (
+            f"compilation mode {comp} with a layerwise KV connector",
+            cfg(64, kv_transfer_config=layerwise, compilation_config={"mode": comp}),
+        )
+        out[f"compile-{name}-dspark"] = (
+            f"compilation mode {comp} with DSpark (V2 before any other check, 0.26.0-0.28.0)",
+            cfg(64, speculative_config=dspark, compilation_config={"mode": comp}),
         )
     return out
 

@@ -51,10 +51,10 @@ NO_LORA: tuple[int, ...] = (0,)
 """LoRA capture cases without LoRA: one set of graphs, no adapter."""
 
 
-def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> list[int]:
+def captured_lora_counts(max_loras: int, specialize_active: bool) -> list[int]:
     """vllm.lora.utils.get_captured_lora_counts: adapter counts captured with LoRA active.
 
-    >>> captured_lora_counts(3), captured_lora_counts(3, True)
+    >>> captured_lora_counts(3, False), captured_lora_counts(3, True)
     ([4], [1, 2, 4])
     """
     if not specialize_active:
@@ -63,7 +63,7 @@ def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> lis
 
 
 def lora_cases(
-    runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool, specialize_active: bool = False
+    runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool, specialize_active: bool
 ) -> tuple[int, ...]:
     """The `num_active_loras` values each capture size is captured for.
 
@@ -138,7 +138,7 @@ class V1Dispatcher:
         i = bisect.bisect_left(self.sizes, num_tokens)
         return self.sizes[i] if i < len(self.sizes) else self.max_size + 1
 
-    def _descriptor(self, num_tokens: int, uniform: bool, lora: int = 0) -> tuple[int, int | None, bool, int]:
+    def _descriptor(self, num_tokens: int, uniform: bool, lora: int) -> tuple[int, int | None, bool, int]:
         padded = self._padded(num_tokens)
         if uniform and self.mode.has_full():
             return (padded, min(padded // self.q, self.s), True, lora)

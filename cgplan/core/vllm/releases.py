@@ -504,7 +504,8 @@ def first_release(has: Callable[[VllmRules], bool]) -> str:
 
 
 def numeric_release(text: str) -> tuple[int, ...] | None:
-    """`X.Y` or `X.Y.Z` as numbers; None for anything else (a dev, rc or local build, a word).
+    """`X.Y` or `X.Y.Z` as numbers; None for anything else (a dev, rc or local build, a word, or a
+    part of six digits or more: no release number is that long, and none is read as one).
 
     >>> numeric_release("0.33.1"), numeric_release("0.33"), numeric_release("0.33.1.dev5+gabc")
     ((0, 33, 1), (0, 33), None)

@@ -14,12 +14,13 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
-from cgplan.core.model.types import Fix, Plan, Rejected
+from cgplan.core.model.types import Fix, Gap, Plan, Rejected
 from cgplan.core.plan.budgets import FixBudgets
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import (
@@ -29,6 +30,7 @@ from cgplan.core.plan.gaps import (
     FixSearch,
     _mixed_runs,
     _runs,
+    _still_open,
     gap_batches,
     grid_count,
     padding_ratio,
@@ -308,3 +310,32 @@ def test_gaps_and_padding_are_their_definitions(inp: PlanInput) -> None:
 def test_grid_count_counts_vllms_grid(lo: int, hi: int) -> None:
     # the token grid and the request-count grid share vLLM's shape (token_grid, request_counts)
     assert grid_count(lo, hi) == sum(1 for n in token_grid(hi, interactivity=False) if lo <= n <= hi)
+
+
+@pytest.mark.parametrize(
+    ("spans", "words"),
+    [
+        ([(3, 3)], "1 batch sizes in 1 gap(s) stay open (requests 3; 4 tokens/request)"),
+        ([(3, 9)], "7 batch sizes in 1 gap(s) stay open (requests 3-9; 4 tokens/request)"),
+        (
+            [(1, 1), (3, 4), (6, 6), (8, 10), (12, 12)],
+            "8 batch sizes in 5 gap(s) stay open (requests 1, 3-4, 6, 8-10 and 1 more; 4 tokens/request)",
+        ),
+    ],
+)
+def test_a_partial_fix_names_what_stays_open(spans: list[tuple[int, int]], words: str) -> None:
+    # a single request count reads as one number, a run as first-last; four named, the rest counted
+    plan = build_plan(
+        PlanInput(
+            vllm_version="0.33.0",
+            platform=Platform.HOPPER,
+            model=ModelShape(),
+            max_num_seqs=16,
+            max_num_batched_tokens=64,
+            speculative=SpeculativeSpec("eagle", 3, None),
+        ),
+        with_fixes=False,
+    )
+    gaps = tuple(Gap("uniform_decode", 4, a, b, "NONE", "why") for a, b in spans)
+    assert _still_open(dataclasses.replace(plan, gaps=gaps)) == words
+    assert _still_open(dataclasses.replace(plan, gaps=())) == ""

@@ -57,7 +57,22 @@ def test_every_config_is_recorded() -> None:
 
 @pytest.mark.parametrize("record", RECORDS, ids=[p.name.removesuffix(".json.gz") for p in RECORDS])
 def test_plan_matches_vllm(record: Path) -> None:
-    _doc, exp, got = _load(record)
+    doc, exp, got = _load(record)
+    v1_graphs = "error" not in exp and exp["model_runner"] == "v1" and exp["cudagraph_mode"] != "NONE"
+    if v1_graphs and doc["config"].get("compilation_mode") in (1, "STOCK_TORCH_COMPILE"):
+        # a decision the oracle cannot see (docs/planner.md): V1's load_model compiles with
+        # model.compile(fullgraph=True) and returns before any CUDA-graph wrapper, so the mode
+        # vLLM keeps in its config (the oracle's answer, which cgplan's note quotes) captures nothing
+        rec = doc["_recorded"]
+        inp = load_config(
+            DATA / "corpus-boundaries" / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"])
+        ).input
+        note = next(
+            n.message for n in build_plan(inp, with_fixes=False).notes if n.kind == "v1_stock_compile"
+        )
+        assert f"vLLM keeps cudagraph_mode {exp['cudagraph_mode']} in its config" in note
+        assert (got["cudagraph_mode"], got["graphs"]) == ("NONE", {"target": []})
+        return
     if "error" in exp:
         assert "error" in got, (
             f"vLLM refuses this config ({vllm_reason(exp['error'])[:200]}), cgplan planned it"

@@ -21,11 +21,13 @@ from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
-from cgplan.core.vllm.graphs import EAGER, Microbatching, V2Manager, _Desc
+from cgplan.core.vllm.graphs import EAGER, NO_LORA, Microbatching, V2Manager, _Desc
 from cgplan.core.vllm.releases import (
     SUPPORTED_VERSIONS,
     V2Candidates,
     kv_cache_dtype_message,
+    numeric_release,
+    release_for,
     rules_for,
     version_key,
 )
@@ -147,7 +149,7 @@ def test_v2_dispatch_of_no_tokens_is_eager(candidates: V2Candidates) -> None:
     #     if self._graphs_captured and num_tokens > 0 and key in self._candidates: ...
     #     return BatchExecutionDescriptor(cg_mode=CUDAGraphMode.NONE, ...)
     for mode in (Mode.FULL_AND_PIECEWISE, Mode.PIECEWISE, Mode.FULL):
-        mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates)
+        mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates, NO_LORA, None, False)
         assert mgr.dispatch(1, 1, None) != EAGER  # the smallest graph takes one token
         assert mgr.dispatch(0, 0, None) == EAGER
         assert mgr.dispatch(0, 0, 2) == EAGER
@@ -203,3 +205,12 @@ def test_default_v2_architectures_are_each_releases(version: str) -> None:
     table = rules_for(version).v2_default_moe_architectures
     expected = recorded["default_v2_architectures"]
     assert (None if table is None else sorted(table)) == expected
+
+
+def test_numeric_release_reads_parts_of_at_most_five_digits() -> None:
+    # numeric_release's rule: a part of six digits or more is no release number (so "0.33.100000" is
+    # not read as a patch release of 0.33)
+    assert numeric_release("0.33.99999") == (0, 33, 99999)
+    assert release_for("0.33.99999") == "0.33.0"
+    assert numeric_release("0.33.100000") is None
+    assert release_for("0.33.100000") is None
