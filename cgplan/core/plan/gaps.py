@@ -537,10 +537,14 @@ def _tier_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
         )
 
 
-def _cheap_bound(cand: PlanInput, rules: VllmRules, base: Plan, budgets: FixBudgets) -> str | None:
-    """Why `cand` need not be planned: its ladder alone cannot close the gaps of `base`, or
-    already holds more sizes than the graph budget allows (each size is at least one graph of
-    the target when the mode keeps a mixed half). None: plan it."""
+def _cheap_bound(
+    cand: PlanInput, rules: VllmRules, base: Plan, plan: Plan, budgets: FixBudgets | None
+) -> str | None:
+    """Why `cand` need not be planned: its ladder alone cannot close the gaps of `base` (the plan
+    it changes the sizes of), or, with `budgets` (over-budget fixes not asked for), already holds
+    more sizes than a graph budget `plan` (the plan being fixed) keeps allows: each size is at least
+    one graph of the target when the mode keeps a mixed half, so `_graph_breaks` would drop it
+    after planning. None: plan it."""
     try:
         ladder = capture_ladder(cand, rules, True, cand.enable_sp and cand.tensor_parallel_size > 1)
     except Rejected:
@@ -549,15 +553,14 @@ def _cheap_bound(cand: PlanInput, rules: VllmRules, base: Plan, budgets: FixBudg
     needed = max((g.last * (g.query_len or 1) for g in base.gaps), default=0)
     if needed > ladder.max_size_tokens:
         return f"its largest size {ladder.max_size_tokens} < {needed} tokens"
-    limit = budgets.tightest_family_limit
     mode = cand.cudagraph_mode
     keeps_mixed = mode is None or mode.mixed_mode() is not Mode.NONE
-    if limit is not None and keeps_mixed:
+    if budgets is not None and keeps_mixed:
         q = cand.uniform_decode_query_len
         # V1 rounds sizes up to multiples of q under a FULL decode mode: count what survives
         lower = min(len(ladder.sizes_tokens), len({-(-s // q) for s in ladder.sizes_tokens}))
-        if lower > limit:
-            return f"{lower} sizes > the graph budget {limit}"
+        if _floor_breaks(plan, lower, budgets):
+            return f"{lower} sizes: at least as many target graphs, over the graph budget"
     return None
 
 
@@ -803,7 +806,11 @@ def propose_fixes(
         if cand.inp in seen:
             return None
         seen.add(cand.inp)
-        if bound_base is not None and _cheap_bound(cand.inp, rules, bound_base, budgets) is not None:
+        bound_budgets = None if search.allow_over_budget else budgets
+        if (
+            bound_base is not None
+            and _cheap_bound(cand.inp, rules, bound_base, plan, bound_budgets) is not None
+        ):
             return None
         if bound_base is not None and graphs_of is not None and not search.allow_over_budget:
             try:

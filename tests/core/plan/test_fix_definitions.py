@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgplan.core.model.modes import Mode, Platform
+from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.model.types import Fix, Gap, Plan, Rejected
 from cgplan.core.plan.budgets import FixBudgets
@@ -93,8 +94,8 @@ def small_configs(draw: st.DrawFn) -> PlanInput:
     sizes = None
     max_size = None
     shape = draw(st.sampled_from(["list", "list", "max", "default"]))
-    if shape == "list":
-        sizes = tuple(sorted(set(draw(st.lists(st.integers(1, b), min_size=1, max_size=4)))))
+    if shape == "list":  # sizes above max_num_batched_tokens too (vLLM drops them)
+        sizes = tuple(sorted(set(draw(st.lists(st.integers(1, 2 * b), min_size=1, max_size=4)))))
     elif shape == "max":
         max_size = draw(st.integers(1, b))
     return PlanInput(
@@ -110,6 +111,8 @@ def small_configs(draw: st.DrawFn) -> PlanInput:
         max_cudagraph_capture_size=max_size,
         cudagraph_capture_sizes=sizes,
         model_runner=draw(st.sampled_from(["auto", "v1", "v2"])),
+        # a backend below FULL support downgrades the mode: PIECEWISE gaps under a FULL request
+        attention_cudagraph_support=draw(st.sampled_from([None, None, *CGSupport])),
     )
 
 
@@ -124,12 +127,13 @@ def _planned(inp: PlanInput, search: FixSearch | None = None) -> Plan | None:
         return None
 
 
-def _acceptable(plan: Plan, after: Plan) -> bool:
+def _acceptable(plan: Plan, after: Plan, budgets: bool = True) -> bool:
     """What every fix must be, by definition: no batch worse (decode or mixed), no graph budget
-    broken that the plan kept, no padding absurder than MAX_WORST_PADDING_PCT (or the plan's)."""
+    broken that the plan kept (with `budgets`), no padding absurder than MAX_WORST_PADDING_PCT (or
+    the plan's)."""
     if naive_worse(_runs(plan), _runs(after)) or naive_worse(_mixed_runs(plan), _mixed_runs(after)):
         return False
-    for family, graphs in after.graphs.items():
+    for family, graphs in after.graphs.items() if budgets else ():
         limit = BUDGETS.graph_limit(family)
         if limit is not None and len(graphs) > max(limit, len(plan.graphs.get(family, ()))):
             return False
@@ -161,14 +165,41 @@ def test_every_fix_closes_what_it_claims(inp: PlanInput) -> None:
         assert fix.closes == _closed_naively(plan, after), fix.command_line
         assert fix.remaining_gaps == len(after.gaps) and fix.complete == (not after.gaps)
         assert gap_batches(after) < gap_batches(plan)  # a fix closes something
+        _check_words(plan, inp, fix)
+
+
+def _check_words(plan: Plan, inp: PlanInput, fix: Fix) -> None:
+    """Each change a fix names is the change its flags make."""
+    fixed = apply_fix(inp, fix)
+    before = set(plan.capture_sizes)
+    after = set(fixed.cudagraph_capture_sizes or ())
+    for words in fix.changes:
+        if m := re.fullmatch(r"raise max_cudagraph_capture_size to (\d+)", words):
+            assert fixed.max_cudagraph_capture_size == int(m[1]), words
+        elif m := re.fullmatch(r"extend the size list with vLLM's token grid up to (\d+)", words):
+            top = int(m[1])
+            grid = {
+                x
+                for x in token_grid(top, inp.performance_mode == "interactivity")
+                if x > max(before, default=0)
+            }
+            assert grid | {top} <= after and max(after) == top, words
+        elif m := re.fullmatch(
+            r"append (\d+) exact token count\(s\) to the capture sizes"
+            r"|append per-tier request grids \((\d+) sizes\)",
+            words,
+        ):
+            assert len(after - before) == int(m[1] or m[2]), words
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_configs())
-def test_no_one_size_fix_is_missed(inp: PlanInput) -> None:
+@given(small_configs(), st.booleans())
+def test_no_one_size_fix_is_missed(inp: PlanInput, over: bool) -> None:
     """Brute force over the capture list with one more size (every size up to
-    max_num_batched_tokens): where one of them closes every gap acceptably, the search offers a
-    complete fix; and its first fix leaves no more gap batches than the best of them."""
+    max_num_batched_tokens): where one of them closes every gap acceptably (within the graph
+    budget, or with over-budget fixes asked for at any graph count), the search offers a complete
+    fix; and its first fix leaves no more gap batches than the best of them."""
+    search = dataclasses.replace(SEARCH, allow_over_budget=over)
     plan = _planned(inp)
     if plan is None or not plan.gaps:
         return
@@ -185,11 +216,11 @@ def test_no_one_size_fix_is_missed(inp: PlanInput) -> None:
             max_cudagraph_capture_size=sizes[-1] if inp.max_cudagraph_capture_size is not None else None,
         )
         after = _planned(cand)
-        if after is None or not _acceptable(plan, after):
+        if after is None or not _acceptable(plan, after, budgets=not over):
             continue
         best = min(best, gap_batches(after))
         complete_exists = complete_exists or not after.gaps
-    fixes = build_plan(inp, search=SEARCH).fixes
+    fixes = build_plan(inp, search=search).fixes
     if best < gap_batches(plan):
         assert fixes, f"a one-size change leaves {best} gap batches, the search offers nothing"
         first = build_plan(apply_fix(inp, fixes[0]), with_fixes=False)
