@@ -53,6 +53,7 @@ RULE_TESTS = (
 GAPS_TESTS = (
     # the search against naive definitions on small generated configs (issue 35 item 3)
     "tests/core/plan/test_fix_definitions.py",
+    "tests/core/plan/test_fix_gap_reasons.py",
     "tests/core/plan/test_fix_search.py",
     "tests/core/plan/test_fix_ranking.py",
     "tests/core/plan/test_fix_pricing_policy.py",

@@ -271,7 +271,9 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
                 "on an MoE model (vLLM turns graphs off; use deepep_low_latency, nixl_ep or "
                 "allgather_reducescatter for decode graphs)"
             )
-        off = next((n for n in plan.notes if n.kind in _COMPILE_OFF_NOTES), None)
+        # the last of them turned graphs off (a non_compile override to FULL_DECODE_ONLY may come
+        # before V2's stock-compile override to NONE)
+        off = next((n for n in reversed(plan.notes) if n.kind in _COMPILE_OFF_NOTES), None)
         if inp is not None and off is not None:
             if off.kind == "non_compile":
                 return (
@@ -762,6 +764,19 @@ _Key = tuple[int, bool, float, int, int, float, float, float, int]
 seconds, worst and mean padding, flag length."""
 
 
+def rank_fixes(fixes: Sequence[tuple[Fix, _Key]]) -> list[Fix]:
+    """The fixes in the search's order: by their keys, except that a mean padding within
+    PADDING_TOLERANCE_PCT of the least padded fix's counts as the least (stable: ties keep the
+    order found)."""
+    least = min((k[2] for _, k in fixes), default=0.0)
+
+    def rank(fk: tuple[Fix, _Key]) -> _Key:
+        k = fk[1]
+        return (k[0], k[1], 0.0 if k[2] <= least + PADDING_TOLERANCE_PCT else k[2], *k[3:])
+
+    return [f for f, _ in sorted(fixes, key=rank)]
+
+
 def propose_fixes(
     plan: Plan,
     inp: PlanInput,
@@ -901,13 +916,7 @@ def propose_fixes(
         limit = None if search.allow_over_budget else budgets.tightest_family_limit
         for size_cand in _size_candidates(base_plan, base_cand.inp, limit):
             attempt(_Candidate((*base_cand.what, *size_cand.what), size_cand.inp), base_plan)
-    least = min((k[2] for _, k in fixes), default=0.0)
-
-    def rank(fk: tuple[Fix, _Key]) -> _Key:
-        k = fk[1]
-        return (k[0], k[1], 0.0 if k[2] <= least + PADDING_TOLERANCE_PCT else k[2], *k[3:])
-
-    ranked = [f for f, _ in sorted(fixes, key=rank)]
+    ranked = rank_fixes(fixes)
 
     # Drop a fix another beats on every figure the user pays (Pareto front).
     def figures(f: Fix) -> tuple[float, ...]:

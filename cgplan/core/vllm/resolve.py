@@ -364,7 +364,7 @@ class ModeDecision:
 
     mode: Mode
     attention_splits: bool
-    compilation: Compilation = Compilation(VLLM_COMPILE, False)
+    compilation: Compilation
     """The compilation mode the decision was made under."""
 
 
@@ -582,7 +582,7 @@ def deepep_high_throughput_off(inp: PlanInput, decision: ModeDecision, notes: li
             "deepep_low_latency, nixl_ep, or allgather_reducescatter.",
         )
     )
-    return ModeDecision(Mode.NONE, decision.attention_splits)
+    return ModeDecision(Mode.NONE, decision.attention_splits, decision.compilation)
 
 
 @dataclass(frozen=True)

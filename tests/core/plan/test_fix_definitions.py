@@ -14,9 +14,10 @@ import dataclasses
 import itertools
 import re
 from collections.abc import Sequence
+from typing import cast
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
@@ -36,6 +37,7 @@ from cgplan.core.plan.gaps import (
     grid_count,
     padding_ratio,
     padding_tokens,
+    rank_fixes,
     step_padding,
     worse_somewhere,
 )
@@ -370,3 +372,38 @@ def test_a_partial_fix_names_what_stays_open(spans: list[tuple[int, int]], words
     gaps = tuple(Gap("uniform_decode", 4, a, b, "NONE", "why") for a, b in spans)
     assert _still_open(dataclasses.replace(plan, gaps=gaps)) == words
     assert _still_open(dataclasses.replace(plan, gaps=())) == ""
+
+
+_keys = st.tuples(
+    st.integers(0, 1),  # gap batches left
+    st.booleans(),  # heavily padded
+    st.integers(0, 12).map(lambda x: x / 4),  # mean padding %: 0.25 steps, the tolerance's edge hit
+    st.integers(0, 5),  # MiB
+    st.integers(0, 5),  # graphs
+    st.floats(0, 3, allow_nan=False).map(lambda x: round(x, 1)),  # capture s
+    st.floats(0, 100, allow_nan=False).map(lambda x: round(x, 1)),  # worst padding %
+    st.integers(0, 3),  # flag length
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_keys, max_size=8))
+# exactly PADDING_TOLERANCE_PCT above the least padded is within it: memory decides
+@example([(0, False, 1.0, 1, 0, 0.0, 0.0, 0), (0, False, 0.0, 2, 0, 0.0, 0.0, 0)])
+def test_rank_fixes_follows_the_stated_objective(keys: list[tuple]) -> None:  # type: ignore[type-arg]
+    """Coverage, then heavy padding, then mean padding where it is more than PADDING_TOLERANCE_PCT
+    above the least padded fix's (within it, as padded as the least), then memory, graphs, capture
+    time, worst and mean padding, flag length; ties keep the order found."""
+    found = [
+        (gaps, heavy, mean, mib, graphs, cap, worst, mean, flags)
+        for gaps, heavy, mean, mib, graphs, cap, worst, flags in keys
+    ]
+    least = min((k[2] for k in found), default=0.0)
+
+    def objective(i: int) -> tuple:  # type: ignore[type-arg]
+        k = found[i]
+        padding = least if k[2] <= least + PADDING_TOLERANCE_PCT else k[2]
+        return (k[0], k[1], padding, *k[3:], i)
+
+    fixes = [(cast(Fix, i), k) for i, k in enumerate(found)]
+    assert [cast(int, f) for f in rank_fixes(fixes)] == sorted(range(len(found)), key=objective)

@@ -17,21 +17,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
+from cgplan.core.model.spec import VLLM_COMPILE
 from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
 from cgplan.core.vllm.graphs import EAGER, NO_LORA, Microbatching, V2Manager, _Desc
 from cgplan.core.vllm.releases import (
+    LATEST_VERSION,
     SUPPORTED_VERSIONS,
     V2Candidates,
+    closest_release,
     kv_cache_dtype_message,
     numeric_release,
     release_for,
     rules_for,
     version_key,
 )
-from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
+from cgplan.core.vllm.resolve import Attention, Compilation, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
 from tests.paths import TESTS_DIR
 
@@ -104,7 +107,10 @@ def test_full_mode_downgrade_follows_whether_attention_splits(splits: bool, mode
     # FULL_AND_PIECEWISE when `splitting_ops_contain_attention()`, else FULL_DECODE_ONLY
     notes: list[Any] = []
     got = resolve_mode(
-        ModeDecision(Mode.FULL, splits), Attention("FLASH_ATTN", CGSupport.UNIFORM_BATCH), 1, notes
+        ModeDecision(Mode.FULL, splits, Compilation(VLLM_COMPILE, False)),
+        Attention("FLASH_ATTN", CGSupport.UNIFORM_BATCH),
+        1,
+        notes,
     )
     assert got is mode
     assert notes[-1].message.endswith(f"setting cudagraph_mode={mode.value}")
@@ -214,3 +220,9 @@ def test_numeric_release_reads_parts_of_at_most_five_digits() -> None:
     assert release_for("0.33.99999") == "0.33.0"
     assert numeric_release("0.33.100000") is None
     assert release_for("0.33.100000") is None
+
+
+def test_closest_release_of_a_version_without_numbers_is_the_newest() -> None:
+    # closest_release's rule: the newest supported release when the version has no numbers
+    assert closest_release("nightly") == closest_release("") == LATEST_VERSION
+    assert closest_release("0.0.1") == SUPPORTED_VERSIONS[0]  # older than every release: the oldest
