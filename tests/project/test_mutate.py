@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -78,3 +79,25 @@ def test_equivalents_are_read_by_key(tmp_path: Path) -> None:
     path.write_text('{"equivalents": [{"key": "k", "reason": "why"}]}')
     assert mutate.load_equivalents(path) == {"k": "why"}
     assert mutate.load_equivalents(tmp_path / "none.json") == {}
+
+
+def _mutants_on_line(source: str, path: str, line: int) -> set[str]:
+    """The keys of the mutants of the innermost statement holding `line` (the whole module's take
+    seconds: every candidate's source segment is cut from the whole text)."""
+    holding = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    innermost = min(holding, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+    module = ast.Module(body=[innermost], type_ignores=[])
+    return {m.key() for m in mutate._candidates(source, module, path) if m.line == line}
+
+
+def test_every_listed_equivalent_is_a_mutant_of_todays_source() -> None:
+    # a key names its line: an edit that moves or removes the code leaves the entry stale, and the
+    # runner would then count the (moved) mutant as a survivor and nothing as equivalent
+    for key in mutate.load_equivalents():
+        path, line = key.split(":", 2)[:2]
+        source = (ROOT_DIR / path).read_text()
+        assert key in _mutants_on_line(source, path, int(line)), key

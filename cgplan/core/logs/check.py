@@ -97,9 +97,12 @@ def _expected_engine_sizes(
     q = plan.uniform_decode_query_len
     if not (plan.model_runner == "v1" and Mode(plan.cudagraph_mode).decode_mode() is Mode.FULL and q > 1):
         return log_sizes, log_max, False
-    sp_on = sequence_parallel_on(inp, rules_for(plan.vllm_version), [])
+    rules = rules_for(plan.vllm_version)
+    sp_on = sequence_parallel_on(inp, rules, [])
     try:
-        sizes, max_size = v1_round_sizes(log_sizes, log_max, q, inp.tensor_parallel_size, sp_on, [])
+        sizes, max_size = v1_round_sizes(
+            log_sizes, log_max, q, inp.tensor_parallel_size, sp_on, [], sp_pass=rules.sequence_parallel
+        )
     except ConfigRejected:
         return (), 0, True
     return sizes, max_size, True

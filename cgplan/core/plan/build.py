@@ -105,7 +105,10 @@ def validate_limits(inp: PlanInput, rules: VllmRules) -> None:
             f"User-specified max_model_len ({inp.max_model_len}) is greater than the derived "
             f"max_model_len (max_position_embeddings={float(derived)} or model_max_length=None in "
             "model's config.json). To allow overriding this maximum, set the env var "
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme "
+            "caution. If the model uses relative position encoding (RoPE), positions exceeding "
+            "derived_max_model_len lead to nan. If the model uses absolute position encoding, positions "
+            "exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.",
         )
     if inp.max_num_batched_tokens < inp.max_num_seqs:
         raise Rejected(
@@ -512,7 +515,7 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     notes.extend(Note("model_kind", text) for text in model_caveats(inp.model, rules))
     if runner == "v2" and not rules.v2_reserves_cudagraph_memory and decision.mode is not Mode.NONE:
         notes.append(Note("graph_memory_not_reserved", graph_memory_not_reserved(rules)))
-    validate_ubatching_backend(inp)
+    validate_ubatching_backend(inp, rules)
     loras = lora_cases(
         runner, inp.enable_lora, inp.max_loras, inp.cudagraph_specialize_lora, inp.specialize_active_lora
     )
@@ -572,7 +575,9 @@ def _setup(inp: PlanInput, policy: CapturePolicy) -> _Captured:
     mode = resolve_mode(decision, resolve_attn, q, notes)
     sizes, max_size = ladder.sizes_tokens, ladder.max_size_tokens
     if runner == "v1" and mode.decode_mode() is Mode.FULL and q > 1:
-        sizes, max_size = v1_round_sizes(sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes)
+        sizes, max_size = v1_round_sizes(
+            sizes, max_size, q, inp.tensor_parallel_size, sp_on, notes, sp_pass=rules.sequence_parallel
+        )
     return _Captured(
         inp, rules, tuple(notes), runs, runner, decision, mode, attn, ladder, sizes, max_size, loras, ubatch
     )

@@ -271,7 +271,9 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
                 "on an MoE model (vLLM turns graphs off; use deepep_low_latency, nixl_ep or "
                 "allgather_reducescatter for decode graphs)"
             )
-        off = next((n for n in plan.notes if n.kind in _COMPILE_OFF_NOTES), None)
+        # the last of them turned graphs off (a non_compile override to FULL_DECODE_ONLY may come
+        # before V2's stock-compile override to NONE)
+        off = next((n for n in reversed(plan.notes) if n.kind in _COMPILE_OFF_NOTES), None)
         if inp is not None and off is not None:
             if off.kind == "non_compile":
                 return (
@@ -510,9 +512,9 @@ def _tier_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
     """Narrow a dynamic-SD tier: speculate fewer tokens on the batches whose steps outgrow the
     maximum, so that they fit under it (drafting less, but on graphs)."""
     spec = inp.speculative
-    if spec is None or not spec.num_speculative_tokens_per_batch_size or plan.max_capture_size <= 0:
+    if spec is None or not spec.num_speculative_tokens_per_batch_size:
         return
-    cap = plan.max_capture_size
+    cap = plan.max_capture_size  # 0 without graphs: then no tier fits at any K >= 1 (k2 < 1 below)
     out: list[tuple[int, int, int]] = []
     changed: list[str] = []
     for a, b, k in spec.num_speculative_tokens_per_batch_size:
@@ -537,10 +539,14 @@ def _tier_candidates(plan: Plan, inp: PlanInput) -> Iterator[_Candidate]:
         )
 
 
-def _cheap_bound(cand: PlanInput, rules: VllmRules, base: Plan, budgets: FixBudgets) -> str | None:
-    """Why `cand` need not be planned: its ladder alone cannot close the gaps of `base`, or
-    already holds more sizes than the graph budget allows (each size is at least one graph of
-    the target when the mode keeps a mixed half). None: plan it."""
+def _cheap_bound(
+    cand: PlanInput, rules: VllmRules, base: Plan, plan: Plan, budgets: FixBudgets | None
+) -> str | None:
+    """Why `cand` need not be planned: its ladder alone cannot close the gaps of `base` (the plan
+    it changes the sizes of), or, with `budgets` (over-budget fixes not asked for), already holds
+    more sizes than a graph budget `plan` (the plan being fixed) keeps allows: each size is at least
+    one graph of the target when the mode keeps a mixed half, so `_graph_breaks` would drop it
+    after planning. None: plan it."""
     try:
         ladder = capture_ladder(cand, rules, True, cand.enable_sp and cand.tensor_parallel_size > 1)
     except Rejected:
@@ -549,15 +555,14 @@ def _cheap_bound(cand: PlanInput, rules: VllmRules, base: Plan, budgets: FixBudg
     needed = max((g.last * (g.query_len or 1) for g in base.gaps), default=0)
     if needed > ladder.max_size_tokens:
         return f"its largest size {ladder.max_size_tokens} < {needed} tokens"
-    limit = budgets.tightest_family_limit
     mode = cand.cudagraph_mode
     keeps_mixed = mode is None or mode.mixed_mode() is not Mode.NONE
-    if limit is not None and keeps_mixed:
+    if budgets is not None and keeps_mixed:
         q = cand.uniform_decode_query_len
         # V1 rounds sizes up to multiples of q under a FULL decode mode: count what survives
         lower = min(len(ladder.sizes_tokens), len({-(-s // q) for s in ladder.sizes_tokens}))
-        if lower > limit:
-            return f"{lower} sizes > the graph budget {limit}"
+        if _floor_breaks(plan, lower, budgets):
+            return f"{lower} sizes: at least as many target graphs, over the graph budget"
     return None
 
 
@@ -759,6 +764,19 @@ _Key = tuple[int, bool, float, int, int, float, float, float, int]
 seconds, worst and mean padding, flag length."""
 
 
+def rank_fixes(fixes: Sequence[tuple[Fix, _Key]]) -> list[Fix]:
+    """The fixes in the search's order: by their keys, except that a mean padding within
+    PADDING_TOLERANCE_PCT of the least padded fix's counts as the least (stable: ties keep the
+    order found)."""
+    least = min((k[2] for _, k in fixes), default=0.0)
+
+    def rank(fk: tuple[Fix, _Key]) -> _Key:
+        k = fk[1]
+        return (k[0], k[1], 0.0 if k[2] <= least + PADDING_TOLERANCE_PCT else k[2], *k[3:])
+
+    return [f for f, _ in sorted(fixes, key=rank)]
+
+
 def propose_fixes(
     plan: Plan,
     inp: PlanInput,
@@ -803,7 +821,11 @@ def propose_fixes(
         if cand.inp in seen:
             return None
         seen.add(cand.inp)
-        if bound_base is not None and _cheap_bound(cand.inp, rules, bound_base, budgets) is not None:
+        bound_budgets = None if search.allow_over_budget else budgets
+        if (
+            bound_base is not None
+            and _cheap_bound(cand.inp, rules, bound_base, plan, bound_budgets) is not None
+        ):
             return None
         if bound_base is not None and graphs_of is not None and not search.allow_over_budget:
             try:
@@ -894,13 +916,7 @@ def propose_fixes(
         limit = None if search.allow_over_budget else budgets.tightest_family_limit
         for size_cand in _size_candidates(base_plan, base_cand.inp, limit):
             attempt(_Candidate((*base_cand.what, *size_cand.what), size_cand.inp), base_plan)
-    least = min((k[2] for _, k in fixes), default=0.0)
-
-    def rank(fk: tuple[Fix, _Key]) -> _Key:
-        k = fk[1]
-        return (k[0], k[1], 0.0 if k[2] <= least + PADDING_TOLERANCE_PCT else k[2], *k[3:])
-
-    ranked = [f for f, _ in sorted(fixes, key=rank)]
+    ranked = rank_fixes(fixes)
 
     # Drop a fix another beats on every figure the user pays (Pareto front).
     def figures(f: Fix) -> tuple[float, ...]:

@@ -4,8 +4,8 @@
   keyed by) and the one lookup rule (`release_for`, `closest_release`, `since_entry`);
 * `log_formats`: the log lines vLLM prints, per release (`cgplan logs`, the capture backend);
 * `serve_flags`: the `vllm serve` flags cgplan reads, ignores or refuses, per release;
-* the mirror of vLLM's code: `resolve`, `ladder`, `graphs`, `attention`, `defaults`, `dynamic_sd`,
-  `gpus`, and `dp_sync` (data-parallel step synchronisation, `vllm/v1/worker/dp_utils.py`).
+* the mirror of vLLM's code: `resolve`, `ladder`, `graphs`, `attention`, `defaults`, `dynamic_sd`
+  and `gpus`.
 
 Adding a release is one entry in `releases.RELEASES` (plus a `log_formats` or `serve_flags` entry
 only where vLLM changed those) and one recording run (CONTRIBUTING.md). Nothing here is imported

@@ -49,52 +49,17 @@ def normalize_schedule(schedule: Sequence[Sequence[int]]) -> list[tuple[int, int
     return parsed
 
 
-def build_lookup(
-    schedule: Sequence[Sequence[int]], max_batch_size: int, num_speculative_tokens: int
-) -> list[int]:
-    """Dense 1-indexed batch size → K table (index 0 unused), as the scheduler runs it.
-
-    K is clamped to `num_speculative_tokens`; gaps and the tail carry the previous K.
-
-    >>> build_lookup([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3)
-    [0, 3, 3, 3, 1, 1]
-    """
-    if max_batch_size <= 0:
-        raise ScheduleError("vllm_max_batch_size must be > 0.")
-    if num_speculative_tokens <= 0:
-        raise ScheduleError("vllm_num_speculative_tokens must be > 0.")
-    parsed = normalize_schedule(schedule)
-    dense = [0] * (max_batch_size + 1)
-    next_batch = 1
-    last_k: int | None = None
-    for start, end, k in parsed:
-        if start > next_batch and last_k is not None:
-            fill = min(num_speculative_tokens, last_k)
-            for b in range(next_batch, min(start, max_batch_size + 1)):
-                dense[b] = fill
-        fill = min(num_speculative_tokens, k)
-        for b in range(max(start, next_batch), min(end, max_batch_size) + 1):
-            dense[b] = fill
-        next_batch = max(next_batch, end + 1)
-        last_k = k
-        if next_batch > max_batch_size:
-            break
-    assert last_k is not None  # normalize_schedule rejects an empty schedule
-    fill = min(num_speculative_tokens, last_k)
-    for b in range(next_batch, max_batch_size + 1):
-        dense[b] = fill
-    return dense
-
-
 def lookup_ranges(
     schedule: Sequence[Sequence[int]], max_batch_size: int, num_speculative_tokens: int
 ) -> list[tuple[int, int, int]]:
-    """`compress_lookup(build_lookup(...))` computed on the schedule's ranges: O(ranges), not
+    """vLLM's dense `build_dynamic_sd_schedule_lookup` (batch size -> K) as equal-K runs
+    (first_batch, last_batch, K), computed on the schedule's ranges: O(ranges), not
     O(max_batch_size), so planning costs the same at 10^6 requests as at 1,024.
 
-    Same validation and the same errors as `build_lookup`; the segments it walks are the ones
-    `build_lookup` fills (a gap carries the previous K, the tail the last K, all clamped to
-    `num_speculative_tokens`), merged where consecutive segments have the same K.
+    Same validation and the same errors as vLLM's; the segments it walks are the ones vLLM's dense
+    table fills (a gap carries the previous K, the tail the last K, all clamped to
+    `num_speculative_tokens`), merged where consecutive segments have the same K
+    (tests/core/vllm/test_dynamic_sd.py holds it to vLLM's recorded tables).
 
     >>> lookup_ranges([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3)
     [(1, 3, 3), (4, 5, 1)]
@@ -116,47 +81,14 @@ def lookup_ranges(
         else:
             runs.append((first, last, k))
 
-    next_batch = 1
-    last_k: int | None = None
+    # normalize_schedule: sorted, disjoint, the first range starting at 1 (so no gap before it)
+    next_batch, last_k = 1, parsed[0][2]
     for start, end, k in parsed:
-        if start > next_batch and last_k is not None:
-            fill(next_batch, start - 1, last_k)
-        fill(max(start, next_batch), end, k)
-        next_batch = max(next_batch, end + 1)
-        last_k = k
-        if next_batch > max_batch_size:
-            break
-    assert last_k is not None  # normalize_schedule rejects an empty schedule
-    fill(next_batch, max_batch_size, last_k)
+        fill(next_batch, start - 1, last_k)  # a gap carries the previous K (nothing without one)
+        fill(start, end, k)
+        next_batch, last_k = end + 1, k
+    fill(next_batch, max_batch_size, last_k)  # the tail carries the last K
     return runs
-
-
-def compress_lookup(dense: list[int]) -> list[tuple[int, int, int]]:
-    """Equal-K runs of a dense lookup as (first_batch, last_batch, K).
-
-    >>> compress_lookup([0, 3, 3, 1])
-    [(1, 2, 3), (3, 3, 1)]
-    """
-    runs: list[tuple[int, int, int]] = []
-    for b, k in enumerate(dense[1:], start=1):
-        if runs and runs[-1][2] == k:
-            runs[-1] = (runs[-1][0], b, k)
-        else:
-            runs.append((b, b, k))
-    return runs
-
-
-def widest_batch_per_query_len(dense: list[int]) -> dict[int, int]:
-    """query_len (K+1) → the largest batch size that runs at it, in ascending query_len
-    (the dense definition `widest_per_query_len` is tested against).
-
-    >>> widest_batch_per_query_len([0, 3, 3, 1])
-    {2: 3, 4: 2}
-    """
-    widest: dict[int, int] = {}
-    for b, k in enumerate(dense[1:], start=1):
-        widest[k + 1] = b
-    return dict(sorted(widest.items()))
 
 
 def widest_per_query_len(runs: Sequence[tuple[int, int, int]]) -> dict[int, int]:

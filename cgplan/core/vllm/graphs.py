@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -51,10 +51,10 @@ NO_LORA: tuple[int, ...] = (0,)
 """LoRA capture cases without LoRA: one set of graphs, no adapter."""
 
 
-def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> list[int]:
+def captured_lora_counts(max_loras: int, specialize_active: bool) -> list[int]:
     """vllm.lora.utils.get_captured_lora_counts: adapter counts captured with LoRA active.
 
-    >>> captured_lora_counts(3), captured_lora_counts(3, True)
+    >>> captured_lora_counts(3, False), captured_lora_counts(3, True)
     ([4], [1, 2, 4])
     """
     if not specialize_active:
@@ -63,7 +63,7 @@ def captured_lora_counts(max_loras: int, specialize_active: bool = False) -> lis
 
 
 def lora_cases(
-    runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool, specialize_active: bool = False
+    runner: str, enable_lora: bool, max_loras: int, specialize_lora: bool, specialize_active: bool
 ) -> tuple[int, ...]:
     """The `num_active_loras` values each capture size is captured for.
 
@@ -138,7 +138,7 @@ class V1Dispatcher:
         i = bisect.bisect_left(self.sizes, num_tokens)
         return self.sizes[i] if i < len(self.sizes) else self.max_size + 1
 
-    def _descriptor(self, num_tokens: int, uniform: bool, lora: int = 0) -> tuple[int, int | None, bool, int]:
+    def _descriptor(self, num_tokens: int, uniform: bool, lora: int) -> tuple[int, int | None, bool, int]:
         padded = self._padded(num_tokens)
         if uniform and self.mode.has_full():
             return (padded, min(padded // self.q, self.s), True, lora)
@@ -194,21 +194,11 @@ _TOKENS = itemgetter(1)
 """A descriptor's num_tokens (the sort key, in C)."""
 
 
-_GRAPHS: dict[tuple[GraphMode, _Desc], Graph] = {}
-"""Graph descriptors already made (a Graph is frozen, so plans can share one): a sweep or a fix
-search makes the same few hundred thousands of times, and a frozen dataclass is slow to build."""
-
-
+@lru_cache(maxsize=1 << 16)
 def _graph(mode: GraphMode, d: _Desc) -> Graph:
-    key = (mode, d)
-    g = _GRAPHS.get(key)
-    if g is None:
-        if len(_GRAPHS) >= 1 << 16:
-            _GRAPHS.clear()
-        g = _GRAPHS[key] = Graph(
-            mode, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches
-        )
-    return g
+    """The Graph of a descriptor, made once (a Graph is frozen, so plans can share one): a sweep or a
+    fix search makes the same few hundred thousands of times, and a frozen dataclass is slow to build."""
+    return Graph(mode, d.num_tokens, d.num_reqs, d.query_len, d.num_active_loras, d.num_ubatches)
 
 
 @dataclass(frozen=True)
@@ -324,33 +314,31 @@ class V2Manager:
         for descs in by_mode.values():
             descs.sort(key=_TOKENS, reverse=True)
         self.by_mode = by_mode
+        # Every LoRA case holds the same descriptors but for num_active_loras (the loops above make
+        # them alike, size by size), and an Outcome is (mode, tokens, requests): the first match
+        # among all cases' descriptors, taken in the same order, is the first match among one
+        # case's. So the FULL-before-PIECEWISE groups are made once, for every case.
+        shared: list[tuple[list[int], list[list[_Desc]]]] = []
+        if by_token is None:
+            for m in (Mode.FULL, Mode.PIECEWISE):
+                counts_m: list[int] = []
+                groups_m: list[list[_Desc]] = []
+                last = None  # indexed, not by name: runs per descriptor
+                for d in reversed(by_mode.get(m, [])):
+                    if last == d[1]:
+                        groups_m[-1].append(d)
+                    else:
+                        last = d[1]
+                        counts_m.append(last)
+                        groups_m.append([d])
+                if counts_m:
+                    shared.append((counts_m, groups_m))
         for lora in loras:
-            groups: list[tuple[list[int], list[list[_Desc]]]] = []
-            if by_token is not None:
-                counts = sorted(t for t, la in by_token if la == lora)
-                groups.append((counts, [by_token[(c, lora)] for c in counts]))
+            if by_token is None:
+                self._groups[lora] = shared
             else:
-                for m in (Mode.FULL, Mode.PIECEWISE):
-                    descending = by_mode.get(m, [])
-                    # one LoRA case (the common one): every descriptor is its own
-                    ascending = (
-                        descending[::-1]
-                        if len(loras) == 1
-                        else [d for d in reversed(descending) if d.num_active_loras == lora]
-                    )
-                    counts_m: list[int] = []
-                    groups_m: list[list[_Desc]] = []
-                    last = None  # indexed, not by name: runs per descriptor
-                    for d in ascending:
-                        if last == d[1]:
-                            groups_m[-1].append(d)
-                        else:
-                            last = d[1]
-                            counts_m.append(last)
-                            groups_m.append([d])
-                    if counts_m:
-                        groups.append((counts_m, groups_m))
-            self._groups[lora] = groups
+                counts = sorted(t for t, la in by_token if la == lora)
+                self._groups[lora] = [(counts, [by_token[(c, lora)] for c in counts])]
         self._boundaries = sorted({d[1] for descs in by_mode.values() for d in descs if d[1] > 0})
 
     def boundaries(self) -> list[int]:

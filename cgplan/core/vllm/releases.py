@@ -103,6 +103,10 @@ class VllmRules:
     dcp_gqa_check: str = "assert"
     """ModelConfig refuses DCP on a non-MLA model unless TP exceeds its KV heads: as an assertion
     (0.26.0) or a ValueError with flag advice (0.27.0+)."""
+    ubatch_backend_platform_words: bool = False
+    """VllmConfig's microbatching assertion names "the X, Y, Z all2all backends on this platform" and
+    says "use one of" (0.33.0, per-platform lists); before, "the X, Y, and Z all2all backends" and
+    "use A, B, or C" (vllm/config/vllm.py)."""
     v1_pp_async_message: str = "unsupported"
     """V1 + PP + async scheduling: "unsupported" (`_validate_v1_model_runner`, 0.31–0.32) or
     "async" (the async-scheduling check fails first, 0.33)."""
@@ -377,6 +381,13 @@ _r = _release(
     replace(
         _r,
         version="0.30.0",
+        # _get_v2_model_runner_unsupported_features names ngram as "speculative method 'ngram'"
+        # (vllm#40704's list; 0.29.0 said "ngram/ngram_gpu speculative decoding")
+        v2_runner_unsupported_methods={
+            "ngram": "speculative method 'ngram'",
+            "draft_model": "speculative method 'draft_model'",
+            "suffix": "speculative method 'suffix'",
+        },
         # CacheDType gains nvfp4_ds_mla (after fp8_ds_mla)
         kv_cache_dtypes=_insert_after(_r.kv_cache_dtypes, "fp8_ds_mla", "nvfp4_ds_mla"),
         non_compile_keeps_full_decode=True,
@@ -409,7 +420,7 @@ _r = _release(
         version="0.31.0",
         decode_sizes=DecodeSizes.SPEC_AND_MAX_NUM_SEQS,
         v2_runner_unsupported_methods={
-            "ngram": "ngram/ngram_gpu speculative decoding",
+            "ngram": "speculative method 'ngram'",
             "suffix": "speculative method 'suffix'",
         },
         mla_uniform_levels_raised=True,
@@ -450,6 +461,7 @@ _r = _release(
         fa4_always=True,
         flashinfer_fa2_native_below_sm90=True,
         v1_pp_async_message="async",
+        ubatch_backend_platform_words=True,
         spec_budget_check="lookahead",
         breakable_architectures=_r.breakable_architectures
         | {
@@ -492,7 +504,8 @@ def first_release(has: Callable[[VllmRules], bool]) -> str:
 
 
 def numeric_release(text: str) -> tuple[int, ...] | None:
-    """`X.Y` or `X.Y.Z` as numbers; None for anything else (a dev, rc or local build, a word).
+    """`X.Y` or `X.Y.Z` as numbers; None for anything else (a dev, rc or local build, a word, or a
+    part of six digits or more: no release number is that long, and none is read as one).
 
     >>> numeric_release("0.33.1"), numeric_release("0.33"), numeric_release("0.33.1.dev5+gabc")
     ((0, 33, 1), (0, 33), None)

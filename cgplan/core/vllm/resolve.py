@@ -186,16 +186,22 @@ def validate_speculative(inp: PlanInput) -> None:
         )
 
 
-def validate_ubatching_backend(inp: PlanInput) -> None:
+def validate_ubatching_backend(inp: PlanInput, rules: VllmRules) -> None:
     """VllmConfig's microbatching assertion: only DeepEP/NIXL-EP all-to-all kernels split a batch."""
     backend = inp.all2all_backend or DEFAULT_ALL2ALL_BACKEND
     if inp.use_ubatching and backend not in UBATCH_ALL2ALL_BACKENDS:
+        *first, last = UBATCH_ALL2ALL_BACKENDS
+        flags = ["--all2all-backend=" + b for b in UBATCH_ALL2ALL_BACKENDS]
+        if rules.ubatch_backend_platform_words:
+            listed = f"{', '.join(UBATCH_ALL2ALL_BACKENDS)} all2all backends on this platform"
+            fix = "one of " + ", ".join(flags)
+        else:
+            listed = f"{', '.join(first)}, and {last} all2all backends"
+            fix = ", ".join(flags[:-1]) + ", or " + flags[-1]
         raise Rejected(
             "all2all_backend",
-            f"Microbatching currently only supports the {', '.join(UBATCH_ALL2ALL_BACKENDS)} all2all "
-            f"backends on this platform. {backend} is not supported. To fix use one of "
-            + ", ".join("--all2all-backend=" + b for b in UBATCH_ALL2ALL_BACKENDS)
-            + " and install the matching kernels.",
+            f"Microbatching currently only supports the {listed}. {backend} is not supported. "
+            f"To fix use {fix} and install the matching kernels.",
         )
 
 
@@ -358,7 +364,7 @@ class ModeDecision:
 
     mode: Mode
     attention_splits: bool
-    compilation: Compilation = Compilation(VLLM_COMPILE, False)
+    compilation: Compilation
     """The compilation mode the decision was made under."""
 
 
@@ -576,7 +582,7 @@ def deepep_high_throughput_off(inp: PlanInput, decision: ModeDecision, notes: li
             "deepep_low_latency, nixl_ep, or allgather_reducescatter.",
         )
     )
-    return ModeDecision(Mode.NONE, decision.attention_splits)
+    return ModeDecision(Mode.NONE, decision.attention_splits, decision.compilation)
 
 
 @dataclass(frozen=True)
@@ -666,8 +672,13 @@ def v1_round_sizes(
     tp: int,
     sp_on: bool,
     notes: list[Note],
+    *,
+    sp_pass: bool,
 ) -> tuple[tuple[int, ...], int]:
-    """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q."""
+    """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q.
+
+    `sp_pass`: the release has the sequence-parallelism pass (`VllmRules.sequence_parallel`), whose
+    multiple of TP its refusal names."""
     multiple = query_len
     if tp > 1 and sp_on:
         multiple = max(query_len, tp)
@@ -688,7 +699,14 @@ def v1_round_sizes(
         raise Rejected(
             "compilation_config.cudagraph_capture_sizes",
             f"No valid cudagraph sizes after rounding to multiple of {multiple} "
-            f"(num_speculative_tokens + 1) please adjust num_speculative_tokens "
+            # vllm/config/compilation.py, adjust_cudagraph_sizes_for_spec_decode: 0.26.0-0.31.0
+            # name both multiples, 0.32.0+ (no SP pass) only the spec-decode one
+            + (
+                "(num_speculative_tokens + 1 or tp if sequence parallelism is enabled)"
+                if sp_pass
+                else "(num_speculative_tokens + 1)"
+            )
+            + f" please adjust num_speculative_tokens "
             f"({query_len - 1}) or max_cudagraph_capture_size ({max_size}) or "
             f"cudagraph_capture_sizes ({list(sizes)})",
         )

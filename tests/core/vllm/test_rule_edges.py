@@ -11,17 +11,30 @@ import gzip
 import json
 from typing import Any
 
+import packaging.version
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cgplan.core.model.modes import CGSupport, Mode, Platform
+from cgplan.core.model.spec import VLLM_COMPILE
 from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
 from cgplan.core.vllm.attention import cudagraph_support
-from cgplan.core.vllm.dp_sync import synchronize_dp
-from cgplan.core.vllm.dynamic_sd import ScheduleError, build_lookup, lookup_ranges, normalize_schedule
-from cgplan.core.vllm.graphs import EAGER, Outcome, V1Dispatcher
-from cgplan.core.vllm.releases import kv_cache_dtype_message, rules_for, version_key
-from cgplan.core.vllm.resolve import Attention, ModeDecision, attention, resolve_mode
+from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
+from cgplan.core.vllm.graphs import EAGER, NO_LORA, Microbatching, V2Manager, _Desc
+from cgplan.core.vllm.releases import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    V2Candidates,
+    closest_release,
+    kv_cache_dtype_message,
+    numeric_release,
+    release_for,
+    rules_for,
+    version_key,
+)
+from cgplan.core.vllm.resolve import Attention, Compilation, ModeDecision, attention, resolve_mode
 from cgplan.io.config import Overrides, load_config
 from tests.paths import TESTS_DIR
 
@@ -47,11 +60,16 @@ def test_version_key_reads_every_number_of_a_release() -> None:
     assert version_key("0.26.1.dev5+gabc") == (0, 26, 1)  # the docstring's rule
 
 
-@pytest.mark.parametrize("name", ["ampere-mode-full.0.33.0", "bw-nospec-mns256.0.33.0", "mode-full.0.33.0"])
-def test_platform_capability_is_the_recorded_device(name: str) -> None:
-    # vLLM's own `get_device_capability()` on the recording's device (A100 8.0, B200 10.0, H200 9.0)
-    p = _record(name)["platform"]
-    assert Platform(p["name"]).compute_capability == tuple(int(x) for x in p["device_capability"].split("."))
+@pytest.mark.parametrize("platform", list(Platform), ids=[p.value for p in Platform])
+def test_platform_capability_is_the_recorded_device(platform: Platform) -> None:
+    # vLLM's own `get_device_capability()` on the recording's device, for every platform the
+    # corpus records (A100 8.0, H200 9.0, B200 10.0, RTX PRO 6000 and RTX 5090 12.0, GB10 12.1)
+    seen = set()
+    for path in sorted((DATA / "oracle").glob("*.0.33.0.json.gz")):
+        p = _record(path.name.removesuffix(".json.gz"))["platform"]
+        if p["name"] == platform.value:
+            seen.add(tuple(int(x) for x in p["device_capability"].split(".")))
+    assert seen == {platform.compute_capability}
 
 
 def test_explicit_sizes_kept_as_given_are_not_reported_overridden() -> None:
@@ -81,22 +99,6 @@ def test_schedule_range_ending_at_zero_is_not_positive() -> None:
         normalize_schedule([(1, 0, 2)])
 
 
-def test_one_eager_rank_makes_every_rank_eager_without_padding() -> None:
-    # `_synchronize_dp_ranks`: a synced NONE dispatches nothing again and pads nothing
-    dispatcher = V1Dispatcher((1, 2, 4, 8), 8, Mode.FULL_AND_PIECEWISE, 1, 8)
-    calls: list[tuple[int, int, Mode]] = []
-
-    def redispatch(rank: int, tokens: int, mode: Mode) -> Outcome:
-        calls.append((rank, tokens, mode))
-        return dispatcher.dispatch(tokens, True)
-
-    step = synchronize_dp([dispatcher.dispatch(3, True), EAGER], redispatch)
-    assert step.synced_mode is Mode.NONE
-    assert step.outcomes == (EAGER, EAGER)
-    assert step.padded_tokens_per_rank is None
-    assert calls == []
-
-
 @pytest.mark.parametrize(
     ("splits", "mode"), [(False, Mode.FULL_DECODE_ONLY), (True, Mode.FULL_AND_PIECEWISE)]
 )
@@ -105,7 +107,10 @@ def test_full_mode_downgrade_follows_whether_attention_splits(splits: bool, mode
     # FULL_AND_PIECEWISE when `splitting_ops_contain_attention()`, else FULL_DECODE_ONLY
     notes: list[Any] = []
     got = resolve_mode(
-        ModeDecision(Mode.FULL, splits), Attention("FLASH_ATTN", CGSupport.UNIFORM_BATCH), 1, notes
+        ModeDecision(Mode.FULL, splits, Compilation(VLLM_COMPILE, False)),
+        Attention("FLASH_ATTN", CGSupport.UNIFORM_BATCH),
+        1,
+        notes,
     )
     assert got is mode
     assert notes[-1].message.endswith(f"setting cudagraph_mode={mode.value}")
@@ -137,15 +142,87 @@ def test_kv_cache_dtype_refusal_is_each_releases_words() -> None:
 
 def test_dense_lookup_fills_a_gap_with_the_previous_k() -> None:
     # build_dynamic_sd_schedule_lookup: a gap carries the previous K, the tail the last, clamped to K
-    assert build_lookup([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
-        0,
-        3,
-        3,
-        3,
-        1,
-        1,
-    ]
+    # (its dense table [0, 3, 3, 3, 1, 1] in runs)
     assert lookup_ranges([(1, 2, 5), (4, 4, 1)], max_batch_size=5, num_speculative_tokens=3) == [
         (1, 3, 3),
         (4, 5, 1),
     ]
+
+
+@pytest.mark.parametrize("candidates", list(V2Candidates))
+def test_v2_dispatch_of_no_tokens_is_eager(candidates: V2Candidates) -> None:
+    # vllm/v1/worker/gpu/cudagraph_utils.py (0.33.0), CudaGraphManager.dispatch:
+    #     if self._graphs_captured and num_tokens > 0 and key in self._candidates: ...
+    #     return BatchExecutionDescriptor(cg_mode=CUDAGraphMode.NONE, ...)
+    for mode in (Mode.FULL_AND_PIECEWISE, Mode.PIECEWISE, Mode.FULL):
+        mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates, NO_LORA, None, False)
+        assert mgr.dispatch(1, 1, None) != EAGER  # the smallest graph takes one token
+        assert mgr.dispatch(0, 0, None) == EAGER
+        assert mgr.dispatch(0, 0, 2) == EAGER
+        assert mgr.picker(None)(0, 0) == EAGER
+
+
+@pytest.mark.parametrize(
+    ("mode", "num_reqs", "query_len"),
+    [(Mode.PIECEWISE, 8, None), (Mode.PIECEWISE, 4, 2), (Mode.FULL, None, None), (Mode.NONE, 8, None)],
+)
+def test_only_full_descriptors_with_a_request_count_get_a_microbatched_twin(
+    mode: Mode, num_reqs: int | None, query_len: int | None
+) -> None:
+    # vllm/v1/worker/gpu/cudagraph_utils.py (0.33.0), CudaGraphManager._maybe_ubatch_twin:
+    #     if self.ubatch_runner is None or desc.cg_mode != CUDAGraphMode.FULL:
+    #         return None
+    #     if desc.num_reqs is None:
+    #         return None
+    ubatch = Microbatching(num_ubatches=2, min_tokens=1)
+    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len)) is None
+    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None))  # the same descriptor in FULL has one
+    assert twin == _Desc(Mode.FULL, 8, 8, 1, 0, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=4),
+    st.sampled_from(["", "rc", "a", "b", "c", "pre", "preview"]),
+    st.sampled_from(["", ".", "-", "_"]),
+    st.integers(0, 9),
+    st.sampled_from(["", ".post2", "-3", ".dev7", "rc1.dev5", ".dev0+g1a2b3c", "+local.7", ".post1.dev2"]),
+)
+def test_version_key_is_the_pep440_release(
+    release: list[int], pre: str, sep: str, pre_n: int, tail: str
+) -> None:
+    # A vLLM build's version is PEP 440 (setuptools-scm: "0.11.1rc2.dev5+g1234"); its release
+    # numbers are packaging's `Version.release`, what pip orders builds by. A pre-release written
+    # with a separator ("0.26rc.1") ends the numbers as "0.26rc1" does.
+    version = ".".join(map(str, release)) + (f"{pre}{sep}{pre_n}" if pre else "") + tail
+    try:
+        parsed = packaging.version.Version(version)
+    except packaging.version.InvalidVersion:
+        return
+    assert version_key(version) == parsed.release, version
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_default_v2_architectures_are_each_releases(version: str) -> None:
+    # scripts/oracle/v2_default_archs.py read DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES off each
+    # release's vllm/config/vllm.py (null from 0.29.0: V2 is every model's default)
+    recorded = json.loads((DATA / "oracle-v2-default-archs" / f"{version}.json").read_text())
+    assert recorded["vllm_version"] == version
+    table = rules_for(version).v2_default_moe_architectures
+    expected = recorded["default_v2_architectures"]
+    assert (None if table is None else sorted(table)) == expected
+
+
+def test_numeric_release_reads_parts_of_at_most_five_digits() -> None:
+    # numeric_release's rule: a part of six digits or more is no release number (so "0.33.100000" is
+    # not read as a patch release of 0.33)
+    assert numeric_release("0.33.99999") == (0, 33, 99999)
+    assert release_for("0.33.99999") == "0.33.0"
+    assert numeric_release("0.33.100000") is None
+    assert release_for("0.33.100000") is None
+
+
+def test_closest_release_of_a_version_without_numbers_is_the_newest() -> None:
+    # closest_release's rule: the newest supported release when the version has no numbers
+    assert closest_release("nightly") == closest_release("") == LATEST_VERSION
+    assert closest_release("0.0.1") == SUPPORTED_VERSIONS[0]  # older than every release: the oldest

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Write the corpus of configs on both sides of every capture-size boundary (issue 35).
+
+    python3 scripts/oracle/make_boundaries.py     # writes tests/data/corpus-boundaries/<name>.yaml
+
+cgplan/core/vllm/ladder.py mirrors `VllmConfig._set_cudagraph_sizes`: a token grid of 1, 2, 4 (1..32
+under performance_mode interactivity), multiples of 8 below 256, multiples of 16 from 256; a
+request-count grid per decode tier (1, 2, 4, multiples of 8 below 256, of 16 from 256, the tier's
+widest batch, at most the 512 / 1024 ceiling); max_num_batched_tokens appended when it is the
+maximum; the sizes sequence parallelism keeps (multiples of TP). Each config here sits at one side
+of one of these boundaries: a value one below, at, and one above each multiple of 8 and 16, each
+256 / 512 / 1024 ceiling, each dynamic-SD tier's widest batch. The configs are generated, not the
+answers: those come from vLLM's own code, recorded with
+
+    python3 scripts/record_golden.py --venv-root /work/oracle-venvs --versions 0.26.0 0.29.0 0.31.0 0.33.0 \\
+        --out-dir tests/data/oracle-boundaries tests/data/corpus-boundaries/*.yaml
+
+and tests/core/vllm/test_golden_boundaries.py holds cgplan's plans to them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent.parent
+OUT = REPO / "tests" / "data" / "corpus-boundaries"
+LLAMA = "configs/models/tiny-llama"
+WHISPER = "configs/models/tiny-whisper"
+
+
+def cfg(
+    mns: int,
+    mbt: int = 8192,
+    platform: str = "hopper",
+    runner: str = "auto",
+    model: str = LLAMA,
+    **kw: object,
+) -> dict:
+    doc: dict = {"model": model, "max_model_len": 4096, "max_num_seqs": mns, "max_num_batched_tokens": mbt}
+    doc.update(kw)
+    doc["cgplan"] = {"vllm_version": "0.33.0", "platform": platform, "model_runner": runner}
+    return doc
+
+
+def sides(*centres: int) -> list[int]:
+    """One below, at and one above each value."""
+    return sorted({c + d for c in centres for d in (-1, 0, 1) if c + d >= 1})
+
+
+def corpus() -> dict[str, tuple[str, dict]]:
+    out: dict[str, tuple[str, dict]] = {}
+    # The request-count grid at query length 7: n * 7 is a multiple of 8 only where n is, so every
+    # request count shows as its own capture size; above 256 tokens (n >= 37) the token grid steps
+    # by 16, so a count of 8 * odd shows even where the token grid has that size below 256.
+    for mns in sides(8, 16, 40, 56, 72, 248, 256):
+        out[f"rc-eagle-k6-mns{mns}"] = (
+            f"request-count grid, query length 7, max_num_seqs {mns}",
+            cfg(mns, speculative_config={"method": "eagle", "num_speculative_tokens": 6}),
+        )
+    # Above 256 requests the grid steps by 16, up to the ceiling: query length 2 on SM100
+    # (ceiling 1024), so n * 2 reaches past 512.
+    for mns in sides(272, 512):
+        out[f"rc-eagle-k1-mns{mns}-bw"] = (
+            f"request-count grid past 256 requests, SM100 ceiling 1024, max_num_seqs {mns}",
+            cfg(
+                mns, platform="blackwell", speculative_config={"method": "eagle", "num_speculative_tokens": 1}
+            ),
+        )
+    # A dynamic-SD tier's widest batch on both sides of a multiple of 8: the tier at K=6 ends at w.
+    for w in sides(40, 56):
+        out[f"dyn-tier-w{w}"] = (
+            f"dynamic SD, the K=6 tier's widest batch {w}",
+            cfg(
+                256,
+                speculative_config={
+                    "method": "eagle",
+                    "num_speculative_tokens": 6,
+                    "num_speculative_tokens_per_batch_size": [[1, w, 6], [w + 1, 256, 1]],
+                },
+            ),
+        )
+    # The token grid on an explicit scalar maximum (no speculation: no request-count sizes).
+    # (and the smallest: a maximum of 0, refused with graphs on, 1 and 2)
+    for size in [0, *sides(1, 8, 256, 272, 512)]:
+        out[f"grid-max{size}"] = (
+            f"token grid up to an explicit max_cudagraph_capture_size {size}",
+            cfg(512, compilation_config={"max_cudagraph_capture_size": size}),
+        )
+    # The inferred maximum min(2 * max_num_seqs, 512): max_num_seqs around 128 and 256.
+    for mns in sides(128, 256):
+        out[f"grid-mns{mns}"] = (f"inferred maximum at max_num_seqs {mns}", cfg(mns))
+    # max_num_batched_tokens below the maximum: appended as a size where it is not on the grid.
+    for mbt in sides(1, 256, 272):
+        out[f"grid-mbt{mbt}"] = (
+            f"max_num_batched_tokens {mbt} under the maximum 512",
+            cfg(min(mbt, 256), mbt=mbt),
+        )
+    # performance_mode interactivity: every size 1..32, then the grid.
+    for size in sides(32):
+        out[f"interactivity-max{size}"] = (
+            f"performance_mode interactivity up to max_cudagraph_capture_size {size}",
+            cfg(
+                256, performance_mode="interactivity", compilation_config={"max_cudagraph_capture_size": size}
+            ),
+        )
+    # Sequence parallelism (<= 0.31): sizes not a multiple of TP are removed (and logged), none when
+    # every size is one; with speculation the multiple is max(query length, TP).
+    for tp, mns in ((2, 1), (2, 2), (2, 3), (4, 3), (4, 4), (4, 5)):
+        out[f"sp-tp{tp}-mns{mns}"] = (
+            f"sequence parallelism at TP {tp}, max_num_seqs {mns}",
+            cfg(
+                mns,
+                tensor_parallel_size=tp,
+                compilation_config={"pass_config": {"enable_sp": True, "sp_min_token_num": 1}},
+            ),
+        )
+    out["sp-tp2-sizes-even"] = (
+        "sequence parallelism at TP 2 over explicit sizes that are all multiples of 2 (nothing removed)",
+        cfg(
+            32,
+            tensor_parallel_size=2,
+            compilation_config={
+                "cudagraph_capture_sizes": [2, 4, 8, 16],
+                "pass_config": {"enable_sp": True, "sp_min_token_num": 1},
+            },
+        ),
+    )
+    # Parallel sizes at 1 and 2 beside the features V2 refuses them with (vllm/config/vllm.py
+    # `_get_dbo_unsupported_features`, `_get_v2_model_runner_unsupported_features`).
+    dbo = {"enable_dbo": True, "all2all_backend": "deepep_low_latency", "data_parallel_size": 2}
+    for pp in (1, 2):
+        out[f"dbo-v2-pp{pp}"] = (
+            f"DBO on model runner V2 with pipeline_parallel_size {pp}",
+            cfg(32, runner="v2", pipeline_parallel_size=pp, **dbo),
+        )
+        out[f"eagle3-v2-pp{pp}"] = (
+            f"EAGLE3 on model runner V2 with pipeline_parallel_size {pp}",
+            cfg(
+                32,
+                runner="v2",
+                pipeline_parallel_size=pp,
+                speculative_config={"method": "eagle3", "num_speculative_tokens": 3},
+            ),
+        )
+    for dcp in (1, 2):
+        out[f"dbo-v2-dcp{dcp}-mla"] = (
+            f"DBO on model runner V2 with decode_context_parallel_size {dcp} (MLA, TP 2)",
+            cfg(
+                32,
+                runner="v2",
+                model="configs/models/tiny-deepseek-v3",
+                tensor_parallel_size=2,
+                decode_context_parallel_size=dcp,
+                **dbo,
+            ),
+        )
+    # The mode overrides that come after the compile-mode normalisation (0.30.0+ normalise again):
+    # an encoder-decoder model, a layerwise KV connector, a forced-V2 drafter under each
+    # compilation mode that compiles nothing into pieces.
+    layerwise = {
+        "kv_connector": "LMCacheConnectorV1",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"use_layerwise": True},
+    }
+    dspark = {"method": "dspark", "model": "configs/models/tiny-dspark", "num_speculative_tokens": 3}
+    for name, comp in (("none", 0), ("stock", 1), ("dynamo-once", 2)):
+        out[f"compile-{name}-encdec"] = (
+            f"compilation mode {comp} on an encoder-decoder model",
+            cfg(16, model=WHISPER, max_model_len=448, compilation_config={"mode": comp}),
+        )
+        out[f"compile-{name}-kv-layerwise"] = (
+            f"compilation mode {comp} with a layerwise KV connector",
+            cfg(64, kv_transfer_config=layerwise, compilation_config={"mode": comp}),
+        )
+        out[f"compile-{name}-dspark"] = (
+            f"compilation mode {comp} with DSpark (V2 before any other check, 0.26.0-0.28.0)",
+            cfg(64, speculative_config=dspark, compilation_config={"mode": comp}),
+        )
+    return out
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    docs = corpus()
+    for name, (comment, doc) in docs.items():
+        text = f"# {comment} (generated by scripts/oracle/make_boundaries.py)\n" + yaml.safe_dump(
+            doc, sort_keys=False
+        )
+        (OUT / f"{name}.yaml").write_text(text)
+    print(f"wrote {len(docs)} configs to {OUT.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Why a gap is open, by the decision that made it (issue 35): the note of the decision that turned
+CUDA graphs off, and the ceiling the capture ladder used, as the plan's own notes and ladder say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cgplan.core.model.modes import Platform
+from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
+from cgplan.core.model.types import Plan
+from cgplan.core.plan.build import build_plan
+from cgplan.core.plan.gaps import _COMPILE_OFF_NOTES
+from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, first_release, rules_for
+from cgplan.errors import ConfigError
+from cgplan.io.config import Overrides, load_config
+from tests.paths import TESTS_DIR
+
+COMPILE_CONFIGS = sorted(
+    p
+    for folder in ("corpus", "corpus-boundaries")
+    for p in (TESTS_DIR / "data" / folder).glob("*.yaml")
+    if any(w in p.stem for w in ("compile", "stock", "opt-level"))
+)
+
+
+def _plans() -> list[tuple[str, Plan]]:
+    out = []
+    for path in COMPILE_CONFIGS:
+        for version in SUPPORTED_VERSIONS:
+            try:
+                plan = build_plan(load_config(path, Overrides(vllm_version=version)).input, with_fixes=False)
+            except ConfigError:
+                continue
+            out.append((f"{Path(path).stem}@{version}", plan))
+    return out
+
+
+def test_graphs_off_by_compilation_name_the_decision_that_turned_them_off() -> None:
+    compared = 0
+    for name, plan in _plans():
+        off = [n for n in plan.notes if n.kind in _COMPILE_OFF_NOTES]
+        if plan.cudagraph_mode != "NONE" or not off or not plan.gaps:
+            continue
+        last = off[-1]  # the decision made last is the one that left NONE
+        assert last.kind != "non_compile" or "to NONE" in last.message, (name, last.message)
+        for gap in plan.gaps:
+            if last.kind == "non_compile":
+                assert "compiles nothing" in gap.reason, (name, gap.reason)
+            else:
+                assert f"STOCK_TORCH_COMPILE on model runner {plan.model_runner}" in gap.reason, (
+                    name,
+                    gap.reason,
+                )
+        compared += 1
+    assert compared >= 10, compared
+
+
+@pytest.mark.parametrize("platform", [Platform.HOPPER, Platform.BLACKWELL])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_an_eager_gap_above_the_maximum_names_the_ceiling_it_came_from(
+    platform: Platform, version: str
+) -> None:
+    # EAGLE K=5 at 1,024 requests: the inferred maximum is the platform's ceiling, far below the
+    # widest decode step
+    inp = PlanInput(
+        vllm_version=version,
+        platform=platform,
+        model=ModelShape(),
+        max_num_seqs=1024,
+        max_num_batched_tokens=16384,
+        speculative=SpeculativeSpec("eagle", 5, None),
+    )
+    plan = build_plan(inp, with_fixes=False)
+    eager = [g for g in plan.gaps if g.mode == "NONE"]
+    assert eager
+    sm100_1024 = rules_for(version).sm100_ceiling_1024 and platform is Platform.BLACKWELL
+    ceiling = 1024 if sm100_1024 else 512
+    assert plan.max_capture_size <= ceiling
+    since = first_release(lambda r: r.sm100_ceiling_1024)
+    origin = "(SM10x, vllm#49390)" if sm100_1024 else f"(1024 on SM10x from vLLM {since}, vllm#49390)"
+    for g in eager:
+        assert f"the {platform.value} platform's default ceiling {ceiling} {origin}" in g.reason, g.reason
