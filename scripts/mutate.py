@@ -49,6 +49,11 @@ RULE_TESTS = (
     "tests/io/test_inputs.py",
     "tests/core/predict/test_kv_cache_dtype.py",
     "tests/api/test_capture_lora.py",
+    # the what-if policies' knobs (decode_sizes_capped and the rest) as plans (about 4 s without the
+    # two optimizer runs, which time the search rather than test a knob)
+    "tests/core/optimize/test_policies_optimize.py",
+    "--deselect=tests/core/optimize/test_policies_optimize.py::test_optimize_cli",
+    "--deselect=tests/core/optimize/test_policies_optimize.py::test_the_search_is_the_cores_from_values_alone",
 )
 GAPS_TESTS = (
     # the search against naive definitions on small generated configs (issue 35 item 3)
