@@ -56,10 +56,9 @@ def token_grid(max_size: int, interactivity: bool) -> list[int]:
         sizes = list(range(1, min(max_size, 32) + 1))
     else:
         sizes = [i for i in (1, 2, 4) if i <= max_size]
-    if max_size >= 8:
-        sizes += list(range(8, min(max_size + 1, 256), 8))
-    if max_size >= 256:
-        sizes += list(range(256, max_size + 1, 16))
+    # no guards on max_size: a range whose start is past max_size is empty
+    sizes += list(range(8, min(max_size + 1, 256), 8))
+    sizes += list(range(256, max_size + 1, 16))
     return sizes
 
 
