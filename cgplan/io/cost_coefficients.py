@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cgplan.core.predict.cost import CostCoefficients, cost_input_for
+from cgplan.core.predict.cost import CostCoefficients, cost_input_for, unsplit_full_graphs
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -266,13 +266,17 @@ def observation_from_report(
                 g.nvml_delta_bytes,
                 g.torch_reserved_delta_bytes,
                 g.capture_time_ms,
+                g.num_reqs,
             )
         )
     est, took = m.vllm.estimated_cudagraph_gib, m.vllm.capture_took_gib
     name = report.name.removesuffix(".json")
     return CostObservation(
         name=name,
-        inp=cost_input_for(inp, runner, backend),
+        inp=dataclasses.replace(
+            cost_input_for(inp, runner, backend),
+            unsplit_full=unsplit_full_graphs((g.family, g.mode, g.num_tokens, g.num_reqs) for g in graphs),
+        ),
         graphs=tuple(graphs),
         capture_nvml_bytes=nvml,
         capture_wall_s=wall_s,

@@ -16,7 +16,7 @@ shipped for the H200; a user can fit their own (`cgplan calibrate`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,25 @@ flash_attn.py, mla/flashattn_mla.py). A fit measures the term only on these back
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "auto": 2}
 SPLIT_KV_ACCUM_BYTES = 4
 """FlashAttention's split-KV partial outputs are fp32."""
+FA3_SPLIT_MAX_REQS = 992
+"""FA3's `mha_fwd` (hopper/flash_api.cpp, `PREPARE_VARLEN_MAX_BATCHES_1CTA`): "disable split for
+varlen and >992 batches", so a FULL graph of more requests runs one split and allocates no
+accumulator whatever `num_splits` vLLM passes. The batch is requests, not tokens: 1,024 tokens of
+1,024 requests hold none, of 256 requests × 4 tokens they hold 32 splits. Measured on the H100
+(memory29/fit-llama8b-mns1024-max1024: the 1,024- and 1,008-request graphs add 172 and 0 MiB, the
+992-request one 498 MiB); docs/notes/v2-full-accumulator.md reads the source."""
+
+
+def unsplit_full_graphs(graphs: Iterable[tuple[str, str, int, int | None]]) -> frozenset[tuple[str, int]]:
+    """(family, tokens) of the FULL token counts whose every graph has more than
+    FA3_SPLIT_MAX_REQS requests, from (family, mode, tokens, requests) per graph: their
+    accumulators are never allocated (`CostInput.unsplit_full`)."""
+    over: set[tuple[str, int]] = set()
+    under: set[tuple[str, int]] = set()
+    for family, mode, tokens, reqs in graphs:
+        if mode == "FULL":
+            (over if reqs is not None and reqs > FA3_SPLIT_MAX_REQS else under).add((family, tokens))
+    return frozenset(over - under)
 
 
 @dataclass(frozen=True)
@@ -329,6 +348,9 @@ class CostInput:
     kv_cache_dtype: str = "auto"
     """`cache_config.cache_dtype`: a KV cache in another dtype than the model's runs other
     attention kernels (fp8 KV: FA3's fp8 path, a descale per layer), which no capture measured."""
+    unsplit_full: frozenset[tuple[str, int]] = frozenset()
+    """(family, tokens) of FULL graphs FA3 runs without split-KV accumulators: more than
+    FA3_SPLIT_MAX_REQS requests (`unsplit_full_graphs`)."""
 
 
 def predict_cost(
@@ -390,6 +412,7 @@ def _graph_costs(
 ) -> Iterator[tuple[str, str, int, float, float, float]]:
     """`GraphCost`'s fields of every graph of `graphs`, in capture order (`predict_cost`)."""
     full_pool_tokens = 0
+    any_full = False  # a FULL graph was captured before (its accumulators may be none: > 992 requests)
     target_piecewise_mib = 0.0
     for family, items in graphs.items():
         shape = inp.target if family == "target" else inp.drafter
@@ -403,13 +426,23 @@ def _graph_costs(
         per_mode: dict[str, tuple[float, float]] = {}  # execution and capture cost: the mode's alone
         for mode, tokens in items:
             pool = 0.0
-            if mode not in seen:
-                seen.add(mode)
+            if mode == "FULL" and mode in seen and inp.unsplit_full:
+                # a later FULL graph with accumulators (992 requests or fewer) after ones without:
+                # the pool grows by what its accumulators exceed of those held so far
                 pool = _pool_mib(
-                    c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib, alone
+                    c, family, mode, tokens, shape, inp, full_pool_tokens, 0.0, alone, later=True
+                )
+                full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp, family))
+            elif mode not in seen:
+                seen.add(mode)
+                # a drafter's first FULL graph comes after the target's FULL graphs, if any
+                later = mode == "FULL" and family != "target" and any_full
+                pool = _pool_mib(
+                    c, family, mode, tokens, shape, inp, full_pool_tokens, target_piecewise_mib, alone, later
                 )
                 if mode == "FULL":
-                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp))
+                    any_full = True
+                    full_pool_tokens = max(full_pool_tokens, _split_kv_equivalent(tokens, shape, inp, family))
                 elif family == "target":
                     target_piecewise_mib = max(target_piecewise_mib, pool)
             costs = per_mode.get(mode)
@@ -495,9 +528,11 @@ def _piecewise_need(c: CostCoefficients, tokens: int, shape: ModelShape, inp: Co
     )
 
 
-def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput) -> int:
+def _split_kv_equivalent(tokens: int, shape: ModelShape, inp: CostInput, family: str) -> int:
     # Token-width product of a FULL graph's accumulators: a later FULL graph fits in the freed
-    # accumulators of an earlier one when this is no larger.
+    # accumulators of an earlier one when this is no larger. None above 992 requests.
+    if (family, tokens) in inp.unsplit_full:
+        return 0
     return tokens * accumulator_width(shape)
 
 
@@ -511,6 +546,7 @@ def _pool_mib(
     earlier_full: int,
     target_piecewise_mib: float = 0.0,
     alone: bool = False,
+    later: bool = False,
 ) -> float:
     if mode == "PIECEWISE":
         # V1's one global pool (the V2 runner's drafters measured their own pools: dense set)
@@ -523,7 +559,9 @@ def _pool_mib(
             tokens, shape
         )
     splits = c.split_kv_splits if inp.attention_backend in c.split_kv_backends else 0
-    if family == "target" or not earlier_full:
+    if (family, tokens) in inp.unsplit_full:
+        splits = 0
+    if not later:
         base = c.full_pool_base_mib_v1 if inp.model_runner == "v1" else c.full_pool_base_mib_v2
         if (
             inp.model_runner == "v2"
@@ -538,7 +576,7 @@ def _pool_mib(
         return base + split_kv_mib(tokens, shape, inp.tensor_parallel_size, splits)
     # A drafter's FULL graphs come after the target's: the pool already holds accumulators
     # that large, freed at the end of the target's capture, and only an excess grows it.
-    excess = _split_kv_equivalent(tokens, shape, inp) - earlier_full
+    excess = _split_kv_equivalent(tokens, shape, inp, family) - earlier_full
     if excess <= 0:
         return 0.0
     return splits * excess * SPLIT_KV_ACCUM_BYTES / max(1, inp.tensor_parallel_size) / MIB
@@ -600,18 +638,20 @@ def cost_input_for(
 def plan_cost(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostPrediction:
     """Predict the capture cost of `plan` (made from `inp`) on each rank."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
-    return predict_cost(
-        graphs,
-        cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform, plan.cost_withheld),
-        c,
-    )
+    return predict_cost(graphs, _plan_cost_input(plan, inp), c)
 
 
 def plan_cost_totals(plan: Plan, inp: PlanInput, c: CostCoefficients) -> CostTotals:
     """`plan_cost(plan, inp, c)`'s total_mib and capture_s (`predict_totals`)."""
     graphs = {family: [(g.mode, g.num_tokens) for g in gs] for family, gs in plan.graphs.items()}
-    return predict_totals(
-        graphs,
-        cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform, plan.cost_withheld),
-        c,
+    return predict_totals(graphs, _plan_cost_input(plan, inp), c)
+
+
+def _plan_cost_input(plan: Plan, inp: PlanInput) -> CostInput:
+    ci = cost_input_for(inp, plan.model_runner, plan.attention_backend, plan.platform, plan.cost_withheld)
+    if inp.max_num_seqs <= FA3_SPLIT_MAX_REQS:
+        return ci  # no graph can hold more requests
+    unsplit = unsplit_full_graphs(
+        (family, g.mode, g.num_tokens, g.num_reqs) for family, gs in plan.graphs.items() for g in gs
     )
+    return replace(ci, unsplit_full=unsplit) if unsplit else ci

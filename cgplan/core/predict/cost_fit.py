@@ -38,6 +38,8 @@ class ObservedGraph:
     nvml_bytes: int
     torch_reserved_bytes: int
     capture_ms: float
+    num_reqs: int | None = None
+    """The requests the graph was captured for (None: any, or a report that does not say)."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,9 @@ def fit_coefficients(
                 pw_y.append(pool)
             elif family == "target" and mode == "FULL":
                 splits = 32 if o.inp.attention_backend in SPLIT_KV_BACKENDS else 0
-                kv = split_kv_mib(gs[0].num_tokens, shape, o.inp.tensor_parallel_size, splits)
+                # the group's accumulators: its widest graph that FA3 splits (992 requests or fewer)
+                split_tokens = [g.num_tokens for g in gs if (family, g.num_tokens) not in o.inp.unsplit_full]
+                kv = split_kv_mib(max(split_tokens, default=0), shape, o.inp.tensor_parallel_size, splits)
                 if _full_alone(target_items, o.inp):
                     alone_full.append((o, gs[0].num_tokens, pool - kv))
                 elif o.inp.model_runner == "v2" and small_piecewise_pool(

@@ -364,3 +364,57 @@ def test_totals_are_the_predictions_totals(inp: PlanInput) -> None:
     c = default_coefficients()
     full, totals = plan_cost(plan, inp, c), plan_cost_totals(plan, inp, c)
     assert (totals.total_mib, totals.capture_s) == (full.total_mib, full.capture_s)
+
+
+# FA3 runs a FULL graph of more than 992 requests with one split (flash_api.cpp's
+# PREPARE_VARLEN_MAX_BATCHES_1CTA): no accumulator, whatever vLLM passes (docs/notes/v2-full-accumulator.md).
+LADDER1024 = "fit-llama8b-mns1024-max1024-vllm"
+
+
+def test_full_graphs_above_992_requests_hold_no_accumulator_as_measured() -> None:
+    """The H100 capture of an 8B at max_num_seqs 1024 with the ladder to 1024: the 1,024- and
+    1,008-request FULL graphs added 172 and 0 MiB, the 992-request one 498 MiB (its accumulators,
+    32 splits x 992 tokens x 4,096 wide x 4 bytes = 496 MiB). The model must put the accumulators
+    on the 992-request graph, not on the first one."""
+    (obs,) = _obs([LADDER1024])
+    full = [g for g in obs.graphs if g.family == "target" and g.mode == "FULL"]
+    by_reqs = {g.num_reqs: g.nvml_bytes / (1 << 20) for g in full}
+    assert by_reqs[1024] < 256 and by_reqs[1008] < 8 and by_reqs[992] == pytest.approx(496, abs=8)
+    assert obs.inp.unsplit_full == {("target", 1024), ("target", 1008)}
+    p = predict_cost(obs.plan_graphs(), obs.inp, SHIPPED)
+    pred = {g.num_tokens: g.pool_mib for g in p.graphs if g.family == "target" and g.mode == "FULL"}
+    assert pred[1024] < 256 and pred[1008] == 0.0
+    assert pred[992] == pytest.approx(by_reqs[992], abs=8)
+    assert all(pred[t] == 0.0 for t in pred if t < 992)
+
+
+def test_the_split_cut_is_on_requests_not_tokens() -> None:
+    from cgplan.core.predict.cost import FA3_SPLIT_MAX_REQS, unsplit_full_graphs
+
+    assert FA3_SPLIT_MAX_REQS == 992
+    graphs = [
+        ("target", "FULL", 993, 993),
+        ("target", "FULL", 992, 992),
+        ("target", "FULL", 1024, 1024),
+        ("target", "FULL", 1024, 256),  # 4 tokens a request: split, so 1,024 tokens hold accumulators
+        ("target", "PIECEWISE", 2048, None),
+        ("target", "FULL", 2000, None),  # requests not known: kept split (the larger figure)
+        ("drafter", "FULL", 1000, 1000),
+    ]
+    assert unsplit_full_graphs(graphs) == {("target", 993), ("drafter", 1000)}
+
+
+def test_a_ladder_to_2048_pays_the_992_request_accumulators_once() -> None:
+    """max_num_seqs 2048, ladder to 2048: the pool's accumulators are the widest FULL graph FA3
+    splits (992 tokens), not 2,048 tokens' worth; the same ladder at max_num_seqs 512 × K=3 would
+    split every graph (fewer requests than tokens)."""
+    shape = ModelShape(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, head_dim=128)
+    sizes = list(range(2048, 0, -16))
+    graphs = {"target": [("PIECEWISE", t) for t in sizes] + [("FULL", t) for t in sizes]}
+    unsplit = frozenset(("target", t) for t in sizes if t > 992)
+    cut = predict_cost(graphs, CostInput(shape, shape, "v2", unsplit_full=unsplit), SHIPPED)
+    uncut = predict_cost(graphs, CostInput(shape, shape, "v2"), SHIPPED)
+    full_cut = sum(g.pool_mib for g in cut.graphs if g.mode == "FULL")
+    full_uncut = sum(g.pool_mib for g in uncut.graphs if g.mode == "FULL")
+    # 32 splits x tokens x 4,096 x 4 bytes: 2,048 tokens 1,024 MiB, 992 tokens 496 MiB
+    assert full_uncut - full_cut == pytest.approx(1024 - 496, abs=0.01)
