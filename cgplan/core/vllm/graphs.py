@@ -184,12 +184,9 @@ class _Desc(NamedTuple):
     num_tokens: int
     num_reqs: int | None
     query_len: int | None
-    num_active_loras: int = 0
-    num_ubatches: int = 1
-
-    @property
-    def outcome(self) -> Outcome:
-        return Outcome(self.mode, self.num_tokens, self.num_reqs)
+    num_active_loras: int
+    num_ubatches: int
+    """No defaults: the managers and `Microbatching.twin` always give all six fields."""
 
 
 _TOKENS = itemgetter(1)

@@ -175,8 +175,8 @@ def test_only_full_descriptors_with_a_request_count_get_a_microbatched_twin(
     #     if desc.num_reqs is None:
     #         return None
     ubatch = Microbatching(num_ubatches=2, min_tokens=1)
-    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len)) is None
-    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None))  # the same descriptor in FULL has one
+    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len, 0, 1)) is None
+    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None, 0, 1))  # the same descriptor in FULL has one
     assert twin == _Desc(Mode.FULL, 8, 8, 1, 0, 2)
 
 
