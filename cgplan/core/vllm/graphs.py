@@ -251,8 +251,8 @@ class V2Manager:
         self.tables: dict[tuple[object, ...], object] = {}
         """Dispatch tables made from this manager (`cgplan.core.plan.build`'s memo; it never changes)."""
         self._outcomes: dict[_Desc, Outcome] = {}
-        if mode is Mode.NONE or not sizes:
-            return
+        # No early exit for mode NONE or no sizes: mode NONE has no decode or mixed mode and no
+        # sizes no loop turn, so no descriptor is made and every dispatch is eager all the same.
         max_decode_tokens = max_num_seqs * decode_query_len
         decode_mode, mixed_mode = mode.decode_mode(), mode.mixed_mode()
         by_mode: dict[Mode, list[_Desc]] = {}
