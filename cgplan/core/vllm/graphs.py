@@ -85,12 +85,12 @@ def lora_cases(
 
 
 def effective_loras(cases: tuple[int, ...], num_active_loras: int) -> int:
-    """The captured adapter count a batch with `num_active_loras` adapters dispatches to."""
+    """The captured adapter count a batch with `num_active_loras` adapters dispatches to (0: none).
+    With LoRA on, `lora_cases` always holds a LoRA set (max_loras + 1); plans ask for a LoRA batch
+    only then."""
     if num_active_loras <= 0:
         return 0
     with_lora = sorted(c for c in cases if c > 0)
-    if not with_lora:
-        return num_active_loras
     i = bisect.bisect_left(with_lora, num_active_loras)
     return with_lora[i] if i < len(with_lora) else with_lora[-1]
 
@@ -163,10 +163,7 @@ class V1Dispatcher:
         No early exit for mode NONE or num_tokens > max_size: with mode NONE there are no keys,
         and above the last capture size `_padded` gives max_size + 1, which no key holds, so both
         fall through to eager (11 of a V1 corpus plan set's 617 dispatches: no measurable time)."""
-        lora = 0
-        if num_active_loras > 0:
-            # not specialising per count: graphs exist for max_loras + 1 only
-            lora = effective_loras(self.loras, num_active_loras)
+        lora = effective_loras(self.loras, num_active_loras)
         desc = self._descriptor(num_tokens, uniform_decode and self.mode.separate_routine(), lora)
         if desc in self.keys[Mode.FULL]:
             return Outcome(Mode.FULL, desc[0], desc[1])
@@ -317,8 +314,8 @@ class V2Manager:
         # them alike, size by size), and an Outcome is (mode, tokens, requests): the first match
         # among all cases' descriptors, taken in the same order, is the first match among one
         # case's. So the FULL-before-PIECEWISE groups are made once, for every case.
-        shared: list[tuple[list[int], list[list[_Desc]]]] = []
         if by_token is None:
+            shared: list[tuple[list[int], list[list[_Desc]]]] = []
             for m in (Mode.FULL, Mode.PIECEWISE):
                 counts_m: list[int] = []
                 groups_m: list[list[_Desc]] = []
@@ -332,10 +329,10 @@ class V2Manager:
                         groups_m.append([d])
                 if counts_m:
                     shared.append((counts_m, groups_m))
-        for lora in loras:
-            if by_token is None:
+            for lora in loras:
                 self._groups[lora] = shared
-            else:
+        else:
+            for lora in loras:
                 counts = sorted(t for t, la in by_token if la == lora)
                 self._groups[lora] = [(counts, [by_token[(c, lora)] for c in counts])]
         self._boundaries = sorted({d[1] for descs in by_mode.values() for d in descs if d[1] > 0})
@@ -354,7 +351,7 @@ class V2Manager:
         return self._graphs
 
     def picker(
-        self, uniform_query_len: int | None, num_active_loras: int = 0, reqs_cap: int | None = None
+        self, uniform_query_len: int | None, num_active_loras: int, reqs_cap: int | None = None
     ) -> Callable[[int, int], Outcome]:
         """`CudaGraphManager.dispatch` for one microbatch (a batch DBO does not split), as
         `cgplan.core.plan.build.dispatch_table` asks it: (num_reqs, num_tokens) -> Outcome, a uniform
@@ -363,7 +360,7 @@ class V2Manager:
         Outcome is made once (a plan asks thousands). The first candidate of the smallest token
         count at or above num_tokens (per mode on 0.29+: FULL groups before PIECEWISE ones) whose
         query length, request count and microbatch count fit wins."""
-        lora = effective_loras(self.loras, num_active_loras) if num_active_loras > 0 else 0
+        lora = effective_loras(self.loras, num_active_loras)
         groups = self._groups.get(lora, ())
         outcomes = self._outcomes
         bisect_left = bisect.bisect_left

@@ -493,9 +493,8 @@ def connector_requires_piecewise(conn: KvConnector) -> bool:
     every other connector keeps the base class's False, 0.26-0.33)."""
     if conn.name == "LMCacheConnectorV1":
         return conn.use_layerwise
-    if conn.name == "MultiConnector":
-        return any(connector_requires_piecewise(c) for c in conn.children)
-    return False
+    # a MultiConnector's children; no other connector has any (cgplan.io.config reads them for it alone)
+    return any(connector_requires_piecewise(c) for c in conn.children)
 
 
 def validate_connector(inp: PlanInput, rules: VllmRules) -> None:

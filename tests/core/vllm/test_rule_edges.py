@@ -157,10 +157,10 @@ def test_v2_dispatch_of_no_tokens_is_eager(candidates: V2Candidates) -> None:
     #     return BatchExecutionDescriptor(cg_mode=CUDAGraphMode.NONE, ...)
     for mode in (Mode.FULL_AND_PIECEWISE, Mode.PIECEWISE, Mode.FULL):
         mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates, NO_LORA, None, False)
-        assert mgr.picker(None)(1, 1) != EAGER  # the smallest graph takes one token
-        assert mgr.picker(None)(0, 0) == EAGER
-        assert mgr.picker(2)(0, 0) == EAGER
-        assert mgr.picker(None, reqs_cap=8)(0, 0) == EAGER
+        assert mgr.picker(None, 0)(1, 1) != EAGER  # the smallest graph takes one token
+        assert mgr.picker(None, 0)(0, 0) == EAGER
+        assert mgr.picker(2, 0)(0, 0) == EAGER
+        assert mgr.picker(None, 0, reqs_cap=8)(0, 0) == EAGER
 
 
 def test_v2_managers_are_shared_and_their_memo_is_bounded() -> None:
