@@ -219,6 +219,17 @@ def corpus() -> dict[str, tuple[str, dict]]:
                 },
             ),
         )
+    # resolve_cudagraph_mode_and_sizes: a FULL decode mode with spec-decode (query length > 1) on an
+    # attention backend below UNIFORM_BATCH is downgraded; query length 2 (EAGLE K=1) is the first
+    # side past it (tests/data/corpus holds query lengths 1 and 4).
+    for runner in ("auto", "v1"):
+        out[f"attn-single-token-k1-{runner}"] = (
+            f"attention support UNIFORM_SINGLE_TOKEN_DECODE with EAGLE K=1, runner {runner}",
+            cfg(32, runner=runner, speculative_config={"method": "eagle", "num_speculative_tokens": 1}),
+        )
+        out[f"attn-single-token-k1-{runner}"][1]["cgplan"]["attention_cudagraph_support"] = (
+            "UNIFORM_SINGLE_TOKEN_DECODE"
+        )
     # DBO on model runner V2 with cudagraph_mode FULL (0.30.0+ `_maybe_ubatch_twin`): a FULL mixed
     # descriptor (num_tokens = size, num_reqs = min(size, max_num_seqs)) gets a microbatched twin
     # when its tokens split evenly over its requests and reach dbo_decode_token_threshold. Explicit

@@ -136,3 +136,33 @@ def test_sequence_parallel_heuristic_is_vllms() -> None:
     # the corpus reaches both sides on the platforms with a threshold, and the others
     assert seen["hopper"] == seen["blackwell"] == {True, False}, seen
     assert {"ampere", "rtx-blackwell"} <= seen.keys(), seen
+
+
+@pytest.mark.parametrize("folder", ["oracle", "oracle-boundaries"])
+def test_v1_rounding_note_is_vllms_sizes(folder: str) -> None:
+    """cgplan's note of V1's rounding (`adjust_cudagraph_sizes_for_spec_decode`) gives the number of
+    sizes and the maximum vLLM's runtime ended with (`runtime.cudagraph_capture_sizes`,
+    `runtime.max_cudagraph_capture_size`), wherever cgplan notes it for a config vLLM runs on model
+    runner V1."""
+    corpus_dir = {"oracle": "corpus", "oracle-boundaries": "corpus-boundaries"}[folder]
+    compared = 0
+    for path in sorted((DATA / folder).glob("*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        if "error" in vllm_answer(doc) or "v1" not in doc.get("runtime", {}):
+            continue
+        rec = doc["_recorded"]
+        inp = load_config(
+            DATA / corpus_dir / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"])
+        ).input
+        notes = [n.message for n in build_plan(inp, with_fixes=False).notes if n.kind == "v1_rounding"]
+        for note in notes:
+            runtime = doc["runtime"]
+            sizes, top = runtime["cudagraph_capture_sizes"], runtime["max_cudagraph_capture_size"]
+            assert note.endswith(
+                f" sizes → {len(sizes)}, max {note.split(', max ')[1].split(' ')[0]} → {top}"
+            ), (
+                path.name,
+                note,
+            )
+            compared += 1
+    assert compared >= 4, compared
