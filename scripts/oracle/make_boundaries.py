@@ -230,6 +230,14 @@ def corpus() -> dict[str, tuple[str, dict]]:
         out[f"attn-single-token-k1-{runner}"][1]["cgplan"]["attention_cudagraph_support"] = (
             "UNIFORM_SINGLE_TOKEN_DECODE"
         )
+    # get_captured_lora_counts under specialize_active_lora: the powers of two in 1..max_loras + 1 and
+    # max_loras + 1; max_loras 2 and 6 put a power of two (4, 8) just past max_loras + 1.
+    for max_loras in (2, 6):
+        for runner in ("auto", "v1"):
+            out[f"lora-active-m{max_loras}-{runner}"] = (
+                f"LoRA, max_loras {max_loras}, specialize_active_lora, runner {runner}",
+                cfg(32, runner=runner, enable_lora=True, max_loras=max_loras, specialize_active_lora=True),
+            )
     # DBO on model runner V2 with cudagraph_mode FULL (0.30.0+ `_maybe_ubatch_twin`): a FULL mixed
     # descriptor (num_tokens = size, num_reqs = min(size, max_num_seqs)) gets a microbatched twin
     # when its tokens split evenly over its requests and reach dbo_decode_token_threshold. Explicit

@@ -655,12 +655,8 @@ def resolve_mode(decision: ModeDecision, attn: Attention, query_len: int, notes:
         )
         mode = Mode.PIECEWISE if decision.attention_splits else Mode.NONE
         notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
-    if mode.has_full() and support is CGSupport.NEVER:
-        raise Rejected(
-            "compilation_config.cudagraph_mode",
-            f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
-            f"(support:{support.name}); please try cudagraph_mode=PIECEWISE",
-        )
+    # vLLM's last check (has_full() under NEVER: refused) is not mirrored: under NEVER a FULL mixed
+    # mode was refused above and a FULL decode mode made PIECEWISE or NONE, so no FULL mode is left
     return mode
 
 
