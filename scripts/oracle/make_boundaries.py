@@ -157,6 +157,110 @@ def corpus() -> dict[str, tuple[str, dict]]:
                 **dbo,
             ),
         )
+    # Sequence parallelism's size heuristic (<= 0.31, pass_config.sp_min_token_num unset):
+    # get_sequence_parallelism_threshold (vllm/compilation/passes/fusion/sequence_parallelism.py)
+    # keeps SP on only on SM 9.0 and the SM10x family (SP_MIN_HIDDEN_SIZE and
+    # SP_MIN_PER_GPU_SIZE_MB) and only for hidden_size >= 8192: each platform at hidden sizes 8128 and
+    # 8192, at TP 2 and 8 (the per-GPU size MB times TP over hidden_size * 2 bytes puts the token
+    # threshold below max_num_batched_tokens 8192 on Hopper at both and on Blackwell at TP 2, above
+    # it on Blackwell at TP 8). max_num_seqs 32: the sizes 1, 2, 4 show whether SP removed them.
+    sp_heur = {"pass_config": {"enable_sp": True}}
+    for platform in ("hopper", "blackwell"):
+        for hidden in (8128, 8192):
+            for tp in (2, 8):
+                out[f"sp-heur-{platform}-h{hidden}-tp{tp}"] = (
+                    f"sequence parallelism's size heuristic on {platform}, hidden_size {hidden}, TP {tp}",
+                    cfg(
+                        32,
+                        platform=platform,
+                        model=f"configs/models/wide-llama-h{hidden}",
+                        tensor_parallel_size=tp,
+                        compilation_config=sp_heur,
+                    ),
+                )
+    for platform in ("ampere", "rtx-blackwell"):  # no threshold for SM 8.0 and 12.0
+        out[f"sp-heur-{platform}-h8192-tp2"] = (
+            f"sequence parallelism's size heuristic on {platform}, hidden_size 8192, TP 2",
+            cfg(
+                32,
+                platform=platform,
+                model="configs/models/wide-llama-h8192",
+                tensor_parallel_size=2,
+                compilation_config=sp_heur,
+            ),
+        )
+    # V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes round up to multiples of the query length
+    # (or of TP under sequence parallelism), those above the maximum dropped; when none is left
+    # but the multiple itself fits under the maximum, the multiple is the one size ("round down"),
+    # else vLLM refuses. Query length 4 (EAGLE K=3) and TP 4 with SP (no speculation) over explicit
+    # sizes: all above the last multiple (5..7: round down to 4), the multiple among them, the next
+    # multiple among them, and a maximum below the multiple (refused).
+    v1_k3 = {"method": "eagle", "num_speculative_tokens": 3}
+    for label, sizes in (("5-7", [5, 6, 7]), ("4-7", [4, 5, 6, 7]), ("5-8", [5, 6, 7, 8]), ("2-3", [2, 3])):
+        out[f"v1-round-k3-sizes{label}"] = (
+            f"V1 rounding to multiples of query length 4 over cudagraph_capture_sizes {sizes}",
+            cfg(
+                32,
+                runner="v1",
+                speculative_config=v1_k3,
+                compilation_config={"cudagraph_capture_sizes": sizes},
+            ),
+        )
+    for label, sizes in (("5-7", [5, 6, 7]), ("2-3", [2, 3])):
+        out[f"sp-v1-round-tp4-sizes{label}"] = (
+            f"V1 rounding to multiples of TP 4 under sequence parallelism, cudagraph_capture_sizes {sizes}",
+            cfg(
+                32,
+                runner="v1",
+                tensor_parallel_size=4,
+                compilation_config={
+                    "cudagraph_capture_sizes": sizes,
+                    "pass_config": {"enable_sp": True, "sp_min_token_num": 1},
+                },
+            ),
+        )
+    # resolve_cudagraph_mode_and_sizes: a FULL decode mode with spec-decode (query length > 1) on an
+    # attention backend below UNIFORM_BATCH is downgraded; query length 2 (EAGLE K=1) is the first
+    # side past it (tests/data/corpus holds query lengths 1 and 4).
+    for runner in ("auto", "v1"):
+        out[f"attn-single-token-k1-{runner}"] = (
+            f"attention support UNIFORM_SINGLE_TOKEN_DECODE with EAGLE K=1, runner {runner}",
+            cfg(32, runner=runner, speculative_config={"method": "eagle", "num_speculative_tokens": 1}),
+        )
+        out[f"attn-single-token-k1-{runner}"][1]["cgplan"]["attention_cudagraph_support"] = (
+            "UNIFORM_SINGLE_TOKEN_DECODE"
+        )
+    # get_captured_lora_counts under specialize_active_lora: the powers of two in 1..max_loras + 1 and
+    # max_loras + 1; max_loras 2 and 6 put a power of two (4, 8) just past max_loras + 1.
+    for max_loras in (2, 6):
+        for runner in ("auto", "v1"):
+            out[f"lora-active-m{max_loras}-{runner}"] = (
+                f"LoRA, max_loras {max_loras}, specialize_active_lora, runner {runner}",
+                cfg(32, runner=runner, enable_lora=True, max_loras=max_loras, specialize_active_lora=True),
+            )
+    # DBO on model runner V2 with cudagraph_mode FULL (0.30.0+ `_maybe_ubatch_twin`): a FULL mixed
+    # descriptor (num_tokens = size, num_reqs = min(size, max_num_seqs)) gets a microbatched twin
+    # when its tokens split evenly over its requests and reach dbo_decode_token_threshold. Explicit
+    # sizes at max_num_seqs 6 (8 does not split over 6 requests, 12, 18 and 24 do) and thresholds one
+    # below, at and one above size 12; then the default ladder and threshold.
+    for thr in (11, 12, 13):
+        out[f"dbo-v2-full-mns6-thr{thr}"] = (
+            f"DBO, model runner V2, cudagraph_mode FULL, max_num_seqs 6, dbo_decode_token_threshold {thr}",
+            cfg(
+                6,
+                runner="v2",
+                dbo_decode_token_threshold=thr,
+                compilation_config={
+                    "cudagraph_mode": "FULL",
+                    "cudagraph_capture_sizes": [4, 6, 8, 12, 18, 24],
+                },
+                **dbo,
+            ),
+        )
+    out["dbo-v2-full-mns32"] = (
+        "DBO, model runner V2, cudagraph_mode FULL, max_num_seqs 32, the default ladder and threshold",
+        cfg(32, runner="v2", compilation_config={"cudagraph_mode": "FULL"}, **dbo),
+    )
     # The mode overrides that come after the compile-mode normalisation (0.30.0+ normalise again):
     # an encoder-decoder model, a layerwise KV connector, a forced-V2 drafter under each
     # compilation mode that compiles nothing into pieces.

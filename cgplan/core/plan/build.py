@@ -404,7 +404,7 @@ def _v2_mixed_table(manager: V2Manager, mixed_hi: int, s: int, b: int) -> tuple[
     got = manager.tables.get(key)
     if got is None:
         got = manager.tables[key] = dispatch_table(
-            1, mixed_hi, b, manager.picker(None, reqs_cap=s), manager.boundaries()
+            1, mixed_hi, b, manager.picker(None, 0, reqs_cap=s), manager.boundaries()
         )
     return got  # type: ignore[return-value]
 

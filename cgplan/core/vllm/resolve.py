@@ -493,9 +493,8 @@ def connector_requires_piecewise(conn: KvConnector) -> bool:
     every other connector keeps the base class's False, 0.26-0.33)."""
     if conn.name == "LMCacheConnectorV1":
         return conn.use_layerwise
-    if conn.name == "MultiConnector":
-        return any(connector_requires_piecewise(c) for c in conn.children)
-    return False
+    # a MultiConnector's children; no other connector has any (cgplan.io.config reads them for it alone)
+    return any(connector_requires_piecewise(c) for c in conn.children)
 
 
 def validate_connector(inp: PlanInput, rules: VllmRules) -> None:
@@ -656,12 +655,8 @@ def resolve_mode(decision: ModeDecision, attn: Attention, query_len: int, notes:
         )
         mode = Mode.PIECEWISE if decision.attention_splits else Mode.NONE
         notes.append(Note("mode_downgrade", f"{head}; setting cudagraph_mode={mode.value}"))
-    if mode.has_full() and support is CGSupport.NEVER:
-        raise Rejected(
-            "compilation_config.cudagraph_mode",
-            f"CUDAGraphMode.{mode.value} is not supported with {attn.backend} backend "
-            f"(support:{support.name}); please try cudagraph_mode=PIECEWISE",
-        )
+    # vLLM's last check (has_full() under NEVER: refused) is not mirrored: under NEVER a FULL mixed
+    # mode was refused above and a FULL decode mode made PIECEWISE or NONE, so no FULL mode is left
     return mode
 
 

@@ -91,6 +91,11 @@ def test_notes_are_vllms_log_lines(stem: str, version: str) -> None:
             note.message.split(" (", 1)[0] if note.kind in ("non_compile", "breakable_auto") else note.message
         )
         assert vllm_part in logged, (note.kind, vllm_part, logged)
+        if note.kind == "non_compile":
+            # the cause in parentheses is what vLLM logged: TORCH_COMPILE_DISABLE where it warned that
+            # the variable disabled torch.compile, else the configured mode
+            disabled = any(line.startswith("TORCH_COMPILE_DISABLE is set") for line in logged)
+            assert ("(TORCH_COMPILE_DISABLE=1: " in note.message) is disabled, (note.message, logged)
 
 
 # --------------------------------------------------------------------------- compilation mode NONE

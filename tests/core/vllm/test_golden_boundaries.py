@@ -3,7 +3,9 @@
 tests/data/corpus-boundaries/<config>.yaml sit one below, at and one above each boundary of
 `VllmConfig._set_cudagraph_sizes` (multiples of 8 and 16, the 256 / 512 / 1024 ceilings, the
 request-count grid of each decode tier, dynamic-SD tier widths, max_num_batched_tokens as the
-maximum, sequence parallelism's multiples of TP), written by scripts/oracle/make_boundaries.py.
+maximum, sequence parallelism's multiples of TP and its size heuristic per platform, V1's round-down
+to one multiple, V2's microbatched twins of FULL mixed graphs under DBO), written by
+scripts/oracle/make_boundaries.py.
 tests/data/oracle-boundaries/<config>.<version>.json.gz hold what the oracle (vLLM's config,
 dispatcher and graph-manager code on a CPU) computed for them, recorded with
 
@@ -25,6 +27,8 @@ import pytest
 
 from cgplan.core.compare.oracle import field_agreement, vllm_answer, vllm_reason
 from cgplan.core.plan.build import build_plan
+from cgplan.core.vllm.releases import rules_for
+from cgplan.core.vllm.resolve import sequence_parallel_on
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
 from cgplan.io.schema.plan import plan_to_dict
@@ -103,3 +107,62 @@ def test_sequence_parallel_note_is_vllms_warning(folder: str) -> None:
         assert notes == logged, path.name
         compared += 1
     assert compared >= 5, compared
+
+
+SP_HEURISTIC_WARNING = "Model hidden_size too small for the SP threshold heuristic, disabling."
+
+
+def test_sequence_parallel_heuristic_is_vllms() -> None:
+    """`pass_config.enable_sp` without `sp_min_token_num` (<= 0.31): whether SP stays on is vLLM's
+    `get_sequence_parallelism_threshold` (SM 9.0 and the SM10x family, hidden_size at least 8192), as
+    the oracle recorded it after vLLM's checks (`config.enable_sp`), on four platforms at hidden sizes
+    8128 and 8192; cgplan notes vLLM's warning exactly where vLLM logged it."""
+    seen: dict[str, set[bool]] = {}
+    for path in sorted((DATA / "oracle-boundaries").glob("sp-heur-*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        if "error" in vllm_answer(doc):
+            continue  # 0.32.0+: no enable_sp (test_plan_matches_vllm holds the refusal)
+        rec = doc["_recorded"]
+        inp = load_config(
+            DATA / "corpus-boundaries" / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"])
+        ).input
+        notes: list[Any] = []
+        on = sequence_parallel_on(inp, rules_for(rec["vllm_version"]), notes)
+        assert on is doc["config"]["enable_sp"], path.name
+        logged = any(SP_HEURISTIC_WARNING in line for line in doc["log"])
+        assert logged == any(SP_HEURISTIC_WARNING in n.message for n in notes), path.name
+        platform = rec["corpus_file"].rsplit("-h", 1)[0].removeprefix("sp-heur-")
+        seen.setdefault(platform, set()).add(on)
+    # the corpus reaches both sides on the platforms with a threshold, and the others
+    assert seen["hopper"] == seen["blackwell"] == {True, False}, seen
+    assert {"ampere", "rtx-blackwell"} <= seen.keys(), seen
+
+
+@pytest.mark.parametrize("folder", ["oracle", "oracle-boundaries"])
+def test_v1_rounding_note_is_vllms_sizes(folder: str) -> None:
+    """cgplan's note of V1's rounding (`adjust_cudagraph_sizes_for_spec_decode`) gives the number of
+    sizes and the maximum vLLM's runtime ended with (`runtime.cudagraph_capture_sizes`,
+    `runtime.max_cudagraph_capture_size`), wherever cgplan notes it for a config vLLM runs on model
+    runner V1."""
+    corpus_dir = {"oracle": "corpus", "oracle-boundaries": "corpus-boundaries"}[folder]
+    compared = 0
+    for path in sorted((DATA / folder).glob("*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        if "error" in vllm_answer(doc) or "v1" not in doc.get("runtime", {}):
+            continue
+        rec = doc["_recorded"]
+        inp = load_config(
+            DATA / corpus_dir / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"])
+        ).input
+        notes = [n.message for n in build_plan(inp, with_fixes=False).notes if n.kind == "v1_rounding"]
+        for note in notes:
+            runtime = doc["runtime"]
+            sizes, top = runtime["cudagraph_capture_sizes"], runtime["max_cudagraph_capture_size"]
+            assert note.endswith(
+                f" sizes → {len(sizes)}, max {note.split(', max ')[1].split(' ')[0]} → {top}"
+            ), (
+                path.name,
+                note,
+            )
+            compared += 1
+    assert compared >= 4, compared

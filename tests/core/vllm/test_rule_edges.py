@@ -20,9 +20,10 @@ from cgplan.core.model.modes import CGSupport, Mode, Platform
 from cgplan.core.model.spec import VLLM_COMPILE
 from cgplan.core.model.types import Rejected
 from cgplan.core.plan.build import build_plan
+from cgplan.core.vllm import graphs as graphs_mod
 from cgplan.core.vllm.attention import cudagraph_support
 from cgplan.core.vllm.dynamic_sd import ScheduleError, lookup_ranges, normalize_schedule
-from cgplan.core.vllm.graphs import EAGER, NO_LORA, Microbatching, V2Manager, _Desc
+from cgplan.core.vllm.graphs import EAGER, NO_LORA, Microbatching, V2Manager, _Desc, v2_manager
 from cgplan.core.vllm.releases import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -156,10 +157,26 @@ def test_v2_dispatch_of_no_tokens_is_eager(candidates: V2Candidates) -> None:
     #     return BatchExecutionDescriptor(cg_mode=CUDAGraphMode.NONE, ...)
     for mode in (Mode.FULL_AND_PIECEWISE, Mode.PIECEWISE, Mode.FULL):
         mgr = V2Manager((1, 2, 4, 8), 8, mode, 2, [2], 8, candidates, NO_LORA, None, False)
-        assert mgr.dispatch(1, 1, None) != EAGER  # the smallest graph takes one token
-        assert mgr.dispatch(0, 0, None) == EAGER
-        assert mgr.dispatch(0, 0, 2) == EAGER
-        assert mgr.picker(None)(0, 0) == EAGER
+        assert mgr.picker(None, 0)(1, 1) != EAGER  # the smallest graph takes one token
+        assert mgr.picker(None, 0)(0, 0) == EAGER
+        assert mgr.picker(2, 0)(0, 0) == EAGER
+        assert mgr.picker(None, 0, reqs_cap=8)(0, 0) == EAGER
+
+
+def test_v2_managers_are_shared_and_their_memo_is_bounded() -> None:
+    # v2_manager's contract (its docstring): one manager per key, shared by every plan that asks for
+    # it (its dispatch tables are memoised on it), max_num_seqs clipped to the widest size in the key;
+    # the memo holds at most 256 managers (a sweep of distinct configs never grows it further)
+    args = ((1, 2, 4, 8), 8, Mode.FULL_AND_PIECEWISE, 1, [1], 8, V2Candidates.PER_MODE)
+    first = v2_manager(*args)
+    assert v2_manager(*args) is first
+    assert v2_manager(*args[:5], 1000, args[6]) is v2_manager(*args[:5], 8000, args[6])
+    assert v2_manager(*args[:5], 4, args[6]) is not first  # fewer requests: other decode graphs
+    assert v2_manager(*args) is first  # making another kept this one
+    for n in range(300):
+        v2_manager((1, 2, 4, 8 + n), 8 + n, *args[2:])
+        assert len(graphs_mod._MANAGERS) <= 256
+    assert v2_manager(*args) is v2_manager(*args)  # still shared after the memo was cleared
 
 
 @pytest.mark.parametrize(
@@ -175,8 +192,8 @@ def test_only_full_descriptors_with_a_request_count_get_a_microbatched_twin(
     #     if desc.num_reqs is None:
     #         return None
     ubatch = Microbatching(num_ubatches=2, min_tokens=1)
-    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len)) is None
-    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None))  # the same descriptor in FULL has one
+    assert ubatch.twin(_Desc(mode, 8, num_reqs, query_len, 0, 1)) is None
+    twin = ubatch.twin(_Desc(Mode.FULL, 8, 8, None, 0, 1))  # the same descriptor in FULL has one
     assert twin == _Desc(Mode.FULL, 8, 8, 1, 0, 2)
 
 
