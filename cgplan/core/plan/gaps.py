@@ -435,8 +435,10 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
     beyond = [g for g in gaps if g.mode == "NONE" and g.last * _tier(g) > plan.max_capture_size]
     have = set(plan.capture_sizes)
     # 1. raise the maximum (vLLM fills the token grid up to it)
-    # (V1 rounds sizes up to multiples of q: at least widest // max(16, q) of them stay distinct)
-    if beyond and not too_many(grid_count(1, widest) if q <= 8 else widest // max(16, q)):
+    # (V1 rounds sizes up to multiples of q: for q <= 8 the grid's multiples of 8 and 16 stay
+    # distinct, while 1, 2 and 4 may all become q or 8; for a larger q at least
+    # widest // max(16, q) sizes stay distinct)
+    if beyond and not too_many(grid_count(8, widest) if q <= 8 else widest // max(16, q)):
         if inp.cudagraph_capture_sizes is None:
             yield _Candidate(
                 (f"raise max_cudagraph_capture_size to {widest}",),
@@ -466,11 +468,11 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
     # 3. per-tier request grids (vllm#50488's shape: 1, 2, 4, 8, 16, ... requests × query length)
     grid_sizes: set[int] = set()
     # distinct request counts × one query length are distinct sizes, V1's rounding included
-    if too_many(max((grid_count(g.first, g.last) for g in gaps), default=0)):
+    if too_many(max(grid_count(g.first, g.last) for g in gaps)):
         return
     for g in gaps:
         q = _tier(g)
-        counts = [n for n in request_counts(g.last, 1 << 30) if n >= g.first]
+        counts = [n for n in request_counts(g.last, g.last) if n >= g.first]  # no ceiling
         grid_sizes |= {n * q for n in counts} | {g.last * q}
         if g.mode == "PIECEWISE" and g.last - g.first < 8:
             grid_sizes |= {n * q for n in range(g.first, g.last + 1)}

@@ -33,6 +33,7 @@ from cgplan.core.plan.gaps import (
     _floor_breaks,
     _graph_breaks,
     _harmonic,
+    _size_candidates,
     _still_open,
     fix_flags,
     padding_ratio,
@@ -40,7 +41,7 @@ from cgplan.core.plan.gaps import (
     step_padding,
 )
 from cgplan.core.predict.cost import plan_cost_totals
-from cgplan.core.vllm.ladder import token_grid
+from cgplan.core.vllm.ladder import request_counts, token_grid
 from cgplan.io.cost_coefficients import default_coefficients
 from tests.core.plan.test_fix_definitions import _batches, _closed_naively, _planned, small_configs
 from tests.core.plan.test_fix_search import apply_fix
@@ -78,21 +79,21 @@ def test_range_padding_is_the_sum_over_its_batches(ql: int, first: int, span: in
 # ---- closed and still open, on generated gap sets ------------------------------------------------
 
 
-def _base_plan() -> Plan:
-    return build_plan(
-        PlanInput(
-            vllm_version="0.33.0",
-            platform=Platform.HOPPER,
-            model=ModelShape(),
-            max_num_seqs=16,
-            max_num_batched_tokens=64,
-            speculative=SpeculativeSpec("eagle", 3, None),
-        ),
-        with_fixes=False,
-    )
-
-
-BASE = _base_plan()
+BASE_INPUT = PlanInput(
+    vllm_version="0.33.0",
+    platform=Platform.HOPPER,
+    model=ModelShape(),
+    max_num_seqs=16,
+    max_num_batched_tokens=64,
+    speculative=SpeculativeSpec("eagle", 3, None),
+)
+BASE = build_plan(BASE_INPUT, with_fixes=False)
+# 4, 8, 9, 10 and 17 tokens a request: on both sides of the rounding bound (q <= 8, 16 // q)
+BASES = {
+    k: (i, build_plan(i, with_fixes=False))
+    for k in (3, 7, 8, 9, 16)
+    for i in [dataclasses.replace(BASE_INPUT, speculative=SpeculativeSpec("eagle", k, None))]
+}
 
 
 @st.composite
@@ -106,7 +107,7 @@ def gap_sets(draw: st.DrawFn) -> tuple[Gap, ...]:
             pos += draw(st.integers(0, 3))
             if pos > n:
                 break
-            end = pos + draw(st.integers(0, 4))
+            end = pos + draw(st.sampled_from([0, 1, 2, 3, 6, 7, 8, 9]))  # a fallback of 8 batches is short
             out.append(
                 Gap("uniform_decode", ql, pos, end, draw(st.sampled_from(["NONE", "PIECEWISE"])), "why")
             )
@@ -143,6 +144,100 @@ def test_closed_and_still_open_are_their_definitions(before: tuple[Gap, ...], af
     assert m[3].split(", ") == _spans(after[:4])
     assert (int(m[5]) if m[5] else 0) == max(0, len(after) - 4)
     assert [int(x) for x in m[6].split(", ")] == sorted({g.query_len for g in after if g.query_len})
+
+
+# ---- the size changes aimed at a plan's gaps, as their words define them --------------------------
+
+
+def _short_fallback(g: Gap) -> set[int]:
+    """Every batch of a PIECEWISE fallback of fewer than 8 extra request counts: each its own size."""
+    q = g.query_len or 0
+    return (
+        {n * q for n in range(g.first, g.last + 1)}
+        if g.mode == "PIECEWISE" and g.last - g.first < 8
+        else set()
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    gap_sets(), st.sampled_from([None, 1, 2, 4, 8, 16, 1000]), st.booleans(), st.sampled_from(sorted(BASES))
+)
+# an eager gap whose widest batch is exactly the largest graph: not above it
+@example((Gap("uniform_decode", 4, 1, 16, "NONE", "why"),), None, False, 3)
+def test_size_candidates_are_their_words(
+    gaps: tuple[Gap, ...], limit: int | None, listed: bool, k: int
+) -> None:
+    base_inp, base = BASES[k]
+    q = k + 1
+    gaps = tuple(dataclasses.replace(g, query_len=q if g.query_len == 4 else g.query_len) for g in gaps)
+    inp = dataclasses.replace(base_inp, cudagraph_capture_sizes=base.capture_sizes if listed else None)
+    plan = dataclasses.replace(base, gaps=gaps)
+    got = {c.what: c.inp for c in _size_candidates(plan, inp, limit)}
+    if not gaps:
+        assert not got
+        return
+    have = set(plan.capture_sizes)
+    widest = max(g.last * (g.query_len or 0) for g in gaps)
+    beyond = any(g.mode == "NONE" and g.last * (g.query_len or 0) > plan.max_capture_size for g in gaps)
+
+    def fits(count: int) -> bool:
+        return limit is None or count <= limit
+
+    def sizes(c: PlanInput) -> set[int]:
+        return set(c.cudagraph_capture_sizes or ())
+
+    want: list[tuple[str, ...]] = []
+    words: tuple[str, ...]
+    # 1. the maximum raised (the token grid filled up to it), where an eager gap lies above it;
+    # left out by the limit only where the grid holds more sizes than it even after V1 rounds
+    # each up to a multiple of q
+    raised = (f"raise max_cudagraph_capture_size to {widest}",) if not listed else None
+    listed_words = (f"extend the size list with vLLM's token grid up to {widest}",)
+    if beyond and (raised or listed_words) not in got:
+        rounded = {-(-x // q) for x in token_grid(widest, False)}
+        assert limit is not None and len(rounded) > limit, (q, widest, limit)
+    if beyond and ((raised or listed_words) in got):
+        if listed:
+            words = (f"extend the size list with vLLM's token grid up to {widest}",)
+            above = {x for x in token_grid(widest, False) if x > max(have)}
+            assert sizes(got[words]) == have | above | {widest}
+        else:
+            words = (f"raise max_cudagraph_capture_size to {widest}",)
+            assert got[words] == dataclasses.replace(inp, max_cudagraph_capture_size=widest)
+        want.append(words)
+    # 2. each gap's widest batch, and every batch of a short PIECEWISE fallback
+    exact = {g.last * (g.query_len or 0) for g in gaps}.union(*map(_short_fallback, gaps))
+    words = (f"append {len(exact - have)} exact token count(s) to the capture sizes",)
+    assert sizes(got[words]) == have | exact
+    want.append(words)
+    # 3. each gap's request-count grid from its first request count; left out by the limit only
+    # where some gap's grid alone holds more sizes than it
+    grid_words = [
+        w for w in got if w[0].startswith("append per-tier") or w[0].startswith("raise the maximum to")
+    ]
+    most = max(len({n for n in request_counts(g.last, g.last) if n >= g.first}) for g in gaps)
+    if fits(most) or grid_words:  # (the search may build them past the limit: its bound is lower)
+        grids = set().union(
+            *(
+                {n * (g.query_len or 0) for n in request_counts(g.last, g.last) if n >= g.first}
+                | {g.last * (g.query_len or 0)}
+                | _short_fallback(g)
+                for g in gaps
+            )
+        )
+        if grids - have and grids - have != exact - have:
+            words = (f"append per-tier request grids ({len(grids - have)} sizes)",)
+            assert sizes(got[words]) == have | grids
+            want.append(words)
+        # 4. both, where the maximum is not a list's
+        if beyond and not listed:
+            words = (f"raise the maximum to {widest} with vLLM's token grid", "append per-tier request grids")
+            assert sizes(got[words]) == have | set(token_grid(widest, False)) | grids
+            want.append(words)
+    assert list(got) == want
+    for c in got.values():  # an explicit maximum only where the config had one
+        assert c.max_cudagraph_capture_size in (None, widest) or c.max_cudagraph_capture_size == max(sizes(c))
 
 
 # ---- budgets: over the limit and worse than before ----------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.core.model.modes import Platform
+from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.model.types import Plan
 from cgplan.core.plan.build import build_plan
@@ -110,3 +110,27 @@ def test_an_explicit_maximum_says_whether_decode_sizes_were_appended(version: st
         assert "max_cudagraph_capture_size 64 is set explicitly" in g.reason, g.reason
         assert ("appends uniform-decode sizes only up to it" in g.reason) == appended, (appended, g.reason)
         assert ("appends no uniform-decode sizes" in g.reason) == (not appended), (appended, g.reason)
+
+
+@pytest.mark.parametrize("off", ["enforce_eager", "cudagraph_mode", "-O0"])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_graphs_off_by_a_setting_name_it(version: str, off: str) -> None:
+    inp = PlanInput(
+        vllm_version=version,
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=8,
+        max_num_batched_tokens=64,
+        enforce_eager=off == "enforce_eager",
+        cudagraph_mode=Mode.NONE if off == "cudagraph_mode" else None,
+        optimization_level=0 if off == "-O0" else 2,
+    )
+    plan = build_plan(inp, with_fixes=False)
+    assert plan.cudagraph_mode == "NONE" and plan.gaps
+    words = {
+        "enforce_eager": "enforce_eager is set",
+        "cudagraph_mode": "compilation_config.cudagraph_mode is NONE",
+        "-O0": f"-O0 selects cudagraph_mode NONE in vLLM {version}",
+    }[off]
+    for g in plan.gaps:
+        assert g.reason == f"CUDA graphs are off: {words}", g.reason
