@@ -402,7 +402,7 @@ def _sizes_change(base: PlanInput, sizes: Iterable[int]) -> PlanInput:
 
 def _multiples(step: int, lo: int, hi: int) -> int:
     """How many multiples of `step` lie in lo..hi."""
-    return max(0, hi // step - (lo - 1) // step) if hi >= lo else 0
+    return hi // step - (lo - 1) // step if hi >= lo else 0
 
 
 def grid_count(lo: int, hi: int) -> int:

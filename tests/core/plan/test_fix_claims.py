@@ -18,6 +18,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ from cgplan.core.plan.gaps import (
     _harmonic,
     _size_candidates,
     _still_open,
+    config_yaml,
     fix_flags,
     padding_ratio,
     range_padding,
@@ -569,3 +571,53 @@ def test_every_figure_a_fix_prints_is_the_fixed_plans(inp: PlanInput, limit: int
         return
     for fix in plan.fixes:
         check_claims(plan, inp, fix, search)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_an_eager_gap_names_its_token_span(inp: PlanInput) -> None:
+    # one batch reads as its token count, a run as first..last tokens
+    plan = _planned(inp)
+    if plan is None or plan.cudagraph_mode == "NONE":
+        return
+    for g in plan.gaps:
+        q = g.query_len or 0
+        span = f"{g.first * q}" if g.first == g.last else f"{g.first * q}..{g.last * q}"
+        if g.mode == "NONE":
+            assert (
+                g.reason.startswith(f"{span} tokens exceed")
+                or f"a uniform batch of {span} tokens" in g.reason
+            )
+
+
+# ---- the fix as YAML lines: what YAML reads back ------------------------------------------------
+
+_values = st.one_of(
+    st.integers(-5, 5000),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(1, 600), max_size=5),
+    st.sampled_from([m.value for m in Mode]),
+    st.sampled_from(["true", "No", "off", "null", "~", "1abc", "12", "1e5", "a b", "x_1", "_"]),
+    st.from_regex(r"[A-Za-z0-9_]{1,8}", fullmatch=True),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["enforce_eager", "a.b", "a.c", "compilation_config.d"]), _values)))
+def test_config_yaml_reads_back_as_the_change(change: list[tuple[str, object]]) -> None:
+    lines = config_yaml(change)
+    want: dict[str, object] = {}
+    for key, value in change:  # a later value of a key wins, as in the YAML
+        node = want
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[leaf] = value
+    assert (yaml.safe_load("\n".join(lines)) or {}) == want, lines
+    # a plain word (a mode name) is written as it is; anything YAML would read otherwise is quoted
+    for key, value in dict(change).items():  # the last value of each key
+        if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", value):
+            continue
+        if value.lower() not in ("true", "false", "null", "yes", "no", "on", "off"):
+            assert f"{key.split('.')[-1]}: {value}" in [line.strip() for line in lines]

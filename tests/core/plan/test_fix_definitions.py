@@ -135,6 +135,14 @@ def _acceptable(plan: Plan, after: Plan, budgets: bool = True) -> bool:
     the plan's)."""
     if naive_worse(_runs(plan), _runs(after)) or naive_worse(_mixed_runs(plan), _mixed_runs(after)):
         return False
+    # the same, batch by batch from the dispatch tables, FULL above PIECEWISE above eager
+    rank = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
+    decode = {(q, n): rank[m] for q, n, m, _ in _batches(after)}
+    mixed = {n: rank[r.mode] for r in after.mixed for n in range(r.first, r.last + 1)}
+    if any(decode.get((q, n), 0) < rank[m] for q, n, m, _ in _batches(plan)):
+        return False
+    if any(mixed.get(n, 0) < rank[r.mode] for r in plan.mixed for n in range(r.first, r.last + 1)):
+        return False
     for family, graphs in after.graphs.items() if budgets else ():
         limit = BUDGETS.graph_limit(family)
         if limit is not None and len(graphs) > max(limit, len(plan.graphs.get(family, ()))):
@@ -271,6 +279,7 @@ def test_fixes_are_ranked_by_the_stated_objective(inp: PlanInput) -> None:
         return
     fixes = plan.fixes
     assert len(fixes) <= SEARCH.max_fixes
+    assert len({f.command_line for f in fixes}) == len(fixes)  # no change offered twice
     assert all(f.complete for f in fixes) or len(fixes) == 1  # a partial fix only alone
     pad0 = step_padding(plan).mean_pct
     least = min(_mean(f) for f in fixes)  # the least padded found is at most this one
