@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import VLLM_COMPILE, ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.model.types import Fix, Gap, Plan
+from cgplan.core.plan import gaps as gaps_mod
 from cgplan.core.plan.budgets import FixBudgets
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import (
@@ -556,12 +557,33 @@ def _check_all_words(inp: PlanInput, fixed: PlanInput, fix: Fix) -> None:
                 k_old, k_new, lo, hi = map(int, k.groups())
                 assert any(a <= lo and hi <= b and kk == k_old for a, b, kk in old), part
                 assert (lo, hi, k_new) in new_sched, (part, new_sched)
+            # fewer tokens only on the batches whose steps outgrow the maximum: the rest keep K
+            cap = build_plan(inp, with_fixes=False).max_capture_size
+            for a, b, kk in old:
+                for n in range(a, b + 1):
+                    if n * (kk + 1) <= cap:
+                        assert [k2 for a2, b2, k2 in new_sched if a2 <= n <= b2] == [kk], (n, new_sched)
         else:
             raise AssertionError(f"words no check knows: {words!r}")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(serve_small_configs(), st.sampled_from([40, 8]), st.booleans())
+# a dynamic-SD tier split: batches 5-8 still fit the maximum of 40 at K=4 and keep it
+@example(
+    PlanInput(
+        vllm_version="0.33.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=12,
+        max_num_batched_tokens=64,
+        speculative=SpeculativeSpec("eagle", 4, ((1, 4, 0), (5, 12, 4))),
+        max_cudagraph_capture_size=40,
+        model_runner="v1",
+    ),
+    8,
+    False,
+)
 def test_every_figure_a_fix_prints_is_the_fixed_plans(inp: PlanInput, limit: int, over: bool) -> None:
     search = dataclasses.replace(
         SEARCH, budgets=FixBudgets(max_graphs_per_family=(("*", limit),)), allow_over_budget=over
@@ -615,9 +637,34 @@ def test_config_yaml_reads_back_as_the_change(change: list[tuple[str, object]]) 
             node = node.setdefault(part, {})  # type: ignore[assignment]
         node[leaf] = value
     assert (yaml.safe_load("\n".join(lines)) or {}) == want, lines
+    # pasted after a config's own top-level keys, they read back the same
+    pasted = yaml.safe_load("\n".join(["max_num_seqs: 8", *lines]))
+    assert pasted == {"max_num_seqs": 8, **want}, lines
     # a plain word (a mode name) is written as it is; anything YAML would read otherwise is quoted
     for key, value in dict(change).items():  # the last value of each key
         if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", value):
             continue
         if value.lower() not in ("true", "false", "null", "yes", "no", "on", "off"):
             assert f"{key.split('.')[-1]}: {value}" in [line.strip() for line in lines]
+
+
+# ---- pruning: the graph-budget bound drops only what the budget would ---------------------------
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(serve_small_configs(), st.sampled_from([4, 8, 16, 40]))
+def test_the_ladder_budget_bound_keeps_the_same_fixes(inp: PlanInput, limit: int) -> None:
+    """`_cheap_bound` drops a candidate whose ladder alone holds more sizes than a graph budget
+    allows (each size at least one target graph where the mode keeps a mixed half); without that
+    bound the search, planning each such candidate, finds the same fixes."""
+    search = dataclasses.replace(SEARCH, budgets=FixBudgets(max_graphs_per_family=(("*", limit),)))
+    plan = _planned(inp, search)
+    if plan is None or not plan.gaps:
+        return
+    real = gaps_mod._cheap_bound
+    try:
+        gaps_mod._cheap_bound = lambda cand, rules, base, p, budgets: real(cand, rules, base, p, None)  # type: ignore[assignment]
+        unbounded = build_plan(inp, search=search)
+    finally:
+        gaps_mod._cheap_bound = real
+    assert unbounded.fixes == plan.fixes
