@@ -913,7 +913,7 @@ def build_plan(
         breakable_cudagraphs=cap.decision.compilation.breakable,
         cost_withheld=cost_withheld(cap.decision.compilation) + model_caveats(inp.model, rules),
     )
-    gaps = find_gaps(plan, ladder, inp)
+    gaps = find_gaps(plan, ladder, inp, rules)
     plan = replace(plan, gaps=gaps)
     if with_fixes and gaps:
         if search is None:

@@ -196,10 +196,11 @@ _DECODE_SIZES_FROM = first_release(lambda r: r.decode_sizes is not DecodeSizes.N
 _CEILING_1024_FROM = first_release(lambda r: r.sm100_ceiling_1024)
 
 
-def max_origin(inp: PlanInput, ladder: Ladder) -> str:
-    """Where the maximum capture size came from, naming vLLM's rule and release."""
+def max_origin(inp: PlanInput, ladder: Ladder, rules: VllmRules | None = None) -> str:
+    """Where the maximum capture size came from, naming vLLM's rule and release (`rules`: those
+    the ladder was made with, a what-if policy's included; default the release's)."""
     v = inp.vllm_version
-    rules = rules_for(v)
+    rules = rules or rules_for(v)
     final = ladder.max_size_tokens
     if inp.cudagraph_capture_sizes is not None:
         why = (
@@ -257,7 +258,9 @@ _COMPILE_OFF_NOTES = ("non_compile", "v2_stock_compile", "v1_stock_compile")
 """Notes of a config-time decision that turned CUDA graphs off because nothing is compiled."""
 
 
-def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: int, a: int, b: int) -> str:
+def _eager_reason(
+    plan: Plan, ladder: Ladder | None, inp: PlanInput | None, rules: VllmRules | None, ql: int, a: int, b: int
+) -> str:
     lo_tokens, hi_tokens = a * ql, b * ql
     span = f"{lo_tokens}" if a == b else f"{lo_tokens}..{hi_tokens}"
     if plan.cudagraph_mode == "NONE":
@@ -288,7 +291,7 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
     if lo_tokens > plan.max_capture_size:
         why = f"{span} tokens exceed max_capture_size {plan.max_capture_size}"
         if ladder is not None and inp is not None:
-            why += "; " + max_origin(inp, ladder)
+            why += "; " + max_origin(inp, ladder, rules)
         return why
     return (
         f"no {plan.cudagraph_mode} graph serves a uniform batch of {span} tokens "
@@ -296,14 +299,19 @@ def _eager_reason(plan: Plan, ladder: Ladder | None, inp: PlanInput | None, ql: 
     )
 
 
-def find_gaps(plan: Plan, ladder: Ladder | None = None, inp: PlanInput | None = None) -> tuple[Gap, ...]:
-    """Every tier's request counts that run eager, or PIECEWISE under a FULL decode mode."""
+def find_gaps(
+    plan: Plan, ladder: Ladder | None = None, inp: PlanInput | None = None, rules: VllmRules | None = None
+) -> tuple[Gap, ...]:
+    """Every tier's request counts that run eager, or PIECEWISE under a FULL decode mode (`rules`:
+    those the plan was made with, for the reasons' wording)."""
     gaps: list[Gap] = []
     decode_full = Mode(plan.cudagraph_mode).decode_mode() is Mode.FULL
     downgraded = Mode(plan.requested_cudagraph_mode).decode_mode() is Mode.FULL and not decode_full
     for ql, a, b, mode, _ in decode_outcomes(plan):
         if mode == "NONE":
-            gaps.append(Gap("uniform_decode", ql, a, b, "NONE", _eager_reason(plan, ladder, inp, ql, a, b)))
+            gaps.append(
+                Gap("uniform_decode", ql, a, b, "NONE", _eager_reason(plan, ladder, inp, rules, ql, a, b))
+            )
         elif mode == "PIECEWISE" and decode_full:
             span = f"{a} request" if a == b else f"{a}..{b} requests"
             gaps.append(
@@ -394,7 +402,7 @@ def _sizes_change(base: PlanInput, sizes: Iterable[int]) -> PlanInput:
 
 def _multiples(step: int, lo: int, hi: int) -> int:
     """How many multiples of `step` lie in lo..hi."""
-    return max(0, hi // step - (lo - 1) // step) if hi >= lo else 0
+    return hi // step - (lo - 1) // step if hi >= lo else 0
 
 
 def grid_count(lo: int, hi: int) -> int:
@@ -404,11 +412,17 @@ def grid_count(lo: int, hi: int) -> int:
     return small + _multiples(8, max(lo, 8), min(hi, 255)) + _multiples(16, max(lo, 256), hi)
 
 
+def _tier(g: Gap) -> int:
+    """A gap's tokens per request: every gap `find_gaps` makes is a uniform-decode tier's."""
+    assert g.query_len is not None
+    return g.query_len
+
+
 def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> Iterator[_Candidate]:
     """Capture-size changes aimed at `plan`'s gaps (`plan` is `inp` planned). With `limit`, a
     change whose new sizes alone outnumber it is not even built: each new size is at least one
     graph (sizes on 8/16 grids stay distinct after V1's rounding to multiples of q ≤ 8)."""
-    gaps = [g for g in plan.gaps if g.query_len]
+    gaps = list(plan.gaps)
     q = inp.uniform_decode_query_len
 
     def too_many(count: int) -> bool:
@@ -416,15 +430,15 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
 
     if not gaps or plan.cudagraph_mode == "NONE":
         return
-    b_tokens = inp.max_num_batched_tokens
-    widest = max(g.last * (g.query_len or 1) for g in gaps)
-    if widest > b_tokens:
-        return  # no size above max_num_batched_tokens is ever captured
-    beyond = [g for g in gaps if g.mode == "NONE" and g.last * (g.query_len or 1) > plan.max_capture_size]
+    # (a gap's widest batch fits max_num_batched_tokens: the dispatch tables stop there)
+    widest = max(g.last * _tier(g) for g in gaps)
+    beyond = [g for g in gaps if g.mode == "NONE" and g.last * _tier(g) > plan.max_capture_size]
     have = set(plan.capture_sizes)
     # 1. raise the maximum (vLLM fills the token grid up to it)
-    # (V1 rounds sizes up to multiples of q: at least widest // max(16, q) of them stay distinct)
-    if beyond and not too_many(grid_count(1, widest) if q <= 8 else widest // max(16, q)):
+    # (V1 rounds sizes up to multiples of q: for q <= 8 the grid's multiples of 8 and 16 stay
+    # distinct, while 1, 2 and 4 may all become q or 8; for a larger q at least
+    # widest // max(16, q) sizes stay distinct)
+    if beyond and not too_many(grid_count(8, widest) if q <= 8 else widest // max(16, q)):
         if inp.cudagraph_capture_sizes is None:
             yield _Candidate(
                 (f"raise max_cudagraph_capture_size to {widest}",),
@@ -442,10 +456,10 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
             )
     # 2. append exact token counts: each gap's widest batch (and every batch of a short
     # PIECEWISE fallback, so that each gets a FULL graph of its own size)
-    exact = {g.last * (g.query_len or 1) for g in gaps}
+    exact = {g.last * _tier(g) for g in gaps}
     for g in gaps:
         if g.mode == "PIECEWISE" and g.last - g.first < 8:
-            exact |= {n * (g.query_len or 1) for n in range(g.first, g.last + 1)}
+            exact |= {n * _tier(g) for n in range(g.first, g.last + 1)}
     if len(exact - have) <= MAX_EXACT_SIZES:
         yield _Candidate(
             (f"append {len(exact - have)} exact token count(s) to the capture sizes",),
@@ -454,11 +468,11 @@ def _size_candidates(plan: Plan, inp: PlanInput, limit: int | None = None) -> It
     # 3. per-tier request grids (vllm#50488's shape: 1, 2, 4, 8, 16, ... requests × query length)
     grid_sizes: set[int] = set()
     # distinct request counts × one query length are distinct sizes, V1's rounding included
-    if too_many(max((grid_count(g.first, g.last) for g in gaps), default=0)):
+    if too_many(max(grid_count(g.first, g.last) for g in gaps)):
         return
     for g in gaps:
-        q = g.query_len or 1
-        counts = [n for n in request_counts(g.last, 1 << 30) if n >= g.first]
+        q = _tier(g)
+        counts = [n for n in request_counts(g.last, g.last) if n >= g.first]  # no ceiling
         grid_sizes |= {n * q for n in counts} | {g.last * q}
         if g.mode == "PIECEWISE" and g.last - g.first < 8:
             grid_sizes |= {n * q for n in range(g.first, g.last + 1)}
@@ -552,7 +566,7 @@ def _cheap_bound(
     except Rejected:
         return "rejected"
     # Size changes keep the tiers, so every gap of `base` needs a graph at least this wide.
-    needed = max((g.last * (g.query_len or 1) for g in base.gaps), default=0)
+    needed = max((g.last * _tier(g) for g in base.gaps), default=0)
     if needed > ladder.max_size_tokens:
         return f"its largest size {ladder.max_size_tokens} < {needed} tokens"
     mode = cand.cudagraph_mode
@@ -598,18 +612,18 @@ def _floor_breaks(before: Plan, target_floor: int, budgets: FixBudgets) -> bool:
 def _budget_breaks(
     before: Plan,
     after: Plan,
-    cost_before: CostTotals | None,
-    cost_after: CostTotals | None,
+    costs: tuple[CostTotals, CostTotals] | None,
     budgets: FixBudgets,
 ) -> tuple[str, ...]:
-    """Budgets `after` breaks (one already broken before may stay broken, no worse)."""
+    """Budgets `after` breaks (one already broken before may stay broken, no worse); `costs`:
+    the predicted totals before and after (None without a cost model)."""
     out = _graph_breaks(before.graphs, after.graphs, budgets)
-    if cost_after is not None and budgets.max_pool_mib is not None:
-        mib, mib0 = cost_after.total_mib, cost_before.total_mib if cost_before else 0.0
+    if costs is not None and budgets.max_pool_mib is not None:
+        mib, mib0 = costs[1].total_mib, costs[0].total_mib
         if mib > budgets.max_pool_mib and mib > mib0:
             out.append(f"{mib / MIB_PER_GIB:.2f} GiB predicted > {budgets.max_pool_mib / MIB_PER_GIB:g} GiB")
-    if cost_after is not None and budgets.max_capture_s is not None:
-        s, s0 = cost_after.capture_s, cost_before.capture_s if cost_before else 0.0
+    if costs is not None and budgets.max_capture_s is not None:
+        s, s0 = costs[1].capture_s, costs[0].capture_s
         if s > budgets.max_capture_s and s > s0:
             out.append(f"capture {s:.1f} s > {budgets.max_capture_s:g} s")
     if budgets.max_decode_padding_ratio is not None:
@@ -806,11 +820,12 @@ def propose_fixes(
     rules = rules or rules_for(inp.vllm_version)
     budgets = search.budgets
 
-    def cost(p: Plan, i: PlanInput) -> CostTotals | None:
+    def cost(p: Plan, i: PlanInput) -> CostTotals:
         # the two totals a fix is held to and shows (plan_cost's, without its per-graph parts)
-        return plan_cost_totals(p, i, search.coefficients) if search.coefficients is not None else None
+        assert search.coefficients is not None
+        return plan_cost_totals(p, i, search.coefficients)
 
-    cost0 = cost(plan, inp)
+    cost0 = cost(plan, inp) if search.coefficients is not None else None  # None: graph counts only
     pad0 = step_padding(plan)
     before_graphs, before_pad = graph_count(plan), padding_tokens(plan)
     seen: set[PlanInput] = {inp}
@@ -843,8 +858,8 @@ def propose_fixes(
             return None
         if gap_batches(after) >= gap_batches(plan):
             return after  # no better on its own; it may still be a base for stage two
-        c = cost(after, cand.inp)
-        breaks = _budget_breaks(plan, after, cost0, c, budgets)
+        costs = None if cost0 is None else (cost0, cost(after, cand.inp))
+        breaks = _budget_breaks(plan, after, costs, budgets)
         if breaks and not search.allow_over_budget:
             return after
         flags, argv, change = fix_flags(inp, cand.inp)
@@ -858,13 +873,13 @@ def propose_fixes(
         parts = [
             f"graphs {before_graphs} → {graph_count(after)} ({graph_count(after) - before_graphs:+d})",
         ]
-        if c is not None and cost0 is not None:
+        if costs is not None:
+            c0, c = costs
             parts.append(
-                f"predicted {cost0.total_mib:,.0f} → {c.total_mib:,.0f} MiB "
-                f"({c.total_mib - cost0.total_mib:+,.0f})"
+                f"predicted {c0.total_mib:,.0f} → {c.total_mib:,.0f} MiB ({c.total_mib - c0.total_mib:+,.0f})"
             )
             parts.append(
-                f"capture {cost0.capture_s:.1f} → {c.capture_s:.1f} s ({c.capture_s - cost0.capture_s:+.1f})"
+                f"capture {c0.capture_s:.1f} → {c.capture_s:.1f} s ({c.capture_s - c0.capture_s:+.1f})"
             )
         parts.append(f"per-step padding worst {pad.worst_pct:.1f}%, mean {pad.mean_pct:.1f}%")
         parts.append(f"gaps {len(plan.gaps)} → {remaining}")
@@ -883,10 +898,10 @@ def propose_fixes(
             changes=cand.what,
             complete=remaining == 0,
             still_open=_still_open(after),
-            pool_before_mib=round(cost0.total_mib, 1) if cost0 else None,
-            pool_after_mib=round(c.total_mib, 1) if c else None,
-            capture_before_s=round(cost0.capture_s, 2) if cost0 else None,
-            capture_after_s=round(c.capture_s, 2) if c else None,
+            pool_before_mib=round(costs[0].total_mib, 1) if costs else None,
+            pool_after_mib=round(costs[1].total_mib, 1) if costs else None,
+            capture_before_s=round(costs[0].capture_s, 2) if costs else None,
+            capture_after_s=round(costs[1].capture_s, 2) if costs else None,
             step_padding_before=pad0,
             step_padding_after=pad,
             over_budget=breaks,
@@ -897,9 +912,9 @@ def propose_fixes(
             gap_batches(after),
             pad.mean_pct > max(HEAVY_PADDING_PCT, pad0.mean_pct),
             pad.mean_pct,  # compared within PADDING_TOLERANCE_PCT of the least padded below
-            round(c.total_mib) if c else 0,
+            round(costs[1].total_mib) if costs else 0,
             fix.graphs_after,
-            round(c.capture_s, 1) if c else 0.0,
+            round(costs[1].capture_s, 1) if costs else 0.0,
             pad.worst_pct,
             pad.mean_pct,
             len(" ".join(flags)),

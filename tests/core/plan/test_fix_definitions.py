@@ -135,6 +135,14 @@ def _acceptable(plan: Plan, after: Plan, budgets: bool = True) -> bool:
     the plan's)."""
     if naive_worse(_runs(plan), _runs(after)) or naive_worse(_mixed_runs(plan), _mixed_runs(after)):
         return False
+    # the same, batch by batch from the dispatch tables, FULL above PIECEWISE above eager
+    rank = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
+    decode = {(q, n): rank[m] for q, n, m, _ in _batches(after)}
+    mixed = {n: rank[r.mode] for r in after.mixed for n in range(r.first, r.last + 1)}
+    if any(decode.get((q, n), 0) < rank[m] for q, n, m, _ in _batches(plan)):
+        return False
+    if any(mixed.get(n, 0) < rank[r.mode] for r in plan.mixed for n in range(r.first, r.last + 1)):
+        return False
     for family, graphs in after.graphs.items() if budgets else ():
         limit = BUDGETS.graph_limit(family)
         if limit is not None and len(graphs) > max(limit, len(plan.graphs.get(family, ()))):
@@ -196,6 +204,20 @@ def _check_words(plan: Plan, inp: PlanInput, fix: Fix) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_configs(), st.booleans())
+# (found by the generator) no change closes request 5 of the K=0 tier: the partial fix must be offered
+@example(
+    PlanInput(
+        vllm_version="0.32.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=7,
+        max_num_batched_tokens=38,
+        speculative=SpeculativeSpec("eagle", 4, ((1, 6, 0), (7, 9, 4))),
+        max_cudagraph_capture_size=5,
+        model_runner="v2",
+    ),
+    False,
+)
 def test_no_one_size_fix_is_missed(inp: PlanInput, over: bool) -> None:
     """Brute force over the capture list with one more size (every size up to
     max_num_batched_tokens): where one of them closes every gap acceptably (within the graph
@@ -257,6 +279,7 @@ def test_fixes_are_ranked_by_the_stated_objective(inp: PlanInput) -> None:
         return
     fixes = plan.fixes
     assert len(fixes) <= SEARCH.max_fixes
+    assert len({f.command_line for f in fixes}) == len(fixes)  # no change offered twice
     assert all(f.complete for f in fixes) or len(fixes) == 1  # a partial fix only alone
     pad0 = step_padding(plan).mean_pct
     least = min(_mean(f) for f in fixes)  # the least padded found is at most this one

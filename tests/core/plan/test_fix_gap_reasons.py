@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from cgplan.core.model.modes import Platform
+from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import ModelShape, PlanInput, SpeculativeSpec
 from cgplan.core.model.types import Plan
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import _COMPILE_OFF_NOTES
+from cgplan.core.plan.policies import BUILTIN_POLICIES
+from cgplan.core.vllm.ladder import capture_ladder, token_grid
 from cgplan.core.vllm.releases import SUPPORTED_VERSIONS, first_release, rules_for
 from cgplan.errors import ConfigError
 from cgplan.io.config import Overrides, load_config
@@ -82,3 +84,53 @@ def test_an_eager_gap_above_the_maximum_names_the_ceiling_it_came_from(
     origin = "(SM10x, vllm#49390)" if sm100_1024 else f"(1024 on SM10x from vLLM {since}, vllm#49390)"
     for g in eager:
         assert f"the {platform.value} platform's default ceiling {ceiling} {origin}" in g.reason, g.reason
+
+
+@pytest.mark.parametrize("policy", ["upstream", "explicit-max-keeps-decode"])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_an_explicit_maximum_says_whether_decode_sizes_were_appended(version: str, policy: str) -> None:
+    # EAGLE K=2 (3 tokens a request) under an explicit maximum of 64: vLLM's uniform-decode sizes
+    # (3, 6, 12, ...) are on no token grid, so the ladder shows whether they were appended (no
+    # release appends them to an explicit maximum; the what-if policy vllm#54933 asks for does)
+    inp = PlanInput(
+        vllm_version=version,
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=64,
+        max_num_batched_tokens=16384,
+        speculative=SpeculativeSpec("eagle", 2, None),
+        max_cudagraph_capture_size=64,
+    )
+    plan = build_plan(inp, with_fixes=False, policy=BUILTIN_POLICIES[policy])
+    eager = [g for g in plan.gaps if g.mode == "NONE"]
+    assert eager
+    ladder = capture_ladder(inp, BUILTIN_POLICIES[policy].apply(rules_for(version)), True, False)
+    appended = bool(set(ladder.sizes_tokens) - set(token_grid(64, interactivity=False)))
+    for g in eager:
+        assert "max_cudagraph_capture_size 64 is set explicitly" in g.reason, g.reason
+        assert ("appends uniform-decode sizes only up to it" in g.reason) == appended, (appended, g.reason)
+        assert ("appends no uniform-decode sizes" in g.reason) == (not appended), (appended, g.reason)
+
+
+@pytest.mark.parametrize("off", ["enforce_eager", "cudagraph_mode", "-O0"])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_graphs_off_by_a_setting_name_it(version: str, off: str) -> None:
+    inp = PlanInput(
+        vllm_version=version,
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=8,
+        max_num_batched_tokens=64,
+        enforce_eager=off == "enforce_eager",
+        cudagraph_mode=Mode.NONE if off == "cudagraph_mode" else None,
+        optimization_level=0 if off == "-O0" else 2,
+    )
+    plan = build_plan(inp, with_fixes=False)
+    assert plan.cudagraph_mode == "NONE" and plan.gaps
+    words = {
+        "enforce_eager": "enforce_eager is set",
+        "cudagraph_mode": "compilation_config.cudagraph_mode is NONE",
+        "-O0": f"-O0 selects cudagraph_mode NONE in vLLM {version}",
+    }[off]
+    for g in plan.gaps:
+        assert g.reason == f"CUDA graphs are off: {words}", g.reason
