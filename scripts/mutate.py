@@ -59,7 +59,7 @@ GAPS_TESTS = (
     # the search against naive definitions on small generated configs (issue 35 item 3)
     "tests/core/plan/test_fix_definitions.py",
     # every figure, word and flag a fix prints against its naive definition; the budget breaks,
-    # the padding sums and the "still open" text on generated inputs (about 8 s)
+    # the padding sums and the "still open" text on generated inputs (about 10 s)
     "tests/core/plan/test_fix_claims.py",
     "tests/core/plan/test_fix_gap_reasons.py",
     "tests/core/plan/test_fix_search.py",
