@@ -144,7 +144,7 @@ def capture_ladder(inp: PlanInput, rules: VllmRules, graphs_enabled: bool, sp_on
         sizes += [x for x in decode_sizes if x <= b]
         sizes = sorted(set(sizes))
 
-    if sp_on and inp.tensor_parallel_size > 1:
+    if sp_on:  # (at TP 1 every size is a multiple: nothing to remove)
         tp = inp.tensor_parallel_size
         removed = [x for x in sizes if x % tp]
         if removed:

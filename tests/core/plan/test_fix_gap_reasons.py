@@ -86,6 +86,30 @@ def test_an_eager_gap_above_the_maximum_names_the_ceiling_it_came_from(
         assert f"the {platform.value} platform's default ceiling {ceiling} {origin}" in g.reason, g.reason
 
 
+@pytest.mark.parametrize("k", [None, 5])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_an_inferred_maximum_says_whether_decode_sizes_were_appended(version: str, k: int | None) -> None:
+    # 1,024 requests, the maximum inferred (the 512 ceiling): with EAGLE K=5 vLLM appends the
+    # uniform-decode sizes 6, 12, ... up to it (off every token grid); without speculation (one
+    # token a request) it appends none, and the reason must not say it did
+    inp = PlanInput(
+        vllm_version=version,
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=1024,
+        max_num_batched_tokens=16384,
+        speculative=SpeculativeSpec("eagle", k, None) if k else None,
+    )
+    plan = build_plan(inp, with_fixes=False)
+    eager = [g for g in plan.gaps if g.mode == "NONE"]
+    assert eager
+    ladder = capture_ladder(inp, rules_for(version), True, False)
+    appended = bool(set(ladder.sizes_tokens) - set(token_grid(plan.max_capture_size, interactivity=False)))
+    assert appended == (k is not None and rules_for(version).decode_sizes.name != "NONE")
+    for g in eager:
+        assert ("appends uniform-decode sizes only up to it" in g.reason) == appended, (appended, g.reason)
+
+
 @pytest.mark.parametrize("policy", ["upstream", "explicit-max-keeps-decode"])
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_an_explicit_maximum_says_whether_decode_sizes_were_appended(version: str, policy: str) -> None:

@@ -243,3 +243,19 @@ def test_closest_release_of_a_version_without_numbers_is_the_newest() -> None:
     # closest_release's rule: the newest supported release when the version has no numbers
     assert closest_release("nightly") == closest_release("") == LATEST_VERSION
     assert closest_release("0.0.1") == SUPPORTED_VERSIONS[0]  # older than every release: the oldest
+
+
+@pytest.mark.parametrize("i", range(len(SUPPORTED_VERSIONS)))
+def test_closest_release_of_an_unknown_build_is_the_newest_release_not_newer(i: int) -> None:
+    # closest_release's rule where release_for has no answer: the newest supported release whose
+    # numbers are not above the build's. A patch past numeric_release's range sits just above its
+    # own release; the next minor, just above the newest release below it.
+    v = SUPPORTED_VERSIONS[i]
+    major, minor, _ = numeric_release(v) or (0, 0, 0)
+    past_patches = f"{major}.{minor}.100000"
+    assert release_for(past_patches) is None
+    newest_of_minor = [r for r in SUPPORTED_VERSIONS if r.startswith(f"{major}.{minor}.")][-1]
+    assert closest_release(past_patches) == newest_of_minor
+    next_minor = f"{major}.{minor + 1}.0"
+    if release_for(next_minor) is None:
+        assert closest_release(next_minor) == newest_of_minor
