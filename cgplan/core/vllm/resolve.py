@@ -675,7 +675,7 @@ def v1_round_sizes(
     `sp_pass`: the release has the sequence-parallelism pass (`VllmRules.sequence_parallel`), whose
     multiple of TP its refusal names."""
     multiple = query_len
-    if tp > 1 and sp_on:
+    if sp_on:  # (at TP 1 the multiple stays query_len)
         multiple = max(query_len, tp)
         if multiple % query_len or multiple % tp:
             raise Rejected(
