@@ -125,7 +125,7 @@ def _tuple_field(name: str, v: object, source: str) -> tuple[Any, ...]:
                 source=source,
             )
         return (float(v[0]), float(v[1]))
-    if name in ("hidden_size_range", "routed_experts_range"):
+    if name in ("hidden_size_range", "routed_experts_range", "largest_graph_tokens_range"):
         lowest = 1 if name == "hidden_size_range" else 0
         ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
         if not ok or not lowest <= v[0] <= v[1] <= _MAX_WIDTH:

@@ -67,6 +67,14 @@ def _coefficients(tmp_path: Path, edit: dict[object, object]) -> Path:
         ({"band_ratio": [1]}, r":band_ratio: expected \[low, high\]"),
         ({"band_ratio": [1e300, 1e300]}, r":band_ratio: expected \[low, high\] with 0 < low <= high <= 1000"),
         ({"hidden_size_range": [{"a": 1}, 2]}, r":hidden_size_range: expected \[lowest, highest\]"),
+        (
+            {"largest_graph_tokens_range": [1024, 16]},
+            r":largest_graph_tokens_range: expected \[lowest, highest\]",
+        ),
+        (
+            {"largest_graph_tokens_range": [-1, 16]},
+            r":largest_graph_tokens_range: expected \[lowest, highest\]",
+        ),
         ({"split_kv_backends": [1, [2]]}, r":split_kv_backends: expected a list of names"),
         ({"fitted_on": "x"}, r":fitted_on: expected a list"),
         ({5: 1}, r":5: unknown key"),

@@ -145,6 +145,12 @@ class CostCoefficients:
     fitted_regimes: tuple[str, ...] = ()
     """Allocator regimes the fit measured (REGIMES); a plan in a regime not named here keeps the
     other terms and gets the wider band."""
+    largest_graph_tokens_range: tuple[int, int] = (0, 0)
+    """The smallest and the largest of the fitted reports' largest graphs, in tokens: the pool
+    terms (activations, split-KV accumulators) are read off each ladder's largest graphs, so a plan
+    whose largest graph lies outside extrapolates them (an 8B ladder to 2,048 tokens from fits that
+    reach 1,024). (0, 0): not recorded (a set fitted before the range was kept): every plan is
+    outside."""
 
 
 SMALL_ALLOCATION_MIB = 0.5
@@ -187,14 +193,27 @@ def _experts_text(c: CostCoefficients) -> str:
     return f", {lo} routed experts" if lo == hi else f", {lo}..{hi} routed experts"
 
 
-def cost_domain(inp: CostInput, c: CostCoefficients, regimes: tuple[str, ...] = ()) -> CostDomain:
+def largest_graph_tokens(graphs: Mapping[str, Sequence[tuple[str, int]]]) -> int:
+    """The widest graph of a plan or report, in tokens, over every family and mode (0: none)."""
+    return max((tokens for items in graphs.values() for _, tokens in items), default=0)
+
+
+def _graphs_text(c: CostCoefficients) -> str:
+    lo, hi = c.largest_graph_tokens_range
+    return f", largest graph {lo}..{hi} tokens" if hi else ", largest graph: range not recorded"
+
+
+def cost_domain(
+    inp: CostInput, c: CostCoefficients, regimes: tuple[str, ...] = (), largest_tokens: int | None = None
+) -> CostDomain:
     """The domain check of one prediction (every dimension the fit fixed); `regimes`: the
-    allocator regimes (REGIMES) the plan's graphs are in."""
+    allocator regimes (REGIMES) the plan's graphs are in; `largest_tokens`: its widest graph
+    (`largest_graph_tokens`; None: not checked)."""
     lo, hi = c.hidden_size_range
     fitted = (
         f"{c.gpu}, {'/'.join(c.fitted_dtypes)}, {'/'.join(c.split_kv_backends)}, "
         f"TP <= {c.validated_tensor_parallel_max}, {'/'.join(c.fitted_model_kinds)} models, "
-        f"hidden size {lo}..{hi}{_experts_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO, "
+        f"hidden size {lo}..{hi}{_experts_text(c)}{_graphs_text(c)}, PP/DP/DCP 1, no EP/LoRA/DBO, "
         "unquantised weights, kv_cache_dtype auto"
     )
     widen: list[str] = []
@@ -228,6 +247,10 @@ def cost_domain(inp: CostInput, c: CostCoefficients, regimes: tuple[str, ...] = 
         widen.append(f"DCP {inp.decode_context_parallel_size}")
     widen += [name for name, on in inp.features if on]
     widen += [f"{REGIMES[r]}: not measured" for r in regimes if r not in c.fitted_regimes]
+    g_lo, g_hi = c.largest_graph_tokens_range
+    if largest_tokens is not None and not g_lo <= largest_tokens <= g_hi:
+        fitted_graphs = f"fitted: {g_lo}..{g_hi}" if g_hi else "the fitted range is not recorded"
+        widen.append(f"largest graph {largest_tokens} tokens ({fitted_graphs})")
     kinds = [k for k in model_kinds(inp.target) if k not in c.fitted_model_kinds]
     if kinds:
         withhold.append(f"{'+'.join(kinds).upper()} layers (fitted: {'/'.join(c.fitted_model_kinds)} only)")
@@ -392,7 +415,11 @@ def predict_cost(
             warmup += c.warmup_mib_drafter
     total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
     capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
-    domain = cost_domain(inp, c, graph_regimes(graphs, inp)) if costs else CostDomain(fitted="")
+    domain = (
+        cost_domain(inp, c, graph_regimes(graphs, inp), largest_graph_tokens(graphs))
+        if costs
+        else CostDomain(fitted="")
+    )
     return CostPrediction(
         graphs=tuple(costs),
         by_family_mode=by_fm,

@@ -19,6 +19,7 @@ from cgplan.core.predict.cost import (
     _piecewise_need,
     activation_mib,
     dense_mlp_mib,
+    largest_graph_tokens,
     model_kinds,
     predict_cost,
     shared_expert_layers,
@@ -289,6 +290,7 @@ def fit_coefficients(
         if (need := _piecewise_need(pw_terms, tokens, o.inp.target, o.inp)) > 0
     ]
     widths = [o.inp.target.hidden_size for o in observations]
+    largest = [largest_graph_tokens(o.plan_graphs()) for o in observations]
     kinds = sorted({k for o in observations for k in model_kinds(o.inp.target)})
     experts = [o.inp.target.num_routed_experts for o in observations if o.inp.target.is_moe]
     # The dense set's TP 2 was validated by held-out TP=2 captures (benchmarks/results/h200/tp2);
@@ -311,6 +313,7 @@ def fit_coefficients(
         warmup_mib_drafter=w_d,
         capture_overhead_s=_med(overhead_s, "a capture-phase time") if overhead_s else 0.0,
         hidden_size_range=(min(widths), max(widths)),
+        largest_graph_tokens_range=(min(largest), max(largest)),
         fitted_on=tuple(o.name for o in observations),
         fitted_dtypes=tuple(sorted({o.inp.target.dtype for o in observations})),
         fitted_model_kinds=tuple(kinds),

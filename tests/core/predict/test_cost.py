@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cgplan.api.plan import plan_file
+from cgplan.core.model.predictions import CostPrediction
 from cgplan.core.model.spec import ModelShape, PlanInput
 from cgplan.core.predict.cost import (
+    CostCoefficients,
     CostInput,
     predict_cost,
 )
@@ -418,3 +420,54 @@ def test_a_ladder_to_2048_pays_the_992_request_accumulators_once() -> None:
     full_uncut = sum(g.pool_mib for g in uncut.graphs if g.mode == "FULL")
     # 32 splits x tokens x 4,096 x 4 bytes: 2,048 tokens 1,024 MiB, 992 tokens 496 MiB
     assert full_uncut - full_cut == pytest.approx(1024 - 496, abs=0.01)
+
+
+# ---- the batch range of the memory figure (issue 29) ---------------------------------------------
+
+
+def test_the_fitted_graph_range_is_the_fitted_reports_largest_graphs() -> None:
+    """Read from the reports' own JSON, not through the fit: the smallest and the largest of the
+    fitted captures' widest graphs."""
+    widest = []
+    for name in SHIPPED.fitted_on:
+        doc = json.loads(_report(name).read_text())
+        widest.append(max(g["num_tokens"] for g in doc["measured"]["graphs"]))
+    assert SHIPPED.largest_graph_tokens_range == (min(widest), max(widest))
+    assert max(widest) >= 1024  # the ladder-to-1024 fits
+
+
+def _ladder_cost(top_tokens: int, c: CostCoefficients = SHIPPED) -> CostPrediction:
+    shape = _shape()
+    sizes = sorted({top_tokens, *range(8, top_tokens, 8)}, reverse=True)
+    graphs = {"target": [("PIECEWISE", t) for t in sizes] + [("FULL", t) for t in sizes]}
+    return predict_cost(graphs, CostInput(shape, shape, "v2"), c)
+
+
+def test_a_largest_graph_outside_the_fitted_range_widens_the_band() -> None:
+    from cgplan.core.predict.cost import OUTSIDE_BAND_FACTOR
+
+    lo, hi = SHIPPED.largest_graph_tokens_range
+    assert f"largest graph {lo}..{hi} tokens" in _ladder_cost(hi).domain.fitted
+    for tokens in (lo, hi):
+        assert _ladder_cost(tokens).domain.inside, tokens
+    for tokens in (lo - 1, hi + 1, 2 * hi):
+        cost = _ladder_cost(tokens)
+        assert cost.domain.figure and cost.domain.band_factor == OUTSIDE_BAND_FACTOR, tokens
+        assert cost.domain.outside == (f"largest graph {tokens} tokens (fitted: {lo}..{hi})",)
+        assert cost.high_mib == pytest.approx(cost.total_mib * SHIPPED.band_ratio[1] * OUTSIDE_BAND_FACTOR)
+
+
+def test_a_set_without_the_recorded_range_is_outside_for_every_plan() -> None:
+    old = dataclasses.replace(SHIPPED, largest_graph_tokens_range=(0, 0))
+    cost = _ladder_cost(256, old)
+    assert cost.domain.outside == ("largest graph 256 tokens (the fitted range is not recorded)",)
+    assert "largest graph: range not recorded" in cost.domain.fitted
+
+
+def test_the_2048_ladder_is_printed_outside_the_domain() -> None:
+    """benchmarks/results/cost-992: an 8B ladder to 2,048 tokens, its pool terms extrapolated
+    from fits that reach 1,024 (the plan printed "inside" before the range was kept)."""
+    plan, cost = _planned(ROOT / "benchmarks/results/cost-992/llama8b-mns2048-max2048.yaml")
+    lo, hi = SHIPPED.largest_graph_tokens_range
+    assert max(plan.capture_sizes) == 2048 > hi
+    assert cost.domain.outside == (f"largest graph 2048 tokens (fitted: {lo}..{hi})",)
