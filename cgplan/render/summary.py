@@ -515,13 +515,14 @@ def latency_lines(plan: Plan) -> list[str]:
             f"  {len(rest)} more gap(s): {sum(x.expected_cost_ms_per_step for x in rest):+.3f} ms on the "
             "expected step together"
         )
+    extrapolated = ", extrapolated" if lat.extrapolated else ""
     for fl in lat.fixes:
         f = plan.fixes[fl.fix]
         lines.append(
             f"  fix {fl.fix + 1} ({_short_flags(f.flags)}): gains {fl.widest_gap_gain_ms:.2f} ms per step "
             "at the widest gap "
             f"batch; expected step {lat.expected_step_ms:.2f} → {fl.expected_step_ms_after:.2f} ms "
-            f"({-fl.gain_ms_per_step:+.3f} ms)"
+            f"({-fl.gain_ms_per_step:+.3f} ms{extrapolated})"
         )
     lines.extend(
         f"  not offered ({_short_flags(sf.flags)}): predicted slower than leaving the gaps; expected "

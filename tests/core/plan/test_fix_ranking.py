@@ -15,6 +15,7 @@ from cgplan.core.model.types import Plan
 from cgplan.core.plan.advice import WORTH_CLOSING_SHARE, rank_fixes
 from cgplan.core.plan.gaps import MAX_WORST_PADDING_PCT, step_padding
 from cgplan.errors import CgplanError
+from cgplan.render.plan import render_table
 from tests.paths import ROOT_DIR
 
 CORPORA = sorted(
@@ -132,8 +133,10 @@ def test_a_fix_predicted_slower_than_its_gaps_is_not_offered() -> None:
 
 def test_default_llama_8b_first_fix_is_not_one_padded_size(tmp_path: Path) -> None:
     """The issue's `vllm serve Llama-3.1-8B` on an H200 (max_num_seqs 1024): the first fix was one
-    padded size (worst padding 99.6%, predicted slower than the gap); now the fix that pads least
-    comes first, the slower one is named but not offered, and the order says why."""
+    padded size (worst padding 99.6%); now the fix that pads least comes first. Its steps above
+    256 requests are extrapolated, so no fix is withheld for an extrapolated "slower" (issue 29: on
+    the GPU the one padded size beat the compiled gap at 520 requests): the one padded size is
+    offered last, its figure marked extrapolated, and the order says why."""
     config = tmp_path / "llama.yaml"
     config.write_text(
         f"model: {ROOT_DIR / 'configs/models/llama-3.1-8b'}\n"
@@ -141,14 +144,32 @@ def test_default_llama_8b_first_fix_is_not_one_padded_size(tmp_path: Path) -> No
     )
     _, plan = plan_file(config)
     lat = plan.latency
-    assert lat is not None and plan.fixes and lat.not_offered
-    assert all(s.gain_ms_per_step < 0 for s in lat.not_offered)
-    assert all(f.gain_ms_per_step >= 0 for f in lat.fixes)
+    assert lat is not None and plan.fixes and lat.extrapolated
+    assert lat.not_offered == ()
+    timed = {t.fix: t for t in lat.fixes}
+    assert any(t.gain_ms_per_step < 0 for t in timed.values())  # priced slower, offered all the same
     means = [f.step_padding_after.mean_pct for f in plan.fixes if f.step_padding_after]
-    assert means[0] == min(means)
+    assert means[0] == min(means) and means == sorted(means)
+    assert timed[0].gain_ms_per_step >= 0
     assert "coverage and per-step padding" in lat.fix_order and "256 requests" in lat.fix_order
+    assert "slower" not in lat.fix_order
     (gap,) = lat.gaps
     assert gap.verdict.startswith("worth closing") and "extrapolated" in gap.verdict
+    text = render_table(plan)
+    assert "not offered" not in text and "ms, extrapolated)" in text
+
+
+def test_extrapolated_step_times_withhold_no_fix() -> None:
+    """The rule above `rank_fixes`' not-offered list: it holds only where the figures were measured."""
+    _, plan = plan_file(VALIDATED)
+    assert plan.latency is not None
+    base = plan.latency.expected_step_ms
+    every_slower = {0: base * 1.2, 1: base * 1.1}
+    ranked = rank_fixes(_with_steps(plan, every_slower, ("hidden size 9 is outside",)))
+    assert ranked.fixes == plan.fixes
+    assert ranked.latency is not None and ranked.latency.not_offered == ()
+    for g in ranked.latency.gaps:
+        assert "every fix found is predicted slower" not in g.verdict
 
 
 def test_a_gap_under_one_percent_of_the_step_is_not_worth_closing() -> None:
