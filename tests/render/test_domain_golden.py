@@ -2,7 +2,9 @@
 
 Each case in tests/data/domain/ leaves the validated domain on one axis (or none): fp8 KV, a
 float16 checkpoint, an fp8-quantised checkpoint, a GPU other than the H200 by name (H100, L40S),
-B200 (memory abstains: no step time either), a quantised KV layout cgplan cannot model. Besides
+B200 (memory abstains: no step time either), a quantised KV layout cgplan cannot model, a ladder
+whose largest graph lies above the memory fit's (ladder-2048), a model run without torch.compile
+(enforce-eager: no measured step ran uncompiled). Besides
 the golden text, each rule is asserted on its own so a broken rule fails by name."""
 
 from __future__ import annotations

@@ -446,9 +446,8 @@ def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[st
     if costed.cost is not None and costed.cost.graphs and not costed.cost.domain.figure:
         why = "; ".join(costed.cost.domain.outside)
         cost = (f"no figure · outside the validated domain: {why}", *cost)
-    return tuple(f"step time: {c}" for c in domain_caveats(lat, inp, costed.model_runner)) + tuple(
-        f"graph memory: {c}" for c in cost
-    )
+    caveats = domain_caveats(lat, inp, costed.model_runner, costed.compilation_mode)
+    return tuple(f"step time: {c}" for c in caveats) + tuple(f"graph memory: {c}" for c in cost)
 
 
 def _timed_shapes(

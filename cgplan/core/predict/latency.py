@@ -298,10 +298,25 @@ def latency_withheld(c: LatencyCoefficients, inp: PlanInput) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _shape_caveats(c: LatencyCoefficients, inp: PlanInput, model_runner: str | None) -> list[str]:
-    """Where the model, runner or parallelism of `inp` lies outside what was measured."""
+UNCOMPILED_CAVEAT = (
+    "steps without torch.compile were not measured (compilation mode NONE: enforce_eager, -O0, "
+    "TORCH_COMPILE_DISABLE; priced as the compiled model's)"
+)
+"""Every measured step ran vLLM's compiled model (docs/latency-model.md: NONE is the compiled
+model without graphs, what vLLM runs past the ladder). enforce_eager runs PyTorch eager: other
+kernels, no fusion; on an H100 its forward read 0.93-2.78x the compiled one's across three calls
+(benchmarks/results/h200/latency-large), so no fitted term prices it."""
+
+
+def _shape_caveats(
+    c: LatencyCoefficients, inp: PlanInput, model_runner: str | None, compilation_mode: str = "VLLM_COMPILE"
+) -> list[str]:
+    """Where the model, runner, compilation or parallelism of `inp` lies outside what was measured
+    (`compilation_mode`: the plan's resolved `CompilationMode` name)."""
     m = inp.model
     out: list[str] = []
+    if compilation_mode != "VLLM_COMPILE":
+        out.append(UNCOMPILED_CAVEAT)
     measured_on = GPU_NAME_TO_PLATFORM.get(c.gpu.lower())
     if measured_on is None or inp.platform is not measured_on:
         # a step time is the measured GPU's: another platform (GB10, an RTX 5090, B200...) differs
@@ -353,11 +368,15 @@ def _range_caveats(c: LatencyCoefficients, widest_tokens: int, most_reqs: int, r
 
 
 def domain_caveats(
-    c: LatencyCoefficients, inp: PlanInput, model_runner: str | None = None
+    c: LatencyCoefficients,
+    inp: PlanInput,
+    model_runner: str | None = None,
+    compilation_mode: str = "VLLM_COMPILE",
 ) -> tuple[str, ...]:
     """Where `inp` lies outside what the coefficients were measured on; `model_runner` is the
-    plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name."""
-    out = _shape_caveats(c, inp, model_runner)
+    plan's resolved runner ("v1" / "v2"), checked against the one the coefficients name, and
+    `compilation_mode` its resolved compilation."""
+    out = _shape_caveats(c, inp, model_runner, compilation_mode)
     widest = inp.max_num_seqs * inp.uniform_decode_query_len
     out += _range_caveats(c, widest, inp.max_num_seqs, "max_num_seqs here")
     if f"vLLM {inp.vllm_version}" not in c.measured_with:
@@ -384,7 +403,7 @@ def traffic_extrapolated(
     release carries that caveat, and what differs by release (which batches get which graph) is
     what cgplan plans from the release's own rules; the time of a FULL, PIECEWISE or eager step
     of a shape is what was measured."""
-    out = _shape_caveats(c, inp, plan.model_runner)
+    out = _shape_caveats(c, inp, plan.model_runner, plan.compilation_mode)
     if uniform is None:
         runs = [(a, min(b, plan.max_num_batched_tokens // q), q) for a, b, q in _tier_runs(plan)]
         runs = [(a, b, q) for a, b, q in runs if b >= a]
@@ -979,7 +998,7 @@ def predict_latency(
         widest_eager_step_ms=widest_eager,
         gaps=tuple(gaps),
         fixes=tuple(fixes),
-        caveats=domain_caveats(c, inp, plan.model_runner),
+        caveats=domain_caveats(c, inp, plan.model_runner, plan.compilation_mode),
         extrapolated=traffic_extrapolated(c, plan, inp, uniform, mixed),
         model_error=c.held_out_median_error,
     )

@@ -449,3 +449,34 @@ def test_a_v1_plan_says_the_latency_model_was_measured_on_v2() -> None:
     assert "model runner V1 was not measured (only model runner V2)" in plan.latency.caveats
     _, v2 = plan_file(PR)
     assert v2.latency is not None and not any("model runner" in c for c in v2.latency.caveats)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["enforce_eager: true", "compilation_config: {mode: 0}"],
+    ids=["enforce_eager", "mode-0"],
+)
+def test_an_uncompiled_plan_says_its_steps_were_not_measured(tmp_path: Path, setting: str) -> None:
+    """Issue 29: enforce_eager and the compiled fallback were priced the same, though every
+    measured step ran the compiled model; the uncompiled plan's figures are extrapolated, so its
+    fixes are not ranked by them and none is withheld."""
+    from cgplan.core.predict.latency import UNCOMPILED_CAVEAT
+
+    config = tmp_path / "eager.yaml"
+    config.write_text(
+        f"model: {ROOT / 'configs/models/llama-3.1-8b'}\nmax_num_seqs: 256\n{setting}\n"
+        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
+    )
+    _, plan = plan_file(config)
+    assert plan.compilation_mode == "NONE" and plan.latency is not None
+    assert UNCOMPILED_CAVEAT in plan.latency.caveats
+    assert UNCOMPILED_CAVEAT in plan.latency.extrapolated
+    assert plan.latency.not_offered == ()
+    compiled = tmp_path / "compiled.yaml"
+    compiled.write_text(
+        f"model: {ROOT / 'configs/models/llama-3.1-8b'}\nmax_num_seqs: 256\n"
+        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
+    )
+    _, plan = plan_file(compiled)
+    assert plan.compilation_mode == "VLLM_COMPILE" and plan.latency is not None
+    assert UNCOMPILED_CAVEAT not in plan.latency.caveats and not plan.latency.extrapolated
