@@ -373,7 +373,8 @@ def verdict_line(plan: Plan) -> str:
         parts.append(f"expected step {lat.expected_step_ms:.2f} → {timed[0].expected_step_ms_after:.2f} ms")
     parts.append(f"graphs {f.graphs_before} → {f.graphs_after}")
     if f.pool_before_mib is not None and f.pool_after_mib is not None:
-        parts.append(f"{f.pool_after_mib - f.pool_before_mib:+,.0f} MiB")
+        extrapolated = ", extrapolated" if f.pool_after_outside else ""
+        parts.append(f"{f.pool_after_mib - f.pool_before_mib:+,.0f} MiB{extrapolated}")
     if not f.complete:
         parts.append(f"{f.remaining_gaps} gap(s) left")
     return line + f" · best fix: {_short_flags(f.flags)} ({', '.join(parts)})"

@@ -113,8 +113,9 @@ class FamilyModeCost:
     family: str
     mode: str
     graphs: int
-    pool_mib: float
-    graph_state_mib: float
+    pool_mib: float | None
+    """None where the prediction gives no figure (as its total)."""
+    graph_state_mib: float | None
     absent: frozenset[str] = NO_KEYS
 
 
@@ -127,8 +128,9 @@ class PredictedCost:
     """None outside the model's domain (no figure)."""
     low_mib: float | None
     high_mib: float | None
-    warmup_mib: float
-    capture_s: float
+    warmup_mib: float | None
+    """None with no figure, as `total_mib`."""
+    capture_s: float | None
     by_family_mode: tuple[FamilyModeCost, ...] = ()
     caveats: tuple[str, ...] = ()
     domain: CostDomain | None = None

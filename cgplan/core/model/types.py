@@ -184,6 +184,12 @@ class Fix:
     """Predicted capture-phase memory per rank before (None: no cost model)."""
     pool_after_mib: float | None = None
     """And after."""
+    pool_after_band_mib: tuple[float, float] | None = None
+    """The after figure's band (low, high), wider outside the validated domain."""
+    pool_after_outside: tuple[str, ...] = ()
+    """Each way the fixed config leaves the cost model's validated domain that the plan's own
+    figure does not (a ladder past the fit's largest graph; empty: none): its memory figure then
+    ranks no fix (issue 29). The band is `pool_after_band_mib`."""
     capture_before_s: float | None = None
     """Predicted capture time before."""
     capture_after_s: float | None = None

@@ -761,6 +761,14 @@ def _closed(before: Plan, after: Plan) -> tuple[int, ...]:
     )
 
 
+def _beyond(costs: tuple[CostTotals, CostTotals] | None) -> tuple[str, ...]:
+    """The ways a fixed plan's memory figure leaves the validated domain that the plan's own does
+    not (a ladder past the fit's largest graph): there it ranks no fix."""
+    if costs is None:
+        return ()
+    return tuple(r for r in costs[1].domain.outside if r not in costs[0].domain.outside)
+
+
 def _still_open(after: Plan) -> str:
     if not after.gaps:
         return ""
@@ -773,9 +781,9 @@ def _still_open(after: Plan) -> str:
     )
 
 
-_Key = tuple[int, bool, float, int, int, float, float, float, int]
-"""A fix's rank in the search: gap batches left, heavy padding, mean padding, MiB, graphs, capture
-seconds, worst and mean padding, flag length."""
+_Key = tuple[int, bool, float, bool, int, int, float, float, float, int]
+"""A fix's rank in the search: gap batches left, heavy padding, mean padding, memory outside the
+validated domain, MiB (0 there), graphs, capture seconds, worst and mean padding, flag length."""
 
 
 def rank_fixes(fixes: Sequence[tuple[Fix, _Key]]) -> list[Fix]:
@@ -820,10 +828,13 @@ def propose_fixes(
     rules = rules or rules_for(inp.vllm_version)
     budgets = search.budgets
 
-    def cost(p: Plan, i: PlanInput) -> CostTotals:
-        # the two totals a fix is held to and shows (plan_cost's, without its per-graph parts)
+    def cost(p: Plan, i: PlanInput) -> CostTotals | None:
+        # the two totals a fix is held to and shows (plan_cost's, without its per-graph parts);
+        # None where the model withholds the figure (no term for the config: MoE/MLA without its
+        # set, an unmeasured attention backend): no budget, price or rank is read off it then
         assert search.coefficients is not None
-        return plan_cost_totals(p, i, search.coefficients)
+        totals = plan_cost_totals(p, i, search.coefficients)
+        return totals if totals.domain.figure else None
 
     cost0 = cost(plan, inp) if search.coefficients is not None else None  # None: graph counts only
     pad0 = step_padding(plan)
@@ -858,7 +869,8 @@ def propose_fixes(
             return None
         if gap_batches(after) >= gap_batches(plan):
             return after  # no better on its own; it may still be a base for stage two
-        costs = None if cost0 is None else (cost0, cost(after, cand.inp))
+        cost1 = None if cost0 is None else cost(after, cand.inp)
+        costs = None if cost0 is None or cost1 is None else (cost0, cost1)
         breaks = _budget_breaks(plan, after, costs, budgets)
         if breaks and not search.allow_over_budget:
             return after
@@ -875,9 +887,17 @@ def propose_fixes(
         ]
         if costs is not None:
             c0, c = costs
-            parts.append(
-                f"predicted {c0.total_mib:,.0f} → {c.total_mib:,.0f} MiB ({c.total_mib - c0.total_mib:+,.0f})"
+            # outside the validated domain the figure carries its wider band, and the ways the
+            # fix leaves the domain that the plan's own figure (printed above it) does not
+            new = _beyond(costs)
+            where = (
+                f"; {c.low_mib:,.0f}..{c.high_mib:,.0f} MiB outside the validated domain"
+                + (f": {'; '.join(new)}" if new else "")
+                if c.domain.outside
+                else ""
             )
+            delta = f"{c.total_mib - c0.total_mib:+,.0f}{where}"
+            parts.append(f"predicted {c0.total_mib:,.0f} → {c.total_mib:,.0f} MiB ({delta})")
             parts.append(
                 f"capture {c0.capture_s:.1f} → {c.capture_s:.1f} s ({c.capture_s - c0.capture_s:+.1f})"
             )
@@ -900,6 +920,8 @@ def propose_fixes(
             still_open=_still_open(after),
             pool_before_mib=round(costs[0].total_mib, 1) if costs else None,
             pool_after_mib=round(costs[1].total_mib, 1) if costs else None,
+            pool_after_band_mib=(costs[1].low_mib, costs[1].high_mib) if costs else None,
+            pool_after_outside=_beyond(costs),
             capture_before_s=round(costs[0].capture_s, 2) if costs else None,
             capture_after_s=round(costs[1].capture_s, 2) if costs else None,
             step_padding_before=pad0,
@@ -912,7 +934,10 @@ def propose_fixes(
             gap_batches(after),
             pad.mean_pct > max(HEAVY_PADDING_PCT, pad0.mean_pct),
             pad.mean_pct,  # compared within PADDING_TOLERANCE_PCT of the least padded below
-            round(costs[1].total_mib) if costs else 0,
+            # memory ranks only on the plan's own footing: a fix whose figure leaves the
+            # validated domain further than the plan's ranks after the rest, and not by it (issue 29)
+            bool(_beyond(costs)),
+            round(costs[1].total_mib) if costs and not _beyond(costs) else 0,
             fix.graphs_after,
             round(costs[1].capture_s, 1) if costs else 0.0,
             pad.worst_pct,
@@ -938,7 +963,9 @@ def propose_fixes(
         sp = f.step_padding_after
         return (
             float(f.remaining_gaps),
-            f.pool_after_mib or 0.0,
+            # memory beyond the plan's own domain is unknown here: it never beats another figure,
+            # and among such figures none is better
+            (f.pool_after_mib or 0.0) if not f.pool_after_outside else math.inf,
             float(f.graphs_after),
             f.capture_after_s or 0.0,
             sp.worst_pct if sp else 0.0,

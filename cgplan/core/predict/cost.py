@@ -482,21 +482,33 @@ def _graph_costs(
 
 
 class CostTotals:
-    """A prediction's two totals (`predict_cost`'s `total_mib` and `capture_s`, the same floats),
-    without its per-graph and per-section parts: what the fix search holds a candidate to."""
+    """A prediction's two totals (`predict_cost`'s `total_mib` and `capture_s`, the same floats)
+    and its domain, without its per-graph and per-section parts: what the fix search holds a
+    candidate to and prints of it."""
 
-    __slots__ = ("capture_s", "total_mib")
+    __slots__ = ("capture_s", "domain", "high_mib", "low_mib", "total_mib")
 
-    def __init__(self, total_mib: float, capture_s: float) -> None:
+    def __init__(
+        self,
+        total_mib: float,
+        capture_s: float,
+        domain: CostDomain | None = None,
+        low_mib: float | None = None,
+        high_mib: float | None = None,
+    ) -> None:
         self.total_mib = total_mib
         self.capture_s = capture_s
+        self.domain = domain if domain is not None else CostDomain(fitted="")
+        self.low_mib = total_mib if low_mib is None else low_mib
+        self.high_mib = total_mib if high_mib is None else high_mib
 
 
 def predict_totals(
     graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients
 ) -> CostTotals:
-    """`predict_cost(graphs, inp, c)`'s total_mib and capture_s: the same sums in the same order,
-    without building a GraphCost per graph (a fix search prices every candidate, issue 18)."""
+    """`predict_cost(graphs, inp, c)`'s total_mib, capture_s, band and domain: the same sums in
+    the same order, without building a GraphCost per graph (a fix search prices every candidate,
+    issue 18)."""
     parts = list(_graph_costs(graphs, inp, c))
     if not parts:
         return CostTotals(0.0, 0.0)
@@ -504,7 +516,14 @@ def predict_totals(
     if set(graphs) - {"target"}:
         warmup += c.warmup_mib_drafter
     total = warmup + sum(g[3] + g[4] for g in parts)
-    return CostTotals(total, c.capture_overhead_s + sum(g[5] for g in parts) / 1000)
+    domain = cost_domain(inp, c, graph_regimes(graphs, inp), largest_graph_tokens(graphs))
+    return CostTotals(
+        total,
+        c.capture_overhead_s + sum(g[5] for g in parts) / 1000,
+        domain,
+        total * c.band_ratio[0] / domain.band_factor,
+        total * c.band_ratio[1] * domain.band_factor,
+    )
 
 
 def _warmup(graphs: Mapping[str, Sequence[tuple[str, int]]], inp: CostInput, c: CostCoefficients) -> float:

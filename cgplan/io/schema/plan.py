@@ -41,15 +41,16 @@ def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
             "band_factor": c.domain.band_factor,
             "figure": figure,
         },
-        "warmup_mib": round(c.warmup_mib, 1),
-        "capture_s": round(c.capture_s, 2),
+        # no figure: none of its parts either (the table prints none; JSON gave the sections)
+        "warmup_mib": round(c.warmup_mib, 1) if figure else None,
+        "capture_s": round(c.capture_s, 2) if figure else None,
         "by_family_mode": [
             {
                 "family": fm.family,
                 "mode": fm.mode,
                 "graphs": fm.graphs,
-                "pool_mib": round(fm.pool_mib, 1),
-                "graph_state_mib": round(fm.exec_mib, 1),
+                "pool_mib": round(fm.pool_mib, 1) if figure else None,
+                "graph_state_mib": round(fm.exec_mib, 1) if figure else None,
             }
             for fm in c.by_family_mode
         ],
@@ -264,6 +265,10 @@ def fix_to_dict(f: Fix) -> dict[str, Any]:
         "delta_predicted_mib": None
         if f.pool_after_mib is None or f.pool_before_mib is None
         else round(f.pool_after_mib - f.pool_before_mib, 1),
+        "predicted_mib_after_band": None
+        if f.pool_after_band_mib is None
+        else [round(f.pool_after_band_mib[0], 1), round(f.pool_after_band_mib[1], 1)],
+        "predicted_mib_after_outside_domain": list(f.pool_after_outside),
         "capture_s_before": f.capture_before_s,
         "capture_s_after": f.capture_after_s,
         "delta_capture_s": None

@@ -496,10 +496,22 @@ def check_claims(plan: Plan, inp: PlanInput, fix: Fix, search: FixSearch) -> Non
     # the summary's numbers are the same figures
     m = re.search(r"graphs (\d+) → (\d+) \(([+-]\d+)\)", fix.summary)
     assert m and (int(m[1]), int(m[2]), int(m[3])) == (graphs0, graphs1, graphs1 - graphs0), fix.summary
-    m = re.search(r"predicted ([\d,]+) → ([\d,]+) MiB \(([+-][\d,]+)\)", fix.summary)
+    m = re.search(
+        r"predicted ([\d,]+) → ([\d,]+) MiB \(([+-][\d,]+)"
+        r"(?:; ([\d,]+)\.\.([\d,]+) MiB outside the validated domain(?:: (.*?))?)?\), capture",
+        fix.summary,
+    )
     assert m, fix.summary
     assert (_number(m[1]), _number(m[2])) == (round(t0.total_mib), round(t1.total_mib))
     assert _number(m[3]) == round(t1.total_mib - t0.total_mib)
+    # outside the domain: the fixed plan's own band, and the reasons its plan does not already give
+    assert bool(m[4]) == bool(t1.domain.outside)
+    new = tuple(r for r in t1.domain.outside if r not in t0.domain.outside)
+    assert fix.pool_after_outside == new
+    assert fix.pool_after_band_mib == (t1.low_mib, t1.high_mib)
+    if m[4]:
+        assert (_number(m[4]), _number(m[5])) == (round(t1.low_mib), round(t1.high_mib))
+        assert (m[6] or "") == "; ".join(new)
     m = re.search(r"capture ([\d.]+) → ([\d.]+) s \(([+-][\d.]+)\)", fix.summary)
     assert m and abs(float(m[3]) - (t1.capture_s - t0.capture_s)) <= 0.051, fix.summary
     assert (float(m[1]), float(m[2])) == (round(t0.capture_s, 1), round(t1.capture_s, 1))

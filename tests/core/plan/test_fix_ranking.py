@@ -182,3 +182,47 @@ def test_a_gap_under_one_percent_of_the_step_is_not_worth_closing() -> None:
     assert small.share < WORTH_CLOSING_SHARE and small.worth_closing is False
     assert small.verdict.startswith("not worth closing: it costs 0.3% of the expected")
     assert big.worth_closing is True and big.share > 0.3
+
+
+def _yaml(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"model: {ROOT_DIR / 'configs/models/llama-3.1-8b'}\n{body}"
+        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
+    )
+    return path
+
+
+def test_a_withheld_memory_figure_prices_no_fix(tmp_path: Path) -> None:
+    """An attention backend no capture measured: the plan gives no memory figure, and before, its
+    fixes still printed "predicted 493 -> 953 MiB" and were held to the memory budget by it."""
+    config = _yaml(
+        tmp_path,
+        "flashinfer",
+        "max_num_seqs: 256\nattention_backend: FLASHINFER\n"
+        "speculative_config: {method: ngram, num_speculative_tokens: 5, prompt_lookup_max: 4}\n",
+    )
+    _, plan = plan_file(config)
+    assert plan.cost is not None and not plan.cost.domain.figure and plan.fixes
+    for f in plan.fixes:
+        assert f.pool_before_mib is None and f.pool_after_mib is None and f.capture_after_s is None
+        assert "MiB" not in f.summary and f.pool_after_band_mib is None
+    assert "MiB" not in render_table(plan).split("\n")[0]  # the verdict line
+
+
+def test_a_fix_whose_memory_is_outside_the_domain_says_so(tmp_path: Path) -> None:
+    """max_num_seqs 2048: the ladder to 2048 leaves the memory fit's largest graph (1,024 tokens);
+    before, the fix printed "predicted 744 -> 1,686 MiB" as if inside; now its figure carries the
+    wider band and the reason, in the fix, the JSON and the verdict."""
+    _, plan = plan_file(_yaml(tmp_path, "mns2048", "max_num_seqs: 2048\n"))
+    assert plan.cost is not None and plan.cost.domain.inside
+    outside = [f for f in plan.fixes if f.pool_after_outside]
+    assert outside
+    lo, hi = (plan.cost.domain.fitted.split("largest graph ")[1].split(" tokens")[0]).split("..")
+    for f in outside:
+        assert f.pool_after_outside == ("largest graph 2048 tokens (fitted: " + lo + ".." + hi + ")",)
+        assert f.pool_after_band_mib is not None and f.pool_after_mib is not None
+        assert f.pool_after_band_mib[0] < f.pool_after_mib < f.pool_after_band_mib[1]
+        assert "outside the validated domain: largest graph 2048 tokens" in f.summary
+    text = render_table(plan)
+    assert "MiB, extrapolated)" in text.split("\n")[1] or "MiB, extrapolated)" in text.split("\n")[2]

@@ -366,6 +366,9 @@ def test_totals_are_the_predictions_totals(inp: PlanInput) -> None:
     c = default_coefficients()
     full, totals = plan_cost(plan, inp, c), plan_cost_totals(plan, inp, c)
     assert (totals.total_mib, totals.capture_s) == (full.total_mib, full.capture_s)
+    if full.graphs:  # the domain and the band the fix search prints and ranks by: the plan's
+        assert totals.domain == full.domain
+        assert (totals.low_mib, totals.high_mib) == (full.low_mib, full.high_mib)
 
 
 # FA3 runs a FULL graph of more than 992 requests with one split (flash_api.cpp's
