@@ -285,6 +285,10 @@ class PlanFix:
     predicted_mib_before: float | None = None
     predicted_mib_after: float | None = None
     delta_predicted_mib: float | None = None
+    predicted_mib_after_band: tuple[float, float] | None = None
+    """The after figure's band (issue 29)."""
+    predicted_mib_after_outside_domain: tuple[str, ...] = ()
+    """Where the fixed config leaves the validated domain beyond the plan's own (issue 29)."""
     capture_s_before: float | None = None
     capture_s_after: float | None = None
     delta_capture_s: float | None = None
