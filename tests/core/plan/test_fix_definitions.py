@@ -401,6 +401,7 @@ _keys = st.tuples(
     st.integers(0, 1),  # gap batches left
     st.booleans(),  # heavily padded
     st.integers(0, 12).map(lambda x: x / 4),  # mean padding %: 0.25 steps, the tolerance's edge hit
+    st.booleans(),  # memory beyond the plan's validated domain
     st.integers(0, 5),  # MiB
     st.integers(0, 5),  # graphs
     st.floats(0, 3, allow_nan=False).map(lambda x: round(x, 1)),  # capture s
@@ -412,14 +413,15 @@ _keys = st.tuples(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_keys, max_size=8))
 # exactly PADDING_TOLERANCE_PCT above the least padded is within it: memory decides
-@example([(0, False, 1.0, 1, 0, 0.0, 0.0, 0), (0, False, 0.0, 2, 0, 0.0, 0.0, 0)])
+@example([(0, False, 1.0, False, 1, 0, 0.0, 0.0, 0), (0, False, 0.0, False, 2, 0, 0.0, 0.0, 0)])
 def test_rank_fixes_follows_the_stated_objective(keys: list[tuple]) -> None:  # type: ignore[type-arg]
     """Coverage, then heavy padding, then mean padding where it is more than PADDING_TOLERANCE_PCT
-    above the least padded fix's (within it, as padded as the least), then memory, graphs, capture
-    time, worst and mean padding, flag length; ties keep the order found."""
+    above the least padded fix's (within it, as padded as the least), then memory beyond the
+    plan's validated domain last, then memory, graphs, capture time, worst and mean padding, flag
+    length; ties keep the order found."""
     found = [
-        (gaps, heavy, mean, mib, graphs, cap, worst, mean, flags)
-        for gaps, heavy, mean, mib, graphs, cap, worst, flags in keys
+        (gaps, heavy, mean, beyond, mib, graphs, cap, worst, mean, flags)
+        for gaps, heavy, mean, beyond, mib, graphs, cap, worst, flags in keys
     ]
     least = min((k[2] for k in found), default=0.0)
 
