@@ -408,7 +408,7 @@ def config_time_mode(
     runner_before_sp: str,
     sp_on: bool,
     notes: list[Note],
-    comp: Compilation | None = None,
+    comp: Compilation,
 ) -> ModeDecision:
     """`VllmConfig.__post_init__`'s mode, in vLLM's order: level default, dynamic-SD
     override, the non-VLLM_COMPILE normalisation, then SP's full-graph forcing.
@@ -416,7 +416,6 @@ def config_time_mode(
     `runner_before_sp` is the runner as the dynamic-SD override sees it: vLLM evaluates
     `use_v2_model_runner` there before the SP heuristic may switch `enable_sp` off.
     """
-    comp = comp if comp is not None else compilation(inp, rules, [])
     if inp.enforce_eager:
         return ModeDecision(Mode.NONE, True, comp)
     mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
