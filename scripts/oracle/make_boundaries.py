@@ -230,6 +230,26 @@ def corpus() -> dict[str, tuple[str, dict]]:
         out[f"attn-single-token-k1-{runner}"][1]["cgplan"]["attention_cudagraph_support"] = (
             "UNIFORM_SINGLE_TOKEN_DECODE"
         )
+    # resolve_cudagraph_mode_and_sizes's three downgrades on both sides of "attention is a splitting
+    # op": compiled with VLLM_COMPILE (it is) or not compiled into pieces (compilation mode 0: it is
+    # not), for a FULL mixed mode below ALWAYS (FULL_AND_PIECEWISE or FULL_DECODE_ONLY), a FULL
+    # decode mode under NEVER (PIECEWISE or NONE) and a FULL decode mode with spec-decode below
+    # UNIFORM_BATCH (PIECEWISE or NONE).
+    downgrades = {
+        "never-fdo": ("NEVER", "FULL_DECODE_ONLY", None),
+        "never-full": ("NEVER", "FULL", None),
+        "uniform-full": ("UNIFORM_BATCH", "FULL", None),
+        "single-token-fdo-k1": ("UNIFORM_SINGLE_TOKEN_DECODE", "FULL_DECODE_ONLY", 1),
+    }
+    for name, (support, mode, k) in downgrades.items():
+        for comp_name, comp in (("compiled", 3), ("compile-none", 0)):
+            spec = {} if k is None else {"speculative_config": {"method": "eagle", "num_speculative_tokens": k}}
+            key = f"attn-{name}-{comp_name}"
+            out[key] = (
+                f"attention support {support}, cudagraph_mode {mode}, compilation mode {comp}",
+                cfg(32, runner="v1", compilation_config={"mode": comp, "cudagraph_mode": mode}, **spec),
+            )
+            out[key][1]["cgplan"]["attention_cudagraph_support"] = support
     # get_captured_lora_counts under specialize_active_lora: the powers of two in 1..max_loras + 1 and
     # max_loras + 1; max_loras 2 and 6 put a power of two (4, 8) just past max_loras + 1.
     for max_loras in (2, 6):
