@@ -87,12 +87,12 @@ def lora_cases(
 def effective_loras(cases: tuple[int, ...], num_active_loras: int) -> int:
     """The captured adapter count a batch with `num_active_loras` adapters dispatches to (0: none).
     With LoRA on, `lora_cases` always holds a LoRA set (max_loras + 1); plans ask for a LoRA batch
-    only then."""
+    only then (the no-LoRA case 0, below any count asked for, is never the one bisect finds)."""
     if num_active_loras <= 0:
         return 0
-    with_lora = sorted(c for c in cases if c > 0)
-    i = bisect.bisect_left(with_lora, num_active_loras)
-    return with_lora[i] if i < len(with_lora) else with_lora[-1]
+    captured = sorted(cases)
+    i = bisect.bisect_left(captured, num_active_loras)
+    return captured[i] if i < len(captured) else captured[-1]
 
 
 class V1Dispatcher:
