@@ -672,7 +672,9 @@ def v1_round_sizes(
     """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q.
 
     `sp_pass`: the release has the sequence-parallelism pass (`VllmRules.sequence_parallel`), whose
-    multiple of TP its refusal names."""
+    multiple of TP its refusal names. vLLM's early return (no sizes, or a multiple of 1) is not
+    mirrored: the plan rounds only where query_len > 1 (so the multiple is too) and the mode has a
+    FULL decode half, whose ladder holds at least one size (an empty one is refused with graphs on)."""
     multiple = query_len
     if sp_on:  # (at TP 1 the multiple stays query_len)
         multiple = max(query_len, tp)
@@ -684,8 +686,6 @@ def v1_round_sizes(
                 "(tensor_parallel_size) required by sequence parallelism please adjust "
                 "num_speculative_tokens or disable sequence parallelism",
             )
-    if not sizes or multiple <= 1:
-        return sizes, max_size
     rounded = sorted({round_up(x, multiple) for x in sizes if round_up(x, multiple) <= max_size})
     if not rounded and multiple <= max_size:
         rounded = [multiple]
