@@ -303,6 +303,31 @@ def corpus() -> dict[str, tuple[str, dict]]:
             f"compilation mode {comp} with DSpark (V2 before any other check, 0.26.0-0.28.0)",
             cfg(64, speculative_config=dspark, compilation_config={"mode": comp}),
         )
+        # cudagraph_mode FULL (no piecewise half for the first normalisation to take) turned
+        # PIECEWISE by the override: 0.30.0+ normalise that again, 0.26-0.29 keep it
+        out[f"compile-{name}-kv-layerwise-full"] = (
+            f"compilation mode {comp}, cudagraph_mode FULL, with a layerwise KV connector",
+            cfg(64, kv_transfer_config=layerwise, compilation_config={"mode": comp, "cudagraph_mode": "FULL"}),
+        )
+        out[f"compile-{name}-pooling-full"] = (
+            f"compilation mode {comp}, cudagraph_mode FULL, --runner pooling",
+            cfg(64, runner="auto", compilation_config={"mode": comp, "cudagraph_mode": "FULL"}),
+        )
+        out[f"compile-{name}-pooling-full"][1]["runner"] = "pooling"
+    # The -O level's default compilation mode (VLLM_COMPILE above -O0, none at -O0) under an explicit
+    # piecewise cudagraph_mode, which a mode that compiles nothing into pieces normalises.
+    for level in (0, 1):
+        out[f"o{level}-full-and-piecewise"] = (
+            f"-O{level} with cudagraph_mode FULL_AND_PIECEWISE",
+            cfg(64, optimization_level=level, compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE"}),
+        )
+    # Decode context parallelism on a GQA model (tiny-llama: 8 KV heads): TP must exceed the KV heads
+    # (one below, at and one above 8), then DCP must be at most TP // KV heads.
+    for tp in (4, 8, 16):
+        out[f"dcp2-tp{tp}-gqa8"] = (
+            f"decode context parallel 2 at TP {tp} on a model with 8 KV heads",
+            cfg(32, tensor_parallel_size=tp, decode_context_parallel_size=2),
+        )
     return out
 
 

@@ -436,6 +436,15 @@ def config_time_mode(
         mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
         if rules.non_compile_keeps_full_decode:  # 0.30+ normalises again after these overrides
             mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        elif mode.has_piecewise() and not comp.breakable:
+            # 0.26-0.29: an override's PIECEWISE meets __post_init__'s final check (an assert every
+            # release has; from 0.30.0 the second normalisation leaves it nothing to catch)
+            raise Rejected(
+                "compilation_config.cudagraph_mode",
+                "Compilation mode should be CompilationMode.VLLM_COMPILE when cudagraph_mode piecewise "
+                f"cudagraphs is used, cudagraph_mode={mode.value} ({compile_off_cause(inp)}: nothing "
+                "is compiled into pieces)",
+            )
         return ModeDecision(mode, False, comp)
     mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
     attention_splits = True
