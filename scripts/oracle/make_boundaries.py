@@ -243,7 +243,9 @@ def corpus() -> dict[str, tuple[str, dict]]:
     }
     for name, (support, mode, k) in downgrades.items():
         for comp_name, comp in (("compiled", 3), ("compile-none", 0)):
-            spec = {} if k is None else {"speculative_config": {"method": "eagle", "num_speculative_tokens": k}}
+            spec = (
+                {} if k is None else {"speculative_config": {"method": "eagle", "num_speculative_tokens": k}}
+            )
             key = f"attn-{name}-{comp_name}"
             out[key] = (
                 f"attention support {support}, cudagraph_mode {mode}, compilation mode {comp}",
@@ -307,7 +309,9 @@ def corpus() -> dict[str, tuple[str, dict]]:
         # PIECEWISE by the override: 0.30.0+ normalise that again, 0.26-0.29 keep it
         out[f"compile-{name}-kv-layerwise-full"] = (
             f"compilation mode {comp}, cudagraph_mode FULL, with a layerwise KV connector",
-            cfg(64, kv_transfer_config=layerwise, compilation_config={"mode": comp, "cudagraph_mode": "FULL"}),
+            cfg(
+                64, kv_transfer_config=layerwise, compilation_config={"mode": comp, "cudagraph_mode": "FULL"}
+            ),
         )
         out[f"compile-{name}-pooling-full"] = (
             f"compilation mode {comp}, cudagraph_mode FULL, --runner pooling",
