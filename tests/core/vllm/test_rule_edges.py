@@ -270,4 +270,4 @@ def test_no_release_picks_smallest_any_mode_with_microbatched_twins() -> None:
         if rules_for(v).v2_candidates is V2Candidates.SMALLEST_ANY_MODE and rules_for(v).v2_ubatch_twins
     ]
     assert both == []
-    assert [v for v in SUPPORTED_VERSIONS if rules_for(v).v2_ubatch_twins][0] == "0.30.0"
+    assert next(v for v in SUPPORTED_VERSIONS if rules_for(v).v2_ubatch_twins) == "0.30.0"
