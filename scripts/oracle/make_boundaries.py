@@ -325,6 +325,20 @@ def corpus() -> dict[str, tuple[str, dict]]:
             f"-O{level} with cudagraph_mode FULL_AND_PIECEWISE",
             cfg(64, optimization_level=level, compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE"}),
         )
+    # DFlash's draft layers on SM100 (FLASH_ATTN for a non-causal one): a draft config's `is_causal`
+    # read first from 0.28.0 (`_dflash_layer_causal`), the tiny draft otherwise non-causal
+    out["dflash-is-causal-bw"] = (
+        "DFlash K=3 on SM100 with a draft config that sets is_causal: true",
+        cfg(
+            64,
+            platform="blackwell",
+            speculative_config={
+                "method": "dflash",
+                "model": "configs/models/tiny-dflash-is-causal",
+                "num_speculative_tokens": 3,
+            },
+        ),
+    )
     # Decode context parallelism on a GQA model (tiny-llama: 8 KV heads): TP must exceed the KV heads
     # (one below, at and one above 8), then DCP must be at most TP // KV heads.
     for tp in (4, 8, 16):
