@@ -205,13 +205,10 @@ def validate_ubatching_backend(inp: PlanInput, rules: VllmRules) -> None:
         )
 
 
-def model_runner(
-    inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note], comp: Compilation | None = None
-) -> str:
+def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note], comp: Compilation) -> str:
     """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides (`comp`: the compilation mode
-    after `__post_init__`'s overrides; default: computed here)."""
+    after `__post_init__`'s overrides)."""
     unsupported: list[str] = []
-    comp = comp if comp is not None else compilation(inp, rules, [])
     if rules.v2_stock_compile_unsupported and comp.mode == STOCK_TORCH_COMPILE:
         unsupported.append("stock torch.compile")
     method = inp.speculative.method if inp.speculative else None
