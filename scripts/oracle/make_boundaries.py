@@ -339,6 +339,18 @@ def corpus() -> dict[str, tuple[str, dict]]:
             },
         ),
     )
+    # The runner's own checks on an explicit runner: V1 refuses DSpark (0.29+) and async scheduling
+    # with pipeline parallelism (0.31+); V2 asked for by name takes both.
+    dspark_k3 = {"method": "dspark", "model": "configs/models/tiny-dspark", "num_speculative_tokens": 3}
+    for runner in ("v1", "v2"):
+        out[f"runner-{runner}-dspark"] = (
+            f"DSpark K=3 on model runner {runner.upper()} by name",
+            cfg(64, runner=runner, speculative_config=dspark_k3),
+        )
+        out[f"runner-{runner}-pp2-async"] = (
+            f"pipeline parallel 2 with async scheduling on model runner {runner.upper()} by name",
+            cfg(64, runner=runner, pipeline_parallel_size=2, async_scheduling=True),
+        )
     # Decode context parallelism on a GQA model (tiny-llama: 8 KV heads): TP must exceed the KV heads
     # (one below, at and one above 8), then DCP must be at most TP // KV heads.
     for tp in (4, 8, 16):
