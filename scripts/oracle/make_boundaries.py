@@ -230,6 +230,28 @@ def corpus() -> dict[str, tuple[str, dict]]:
         out[f"attn-single-token-k1-{runner}"][1]["cgplan"]["attention_cudagraph_support"] = (
             "UNIFORM_SINGLE_TOKEN_DECODE"
         )
+    # resolve_cudagraph_mode_and_sizes's three downgrades on both sides of "attention is a splitting
+    # op": compiled with VLLM_COMPILE (it is) or not compiled into pieces (compilation mode 0: it is
+    # not), for a FULL mixed mode below ALWAYS (FULL_AND_PIECEWISE or FULL_DECODE_ONLY), a FULL
+    # decode mode under NEVER (PIECEWISE or NONE) and a FULL decode mode with spec-decode below
+    # UNIFORM_BATCH (PIECEWISE or NONE).
+    downgrades = {
+        "never-fdo": ("NEVER", "FULL_DECODE_ONLY", None),
+        "never-full": ("NEVER", "FULL", None),
+        "uniform-full": ("UNIFORM_BATCH", "FULL", None),
+        "single-token-fdo-k1": ("UNIFORM_SINGLE_TOKEN_DECODE", "FULL_DECODE_ONLY", 1),
+    }
+    for name, (support, mode, k) in downgrades.items():
+        for comp_name, comp in (("compiled", 3), ("compile-none", 0)):
+            spec = (
+                {} if k is None else {"speculative_config": {"method": "eagle", "num_speculative_tokens": k}}
+            )
+            key = f"attn-{name}-{comp_name}"
+            out[key] = (
+                f"attention support {support}, cudagraph_mode {mode}, compilation mode {comp}",
+                cfg(32, runner="v1", compilation_config={"mode": comp, "cudagraph_mode": mode}, **spec),
+            )
+            out[key][1]["cgplan"]["attention_cudagraph_support"] = support
     # get_captured_lora_counts under specialize_active_lora: the powers of two in 1..max_loras + 1 and
     # max_loras + 1; max_loras 2 and 6 put a power of two (4, 8) just past max_loras + 1.
     for max_loras in (2, 6):
@@ -282,6 +304,59 @@ def corpus() -> dict[str, tuple[str, dict]]:
         out[f"compile-{name}-dspark"] = (
             f"compilation mode {comp} with DSpark (V2 before any other check, 0.26.0-0.28.0)",
             cfg(64, speculative_config=dspark, compilation_config={"mode": comp}),
+        )
+        # cudagraph_mode FULL (no piecewise half for the first normalisation to take) turned
+        # PIECEWISE by the override: 0.30.0+ normalise that again, 0.26-0.29 keep it
+        out[f"compile-{name}-kv-layerwise-full"] = (
+            f"compilation mode {comp}, cudagraph_mode FULL, with a layerwise KV connector",
+            cfg(
+                64, kv_transfer_config=layerwise, compilation_config={"mode": comp, "cudagraph_mode": "FULL"}
+            ),
+        )
+        out[f"compile-{name}-pooling-full"] = (
+            f"compilation mode {comp}, cudagraph_mode FULL, --runner pooling",
+            cfg(64, runner="auto", compilation_config={"mode": comp, "cudagraph_mode": "FULL"}),
+        )
+        out[f"compile-{name}-pooling-full"][1]["runner"] = "pooling"
+    # The -O level's default compilation mode (VLLM_COMPILE above -O0, none at -O0) under an explicit
+    # piecewise cudagraph_mode, which a mode that compiles nothing into pieces normalises.
+    for level in (0, 1):
+        out[f"o{level}-full-and-piecewise"] = (
+            f"-O{level} with cudagraph_mode FULL_AND_PIECEWISE",
+            cfg(64, optimization_level=level, compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE"}),
+        )
+    # DFlash's draft layers on SM100 (FLASH_ATTN for a non-causal one): a draft config's `is_causal`
+    # read first from 0.28.0 (`_dflash_layer_causal`), the tiny draft otherwise non-causal
+    out["dflash-is-causal-bw"] = (
+        "DFlash K=3 on SM100 with a draft config that sets is_causal: true",
+        cfg(
+            64,
+            platform="blackwell",
+            speculative_config={
+                "method": "dflash",
+                "model": "configs/models/tiny-dflash-is-causal",
+                "num_speculative_tokens": 3,
+            },
+        ),
+    )
+    # The runner's own checks on an explicit runner: V1 refuses DSpark (0.29+) and async scheduling
+    # with pipeline parallelism (0.31+); V2 asked for by name takes both.
+    dspark_k3 = {"method": "dspark", "model": "configs/models/tiny-dspark", "num_speculative_tokens": 3}
+    for runner in ("v1", "v2"):
+        out[f"runner-{runner}-dspark"] = (
+            f"DSpark K=3 on model runner {runner.upper()} by name",
+            cfg(64, runner=runner, speculative_config=dspark_k3),
+        )
+        out[f"runner-{runner}-pp2-async"] = (
+            f"pipeline parallel 2 with async scheduling on model runner {runner.upper()} by name",
+            cfg(64, runner=runner, pipeline_parallel_size=2, async_scheduling=True),
+        )
+    # Decode context parallelism on a GQA model (tiny-llama: 8 KV heads): TP must exceed the KV heads
+    # (one below, at and one above 8), then DCP must be at most TP // KV heads.
+    for tp in (4, 8, 16):
+        out[f"dcp2-tp{tp}-gqa8"] = (
+            f"decode context parallel 2 at TP {tp} on a model with 8 KV heads",
+            cfg(32, tensor_parallel_size=tp, decode_context_parallel_size=2),
         )
     return out
 

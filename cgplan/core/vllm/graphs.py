@@ -87,12 +87,12 @@ def lora_cases(
 def effective_loras(cases: tuple[int, ...], num_active_loras: int) -> int:
     """The captured adapter count a batch with `num_active_loras` adapters dispatches to (0: none).
     With LoRA on, `lora_cases` always holds a LoRA set (max_loras + 1); plans ask for a LoRA batch
-    only then."""
+    only then (the no-LoRA case 0, below any count asked for, is never the one bisect finds)."""
     if num_active_loras <= 0:
         return 0
-    with_lora = sorted(c for c in cases if c > 0)
-    i = bisect.bisect_left(with_lora, num_active_loras)
-    return with_lora[i] if i < len(with_lora) else with_lora[-1]
+    captured = sorted(cases)
+    i = bisect.bisect_left(captured, num_active_loras)
+    return captured[i] if i < len(captured) else captured[-1]
 
 
 class V1Dispatcher:
@@ -258,7 +258,8 @@ class V2Manager:
         # so a size rounding up to one already made makes no descriptor at all
         seen: set[tuple[int, int | None, int, int]] = set()
         with_decode = mode.separate_routine() and decode_mode is not Mode.NONE
-        # 0.26-0.28 pick among every mode's descriptors of one token count, in the order added
+        # 0.26-0.28 pick among every mode's descriptors of one token count, in the order added (no
+        # microbatched twin joins them: twins come with 0.30.0, test_rule_edges holds releases to it)
         by_token: dict[tuple[int, int], list[_Desc]] | None = (
             {} if candidates is V2Candidates.SMALLEST_ANY_MODE else None
         )
@@ -292,8 +293,6 @@ class V2Manager:
                             if twin_key not in seen:
                                 mark(twin_key)
                                 add_decode(twin)
-                                if by_token is not None:
-                                    by_token.setdefault((twin.num_tokens, lora), []).append(twin)
                 if mixed_mode is not Mode.NONE:
                     desc = new_desc(
                         (mixed_mode, size, min(size, max_num_seqs) if mixed_full else None, None, lora, 1)
@@ -304,8 +303,6 @@ class V2Manager:
                     twin = ubatch.twin(desc) if ubatch else None
                     if twin is not None:
                         add_mixed(twin)
-                        if by_token is not None:
-                            by_token.setdefault((twin.num_tokens, lora), []).append(twin)
         by_mode = {m: descs for m, descs in by_mode.items() if descs}
         for descs in by_mode.values():
             descs.sort(key=_TOKENS, reverse=True)

@@ -148,9 +148,6 @@ class VllmRules:
     v2_breakable_pads_piecewise_reqs: bool = False
     """V2 under breakable CUDA graphs gives PIECEWISE descriptors num_reqs = min(size,
     max_num_seqs), as FULL ones (`_init_candidates`, 0.26.0; None again from 0.27.1)."""
-    v2_piecewise_needs_compiled_model: bool = False
-    """V2 drops PIECEWISE when the loaded model has neither a compiled submodule nor breakable
-    CUDA graphs (`piecewise_capture_available`, gpu/model_runner.py, 0.30+)."""
     v2_stock_compile_unsupported: bool = True
     """V2 lacks "stock torch.compile" (`_get_v2_model_runner_unsupported_features`, 0.26-0.31):
     `auto` falls back to V1, `v2` is refused."""
@@ -376,7 +373,10 @@ _r = _release(
 )
 # `_normalize_piecewise_cudagraph_mode` uses without_piecewise(); FlashInfer SM90 XQA.
 # DBO on V2: `_get_dbo_unsupported_features` and microbatched twins; the threshold check.
-# V2's `piecewise_capture_available`; V1's breakable wrapper takes PIECEWISE only.
+# V2's `piecewise_capture_available` (no flag: V2 drops PIECEWISE at load time for a model with
+# neither a compiled submodule nor breakable CUDA graphs; cgplan plans the model as compiled, one of
+# docs/planner.md's assumptions);
+# V1's breakable wrapper takes PIECEWISE only.
 _r = _release(
     replace(
         _r,
@@ -391,7 +391,6 @@ _r = _release(
         # CacheDType gains nvfp4_ds_mla (after fp8_ds_mla)
         kv_cache_dtypes=_insert_after(_r.kv_cache_dtypes, "fp8_ds_mla", "nvfp4_ds_mla"),
         non_compile_keeps_full_decode=True,
-        v2_piecewise_needs_compiled_model=True,
         breakable_full_is_full=True,
         kv_connectors=_r.kv_connectors | {"HiSparseConnector"},  # factory.py
         breakable_architectures=_r.breakable_architectures

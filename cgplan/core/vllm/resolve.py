@@ -205,13 +205,10 @@ def validate_ubatching_backend(inp: PlanInput, rules: VllmRules) -> None:
         )
 
 
-def model_runner(
-    inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note], comp: Compilation | None = None
-) -> str:
+def model_runner(inp: PlanInput, rules: VllmRules, sp_on: bool, notes: list[Note], comp: Compilation) -> str:
     """ "v1" or "v2", as `VllmConfig.use_v2_model_runner` decides (`comp`: the compilation mode
-    after `__post_init__`'s overrides; default: computed here)."""
+    after `__post_init__`'s overrides)."""
     unsupported: list[str] = []
-    comp = comp if comp is not None else compilation(inp, rules, [])
     if rules.v2_stock_compile_unsupported and comp.mode == STOCK_TORCH_COMPILE:
         unsupported.append("stock torch.compile")
     method = inp.speculative.method if inp.speculative else None
@@ -408,7 +405,7 @@ def config_time_mode(
     runner_before_sp: str,
     sp_on: bool,
     notes: list[Note],
-    comp: Compilation | None = None,
+    comp: Compilation,
 ) -> ModeDecision:
     """`VllmConfig.__post_init__`'s mode, in vLLM's order: level default, dynamic-SD
     override, the non-VLLM_COMPILE normalisation, then SP's full-graph forcing.
@@ -416,7 +413,6 @@ def config_time_mode(
     `runner_before_sp` is the runner as the dynamic-SD override sees it: vLLM evaluates
     `use_v2_model_runner` there before the SP heuristic may switch `enable_sp` off.
     """
-    comp = comp if comp is not None else compilation(inp, rules, [])
     if inp.enforce_eager:
         return ModeDecision(Mode.NONE, True, comp)
     mode = inp.cudagraph_mode or LEVEL_DEFAULT_MODE[inp.optimization_level]
@@ -437,6 +433,15 @@ def config_time_mode(
         mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
         if rules.non_compile_keeps_full_decode:  # 0.30+ normalises again after these overrides
             mode = normalize_piecewise(mode, comp, rules, notes, compile_off_cause(inp))
+        elif mode.has_piecewise() and not comp.breakable:
+            # 0.26-0.29: an override's PIECEWISE meets __post_init__'s final check (an assert every
+            # release has; from 0.30.0 the second normalisation leaves it nothing to catch)
+            raise Rejected(
+                "compilation_config.cudagraph_mode",
+                "Compilation mode should be CompilationMode.VLLM_COMPILE when cudagraph_mode piecewise "
+                f"cudagraphs is used, cudagraph_mode={mode.value} ({compile_off_cause(inp)}: nothing "
+                "is compiled into pieces)",
+            )
         return ModeDecision(mode, False, comp)
     mode = connector_mode(model_kind_mode(mode, inp, notes), inp, notes)
     attention_splits = True
@@ -673,7 +678,9 @@ def v1_round_sizes(
     """V1's `adjust_cudagraph_sizes_for_spec_decode`: sizes rounded up to multiples of q.
 
     `sp_pass`: the release has the sequence-parallelism pass (`VllmRules.sequence_parallel`), whose
-    multiple of TP its refusal names."""
+    multiple of TP its refusal names. vLLM's early return (no sizes, or a multiple of 1) is not
+    mirrored: the plan rounds only where query_len > 1 (so the multiple is too) and the mode has a
+    FULL decode half, whose ladder holds at least one size (an empty one is refused with graphs on)."""
     multiple = query_len
     if sp_on:  # (at TP 1 the multiple stays query_len)
         multiple = max(query_len, tp)
@@ -685,8 +692,6 @@ def v1_round_sizes(
                 "(tensor_parallel_size) required by sequence parallelism please adjust "
                 "num_speculative_tokens or disable sequence parallelism",
             )
-    if not sizes or multiple <= 1:
-        return sizes, max_size
     rounded = sorted({round_up(x, multiple) for x in sizes if round_up(x, multiple) <= max_size})
     if not rounded and multiple <= max_size:
         rounded = [multiple]

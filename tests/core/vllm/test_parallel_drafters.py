@@ -27,9 +27,15 @@ from cgplan.io.config import Overrides, load_config
 from tests.paths import ROOT_DIR, TESTS_DIR
 
 DATA = TESTS_DIR / "data"
+# tests/data/oracle-boundaries adds the draft configs of scripts/oracle/make_boundaries.py (a DFlash
+# draft's `is_causal`, read from 0.28.0) for four releases
 RECORDS = sorted(
-    p for p in (DATA / "oracle").glob("*.json.gz") if p.name.startswith(("dflash-", "dspark-", "suffix-"))
+    p
+    for folder in ("oracle", "oracle-boundaries")
+    for p in (DATA / folder).glob("*.json.gz")
+    if p.name.startswith(("dflash-", "dspark-", "suffix-"))
 )
+CORPUS_OF = {"oracle": "corpus", "oracle-boundaries": "corpus-boundaries"}
 
 
 def _doc(path: Path) -> dict[str, Any]:
@@ -49,7 +55,8 @@ def test_every_method_is_recorded_on_every_release() -> None:
 def test_speculator_inputs_match_vllm(record: Path) -> None:
     doc = _doc(record)
     rec = doc["_recorded"]
-    cfg = load_config(DATA / "corpus" / rec["corpus_file"], Overrides(vllm_version=rec["vllm_version"]))
+    corpus = DATA / CORPUS_OF[record.parent.name] / rec["corpus_file"]
+    cfg = load_config(corpus, Overrides(vllm_version=rec["vllm_version"]))
     inp, rules = cfg.input, rules_for(rec["vllm_version"])
     speculator = ((doc.get("runtime") or {}).get("v2") or {}).get("speculator")
     if speculator is None:

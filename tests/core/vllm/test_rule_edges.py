@@ -259,3 +259,15 @@ def test_closest_release_of_an_unknown_build_is_the_newest_release_not_newer(i: 
     next_minor = f"{major}.{minor + 1}.0"
     if release_for(next_minor) is None:
         assert closest_release(next_minor) == newest_of_minor
+
+
+def test_no_release_picks_smallest_any_mode_with_microbatched_twins() -> None:
+    """V2Manager keeps no microbatched twin among 0.26-0.28's any-mode candidates (graphs.py): vLLM's
+    `_maybe_ubatch_twin` came with 0.30.0, after 0.29.0's per-mode candidate ranges."""
+    both = [
+        v
+        for v in SUPPORTED_VERSIONS
+        if rules_for(v).v2_candidates is V2Candidates.SMALLEST_ANY_MODE and rules_for(v).v2_ubatch_twins
+    ]
+    assert both == []
+    assert next(v for v in SUPPORTED_VERSIONS if rules_for(v).v2_ubatch_twins) == "0.30.0"
