@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import VLLM_COMPILE, ModelShape, PlanInput, SpeculativeSpec
-from cgplan.core.model.types import Fix, Gap, Plan
+from cgplan.core.model.types import Fix, Gap, Plan, Rejected
 from cgplan.core.plan import gaps as gaps_mod
 from cgplan.core.plan.budgets import FixBudgets
 from cgplan.core.plan.build import build_plan
@@ -43,6 +43,7 @@ from cgplan.core.plan.gaps import (
     range_padding,
     step_padding,
 )
+from cgplan.core.plan.policies import BUILTIN_POLICIES, CapturePolicy
 from cgplan.core.predict.cost import plan_cost_totals
 from cgplan.core.vllm.ladder import request_counts, token_grid
 from cgplan.io.cost_coefficients import default_coefficients
@@ -665,6 +666,27 @@ def test_the_ladder_budget_bound_keeps_the_same_fixes(inp: PlanInput, limit: int
     try:
         gaps_mod._cheap_bound = lambda cand, rules, base, p, budgets: real(cand, rules, base, p, None)  # type: ignore[assignment]
         unbounded = build_plan(inp, search=search)
+    finally:
+        gaps_mod._cheap_bound = real
+    assert unbounded.fixes == plan.fixes
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs(), st.sampled_from([p for n, p in BUILTIN_POLICIES.items() if n != "upstream"]))
+def test_the_bounds_read_the_policys_ladder(inp: PlanInput, policy: CapturePolicy) -> None:
+    """Under a what-if policy the search's bounds (a candidate's largest size, its size count) are
+    its ladder under that policy: without `_cheap_bound` at all, planning every candidate under
+    the policy finds the same fixes."""
+    try:
+        plan = build_plan(inp, search=SEARCH, policy=policy)
+    except (Rejected, ValueError):
+        return
+    if not plan.gaps:
+        return
+    real = gaps_mod._cheap_bound
+    try:
+        gaps_mod._cheap_bound = lambda cand, rules, base, p, budgets: None  # type: ignore[assignment]
+        unbounded = build_plan(inp, search=SEARCH, policy=policy)
     finally:
         gaps_mod._cheap_bound = real
     assert unbounded.fixes == plan.fixes

@@ -446,7 +446,9 @@ def _naive_opens(before: Plan, after: Plan) -> bool:
     )
 
 
-_MODES = st.sampled_from([None, Mode.FULL_AND_PIECEWISE, Mode.FULL, Mode.FULL_DECODE_ONLY, Mode.PIECEWISE, Mode.NONE])
+_MODES = st.sampled_from(
+    [None, Mode.FULL_AND_PIECEWISE, Mode.FULL, Mode.FULL_DECODE_ONLY, Mode.PIECEWISE, Mode.NONE]
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
