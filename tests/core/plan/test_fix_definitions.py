@@ -34,6 +34,7 @@ from cgplan.core.plan.gaps import (
     _opens_gaps,
     _runs,
     _still_open,
+    decode_outcomes,
     gap_batches,
     grid_count,
     padding_ratio,
@@ -510,3 +511,36 @@ def test_tier_batches_split_the_request_counts(inp: PlanInput) -> None:
         assert tiers == {
             ql: [(a, b) for a, b, k in plan.dynamic_sd_lookup if k + 1 == ql] for ql in range(1, 10)
         }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+# a dynamic-SD schedule: each tier's span is part of its table, whose other runs it does not meet
+@example(
+    PlanInput(
+        vllm_version="0.32.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=9,
+        max_num_batched_tokens=38,
+        speculative=SpeculativeSpec("eagle", 4, ((1, 6, 0), (7, 9, 4))),
+        cudagraph_capture_sizes=(2, 5, 9, 30),
+        model_runner="v2",
+    )
+)
+def test_decode_outcomes_do_not_depend_on_the_tables_order(inp: PlanInput) -> None:
+    """`decode_outcomes` over a plan whose dispatch tables list their runs backwards: the same
+    (tier, requests, mode, padded tokens) batch by batch as the lookup one by one, each batch once,
+    in the same runs."""
+    plan = _planned(inp)
+    if plan is None:
+        return
+    shuffled = {ql: ranges[::-1] for ql, ranges in plan.uniform_decode.items()}
+    other = dataclasses.replace(plan, uniform_decode=shuffled)
+    for p in (plan, other):
+        batches = [
+            (ql, n, mode, padded) for ql, a, b, mode, padded in decode_outcomes(p) for n in range(a, b + 1)
+        ]
+        assert sorted(batches, key=str) == sorted(_batches(plan), key=str)
+    # the same runs, each a tier's span cut by one dispatch run (never empty)
+    assert sorted(decode_outcomes(other), key=str) == sorted(decode_outcomes(plan), key=str)
