@@ -544,3 +544,20 @@ def test_decode_outcomes_do_not_depend_on_the_tables_order(inp: PlanInput) -> No
         assert sorted(batches, key=str) == sorted(_batches(plan), key=str)
     # the same runs, each a tier's span cut by one dispatch run (never empty)
     assert sorted(decode_outcomes(other), key=str) == sorted(decode_outcomes(plan), key=str)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs(), st.integers(1, 12))
+def test_decode_outcomes_follow_the_cut_of_a_copy_sharing_the_tables(inp: PlanInput, seqs: int) -> None:
+    """A replaced copy of a plan shares its dispatch tables: read after the plan, under another
+    max_num_seqs (another tier cut), its outcomes are its own cut's, batch by batch, and the plan's
+    stay the plan's (decode_outcomes' memo is keyed by the tables and the cut)."""
+    plan = _planned(inp)
+    if plan is None:
+        return
+    copy = dataclasses.replace(plan, max_num_seqs=min(seqs, plan.max_num_seqs))
+    for p in (plan, copy, plan):
+        batches = [
+            (ql, n, mode, padded) for ql, a, b, mode, padded in decode_outcomes(p) for n in range(a, b + 1)
+        ]
+        assert sorted(batches, key=str) == sorted(_batches(p), key=str)
