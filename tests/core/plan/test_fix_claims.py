@@ -169,6 +169,11 @@ def _short_fallback(g: Gap) -> set[int]:
 )
 # an eager gap whose widest batch is exactly the largest graph: not above it
 @example((Gap("uniform_decode", 4, 1, 16, "NONE", "why"),), None, False, 3)
+# 9 tokens a request, the grid up to 72: 64 and 72 both round up to 72 (8 graphs from 9 grid sizes
+# from 8 on), so a limit of 8 must not leave the raised maximum out
+@example((Gap("uniform_decode", 4, 1, 8, "NONE", "why"),), 8, False, 8)
+# 4 tokens a request, the grid up to 16 holds 8 and 16 (2 sizes that stay distinct): over a limit of 1
+@example((Gap("uniform_decode", 4, 1, 4, "NONE", "why"),), 1, False, 3)
 def test_size_candidates_are_their_words(
     gaps: tuple[Gap, ...], limit: int | None, listed: bool, k: int
 ) -> None:
@@ -201,6 +206,10 @@ def test_size_candidates_are_their_words(
     if beyond and (raised or listed_words) not in got:
         rounded = {-(-x // q) for x in token_grid(widest, False)}
         assert limit is not None and len(rounded) > limit, (q, widest, limit)
+    if beyond and ((raised or listed_words) in got) and q <= 8:
+        # built only where the grid's sizes from 8 on (multiples of 8: distinct after V1 rounds
+        # them up to multiples of q <= 8) do not outnumber the limit
+        assert fits(sum(1 for x in token_grid(widest, False) if x >= 8)), (q, widest, limit)
     if beyond and ((raised or listed_words) in got):
         if listed:
             words = (f"extend the size list with vLLM's token grid up to {widest}",)
