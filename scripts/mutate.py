@@ -6,7 +6,8 @@ For each target module it lists every mutation site (stdlib `ast`), samples `--p
 a temporary folder, `PYTHONPATH` pointing there), runs the tests that cover that module with
 `pytest -x -q -p no:cacheprovider` under a per-mutant timeout, restores the file (and checks its hash), and
 records killed / survived / timeout. Survivors listed in benchmarks/mutation-equivalents.json (keyed by
-module, line, operator, original and mutated source) count as "equivalent", with the reason given there.
+module, line, column, operator, original and mutated source) count as "equivalent", with the reason given
+there.
 The result is benchmarks/results/mutation.json. docs/mutation.md says how to read it.
 """
 
@@ -145,8 +146,9 @@ class Mutant:
     mutated: str
 
     def key(self) -> str:
-        """The key an equivalent mutant is listed under in benchmarks/mutation-equivalents.json."""
-        return f"{self.path}:{self.line}:{self.operator}:{self.original} => {self.mutated}"
+        """The key an equivalent mutant is listed under in benchmarks/mutation-equivalents.json (its
+        column too: two equal constants on one line are two mutants)."""
+        return f"{self.path}:{self.line}:{self.col}:{self.operator}:{self.original} => {self.mutated}"
 
     def apply(self, source: str) -> str:
         """The module's source with this node's text replaced."""

@@ -101,3 +101,9 @@ def test_every_listed_equivalent_is_a_mutant_of_todays_source() -> None:
         path, line = key.split(":", 2)[:2]
         source = (ROOT_DIR / path).read_text()
         assert key in _mutants_on_line(source, path, int(line)), key
+
+
+def test_two_equal_constants_on_one_line_have_two_keys() -> None:
+    # gaps.py's `grid_count(8, widest) if q <= 8 else ...`: one may be equivalent, the other not
+    keys = [m.key() for m in mutate.mutants_of("x = (8, 8)\n", "t.py") if m.operator == "int +1"]
+    assert keys == ["t.py:1:5:int +1:8 => 9", "t.py:1:8:int +1:8 => 9"]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cgplan.core.model.modes import Mode, Platform
 from cgplan.core.model.spec import VLLM_COMPILE, ModelShape, PlanInput, SpeculativeSpec
-from cgplan.core.model.types import Fix, Gap, Plan
+from cgplan.core.model.types import Fix, Gap, Plan, Rejected
 from cgplan.core.plan import gaps as gaps_mod
 from cgplan.core.plan.budgets import FixBudgets
 from cgplan.core.plan.build import build_plan
@@ -43,6 +43,7 @@ from cgplan.core.plan.gaps import (
     range_padding,
     step_padding,
 )
+from cgplan.core.plan.policies import BUILTIN_POLICIES, CapturePolicy
 from cgplan.core.predict.cost import plan_cost_totals
 from cgplan.core.vllm.ladder import request_counts, token_grid
 from cgplan.io.cost_coefficients import default_coefficients
@@ -168,6 +169,11 @@ def _short_fallback(g: Gap) -> set[int]:
 )
 # an eager gap whose widest batch is exactly the largest graph: not above it
 @example((Gap("uniform_decode", 4, 1, 16, "NONE", "why"),), None, False, 3)
+# 9 tokens a request, the grid up to 72: 64 and 72 both round up to 72 (8 graphs from 9 grid sizes
+# from 8 on), so a limit of 8 must not leave the raised maximum out
+@example((Gap("uniform_decode", 4, 1, 8, "NONE", "why"),), 8, False, 8)
+# 4 tokens a request, the grid up to 16 holds 8 and 16 (2 sizes that stay distinct): over a limit of 1
+@example((Gap("uniform_decode", 4, 1, 4, "NONE", "why"),), 1, False, 3)
 def test_size_candidates_are_their_words(
     gaps: tuple[Gap, ...], limit: int | None, listed: bool, k: int
 ) -> None:
@@ -200,6 +206,10 @@ def test_size_candidates_are_their_words(
     if beyond and (raised or listed_words) not in got:
         rounded = {-(-x // q) for x in token_grid(widest, False)}
         assert limit is not None and len(rounded) > limit, (q, widest, limit)
+    if beyond and ((raised or listed_words) in got) and q <= 8:
+        # built only where the grid's sizes from 8 on (multiples of 8: distinct after V1 rounds
+        # them up to multiples of q <= 8) do not outnumber the limit
+        assert fits(sum(1 for x in token_grid(widest, False) if x >= 8)), (q, widest, limit)
     if beyond and ((raised or listed_words) in got):
         if listed:
             words = (f"extend the size list with vLLM's token grid up to {widest}",)
@@ -677,6 +687,27 @@ def test_the_ladder_budget_bound_keeps_the_same_fixes(inp: PlanInput, limit: int
     try:
         gaps_mod._cheap_bound = lambda cand, rules, base, p, budgets: real(cand, rules, base, p, None)  # type: ignore[assignment]
         unbounded = build_plan(inp, search=search)
+    finally:
+        gaps_mod._cheap_bound = real
+    assert unbounded.fixes == plan.fixes
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs(), st.sampled_from([p for n, p in BUILTIN_POLICIES.items() if n != "upstream"]))
+def test_the_bounds_read_the_policys_ladder(inp: PlanInput, policy: CapturePolicy) -> None:
+    """Under a what-if policy the search's bounds (a candidate's largest size, its size count) are
+    its ladder under that policy: without `_cheap_bound` at all, planning every candidate under
+    the policy finds the same fixes."""
+    try:
+        plan = build_plan(inp, search=SEARCH, policy=policy)
+    except (Rejected, ValueError):
+        return
+    if not plan.gaps:
+        return
+    real = gaps_mod._cheap_bound
+    try:
+        gaps_mod._cheap_bound = lambda cand, rules, base, p, budgets: None  # type: ignore[assignment]
+        unbounded = build_plan(inp, search=SEARCH, policy=policy)
     finally:
         gaps_mod._cheap_bound = real
     assert unbounded.fixes == plan.fixes

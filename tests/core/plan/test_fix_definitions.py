@@ -31,14 +31,17 @@ from cgplan.core.plan.gaps import (
     PADDING_TOLERANCE_PCT,
     FixSearch,
     _mixed_runs,
+    _opens_gaps,
     _runs,
     _still_open,
+    decode_outcomes,
     gap_batches,
     grid_count,
     padding_ratio,
     padding_tokens,
     rank_fixes,
     step_padding,
+    tier_batches,
     worse_somewhere,
 )
 from cgplan.core.vllm.ladder import token_grid
@@ -432,3 +435,131 @@ def test_rank_fixes_follows_the_stated_objective(keys: list[tuple]) -> None:  # 
 
     fixes = [(cast(Fix, i), k) for i, k in enumerate(found)]
     assert [cast(int, f) for f in rank_fixes(fixes)] == sorted(range(len(found)), key=objective)
+
+
+def _naive_opens(before: Plan, after: Plan) -> bool:
+    """Some batch of `before` has a lower graph mode in `after`, FULL above PIECEWISE above eager:
+    each uniform-decode request count of each tier, and each mixed token count, looked up one by
+    one (a batch in no run is eager)."""
+    rank = {"FULL": 2, "PIECEWISE": 1, "NONE": 0}
+    decode = {(q, n): rank[m] for q, n, m, _ in _batches(after)}
+    mixed = {n: rank[r.mode] for r in after.mixed for n in range(r.first, r.last + 1)}
+    return any(decode.get((q, n), 0) < rank[m] for q, n, m, _ in _batches(before)) or any(
+        mixed.get(n, 0) < rank[r.mode] for r in before.mixed for n in range(r.first, r.last + 1)
+    )
+
+
+_MODES = st.sampled_from(
+    [None, Mode.FULL_AND_PIECEWISE, Mode.FULL, Mode.FULL_DECODE_ONLY, Mode.PIECEWISE, Mode.NONE]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    small_configs(),
+    _MODES,
+    st.none() | st.integers(1, 64) | st.lists(st.integers(1, 128), min_size=1, max_size=5).map(tuple),
+)
+# a FULL plan against its FULL_AND_PIECEWISE twin: every mixed batch FULL -> PIECEWISE, decode kept
+@example(
+    PlanInput(
+        vllm_version="0.33.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=4,
+        max_num_batched_tokens=16,
+        cudagraph_mode=Mode.FULL,
+        model_runner="v1",
+    ),
+    Mode.FULL_AND_PIECEWISE,
+    None,
+)
+def test_opens_gaps_is_the_batch_by_batch_definition(
+    inp: PlanInput, mode: Mode | None, sizes: int | tuple[int, ...] | None
+) -> None:
+    """`_opens_gaps` (what keeps a candidate out of the fixes) against the batch-by-batch
+    comparison, on the same config under another mode and other capture sizes (an explicit list,
+    or an explicit maximum; the same tiers)."""
+    other = dataclasses.replace(inp, cudagraph_mode=mode)
+    if isinstance(sizes, tuple):
+        listed = tuple(sorted(set(sizes)))
+        other = dataclasses.replace(other, cudagraph_capture_sizes=listed, max_cudagraph_capture_size=None)
+    elif sizes is not None:
+        top = min(sizes, inp.max_num_batched_tokens)
+        other = dataclasses.replace(other, cudagraph_capture_sizes=None, max_cudagraph_capture_size=top)
+    before, after = _planned(inp), _planned(other)
+    if before is None or after is None:
+        return
+    for x, y in ((before, after), (after, before)):
+        assert _opens_gaps(x, y) == _naive_opens(x, y), (x.cudagraph_mode, y.cudagraph_mode)
+        assert _opens_gaps(x, y, _runs(x), _mixed_runs(x)) == _naive_opens(x, y)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+def test_tier_batches_split_the_request_counts(inp: PlanInput) -> None:
+    """Without a dynamic-SD schedule every request count 1..max_num_seqs decodes at the one query
+    length; with one, the tiers are its runs at 1 + K, disjoint, from request 1."""
+    plan = _planned(inp)
+    if plan is None:
+        return
+    tiers = {ql: tier_batches(plan, ql) for ql in range(1, 10)}
+    points = [n for spans in tiers.values() for a, b in spans for n in range(a, b + 1)]
+    assert len(points) == len(set(points)) and min(points) == 1
+    if plan.dynamic_sd_lookup is None:
+        assert sorted(points) == list(range(1, plan.max_num_seqs + 1))
+        assert [ql for ql, spans in tiers.items() if spans] == [plan.uniform_decode_query_len]
+    else:
+        assert tiers == {
+            ql: [(a, b) for a, b, k in plan.dynamic_sd_lookup if k + 1 == ql] for ql in range(1, 10)
+        }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs())
+# a dynamic-SD schedule: each tier's span is part of its table, whose other runs it does not meet
+@example(
+    PlanInput(
+        vllm_version="0.32.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=9,
+        max_num_batched_tokens=38,
+        speculative=SpeculativeSpec("eagle", 4, ((1, 6, 0), (7, 9, 4))),
+        cudagraph_capture_sizes=(2, 5, 9, 30),
+        model_runner="v2",
+    )
+)
+def test_decode_outcomes_do_not_depend_on_the_tables_order(inp: PlanInput) -> None:
+    """`decode_outcomes` over a plan whose dispatch tables list their runs backwards: the same
+    (tier, requests, mode, padded tokens) batch by batch as the lookup one by one, each batch once,
+    in the same runs."""
+    plan = _planned(inp)
+    if plan is None:
+        return
+    shuffled = {ql: ranges[::-1] for ql, ranges in plan.uniform_decode.items()}
+    other = dataclasses.replace(plan, uniform_decode=shuffled)
+    for p in (plan, other):
+        batches = [
+            (ql, n, mode, padded) for ql, a, b, mode, padded in decode_outcomes(p) for n in range(a, b + 1)
+        ]
+        assert sorted(batches, key=str) == sorted(_batches(plan), key=str)
+    # the same runs, each a tier's span cut by one dispatch run (never empty)
+    assert sorted(decode_outcomes(other), key=str) == sorted(decode_outcomes(plan), key=str)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_configs(), st.integers(1, 12))
+def test_decode_outcomes_follow_the_cut_of_a_copy_sharing_the_tables(inp: PlanInput, seqs: int) -> None:
+    """A replaced copy of a plan shares its dispatch tables: read after the plan, under another
+    max_num_seqs (another tier cut), its outcomes are its own cut's, batch by batch, and the plan's
+    stay the plan's (decode_outcomes' memo is keyed by the tables and the cut)."""
+    plan = _planned(inp)
+    if plan is None:
+        return
+    copy = dataclasses.replace(plan, max_num_seqs=min(seqs, plan.max_num_seqs))
+    for p in (plan, copy, plan):
+        batches = [
+            (ql, n, mode, padded) for ql, a, b, mode, padded in decode_outcomes(p) for n in range(a, b + 1)
+        ]
+        assert sorted(batches, key=str) == sorted(_batches(p), key=str)

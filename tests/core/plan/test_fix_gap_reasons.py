@@ -86,12 +86,13 @@ def test_an_eager_gap_above_the_maximum_names_the_ceiling_it_came_from(
         assert f"the {platform.value} platform's default ceiling {ceiling} {origin}" in g.reason, g.reason
 
 
-@pytest.mark.parametrize("k", [None, 5])
+@pytest.mark.parametrize("k", [None, 1, 5])
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_an_inferred_maximum_says_whether_decode_sizes_were_appended(version: str, k: int | None) -> None:
     # 1,024 requests, the maximum inferred (the 512 ceiling): with EAGLE K=5 vLLM appends the
-    # uniform-decode sizes 6, 12, ... up to it (off every token grid); without speculation (one
-    # token a request) it appends none, and the reason must not say it did
+    # uniform-decode sizes 6, 12, ... up to it (off every token grid); with K=1 it appends 2, 4,
+    # 8, ... (on the grid, but appended: the ladder lists them); without speculation (one token a
+    # request) it appends none, and the reason must not say it did
     inp = PlanInput(
         vllm_version=version,
         platform=Platform.HOPPER,
@@ -104,8 +105,11 @@ def test_an_inferred_maximum_says_whether_decode_sizes_were_appended(version: st
     eager = [g for g in plan.gaps if g.mode == "NONE"]
     assert eager
     ladder = capture_ladder(inp, rules_for(version), True, False)
-    appended = bool(set(ladder.sizes_tokens) - set(token_grid(plan.max_capture_size, interactivity=False)))
+    appended = bool(ladder.uniform_decode_sizes_tokens)
     assert appended == (k is not None and rules_for(version).decode_sizes.name != "NONE")
+    if k == 5:  # the ladder shows them: off the token grid
+        off_grid = set(ladder.sizes_tokens) - set(token_grid(plan.max_capture_size, interactivity=False))
+        assert appended == bool(off_grid)
     for g in eager:
         assert ("appends uniform-decode sizes only up to it" in g.reason) == appended, (appended, g.reason)
 

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from cgplan.api.plan import plan_file, plan_vllm_args, shipped_coefficients_for
 from cgplan.core.compare.gate import DEFAULT_BUDGETS, DEFAULT_POLICY
-from cgplan.core.model.modes import Mode
-from cgplan.core.model.spec import PlanInput
+from cgplan.core.model.modes import Mode, Platform
+from cgplan.core.model.spec import ModelShape, PlanInput
 from cgplan.core.model.types import Fix, Plan, Rejected
 from cgplan.core.plan import build as plan_mod
+from cgplan.core.plan.budgets import FixBudgets
 from cgplan.core.plan.build import build_plan
 from cgplan.core.plan.gaps import FixSearch, _mixed_runs, _runs, worse_somewhere
 from cgplan.core.plan.policies import UPSTREAM
@@ -148,6 +149,8 @@ def test_budget_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> Non
     full = propose_fixes(plan, inp, ladder, replan, search, rules)
     checked = propose_fixes(plan, inp, ladder, replan, search, rules, plan_mod.captured_graphs)
     assert checked == full
+    # without `rules`, the release's own (what build_plan passes under vLLM's policy)
+    assert propose_fixes(plan, inp, ladder, replan, search) == full
 
 
 def test_over_budget_candidates_plan_no_dispatch() -> None:
@@ -215,6 +218,68 @@ def test_floor_precheck_keeps_the_same_fixes(inp: PlanInput, over: bool) -> None
     full = propose_fixes(plan, inp, ladder, replan, search, rules)
     graphs_of, floor_of = plan_mod.captured_graphs, plan_mod.target_graphs_floor
     assert propose_fixes(plan, inp, ladder, replan, search, rules, graphs_of, floor_of) == full
+
+
+def test_the_ladder_bound_plans_no_candidate_whose_sizes_are_over_budget() -> None:
+    """`propose_fixes` with a bare `replan` (no `graphs_of` or `target_floor` precheck): a
+    candidate whose ladder alone holds more sizes than the graph budget allows (here the request
+    grid 8..64 added to a 36-size list, 44 sizes against 40 graphs a family) is never planned, and
+    the fixes are those of the search that plans it (issue 18's bound, `_cheap_bound`)."""
+    from cgplan.core.plan.gaps import propose_fixes
+    from cgplan.core.vllm.ladder import capture_ladder
+    from cgplan.core.vllm.releases import rules_for
+
+    inp = PlanInput(
+        vllm_version="0.33.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=64,
+        max_num_batched_tokens=256,
+        cudagraph_capture_sizes=(1, 2, 4, *range(100, 133)),
+        model_runner="v1",
+    )
+    search = FixSearch(FixBudgets(max_graphs_per_family=(("*", 40),)))
+    plan = build_plan(inp, with_fixes=False)
+    assert len(plan.graphs["target"]) <= 40 and plan.gaps
+    rules = rules_for(inp.vllm_version)
+    planned: list[PlanInput] = []
+
+    def replan(i: PlanInput) -> Plan:
+        planned.append(i)
+        return build_plan(i, with_fixes=False)
+
+    fixes = propose_fixes(plan, inp, capture_ladder(inp, rules, True, False), replan, search, rules)
+    assert fixes == build_plan(inp, search=search).fixes and fixes
+    assert planned
+    for cand in planned:
+        sizes = capture_ladder(cand, rules, True, False).sizes_tokens
+        assert len(sizes) <= 40, (len(sizes), cand.cudagraph_mode)
+
+
+@pytest.mark.parametrize("runner", ["v1", "v2"])
+def test_a_decode_only_mode_is_not_bounded_by_its_size_count(runner: str) -> None:
+    """FULL_DECODE_ONLY captures no graph for a size above the widest decode step: a list of 43
+    sizes, 41 of them above it, holds 2 target graphs, and the fix that appends decode sizes stays
+    within 40 graphs a family although its list is longer (the ladder bound counts sizes only
+    where the mode keeps a mixed half)."""
+    inp = PlanInput(
+        vllm_version="0.33.0",
+        platform=Platform.HOPPER,
+        model=ModelShape(),
+        max_num_seqs=8,
+        max_num_batched_tokens=128,
+        cudagraph_mode=Mode.FULL_DECODE_ONLY,
+        cudagraph_capture_sizes=(1, 2, *range(80, 121)),
+        model_runner=runner,
+    )
+    search = FixSearch(FixBudgets(max_graphs_per_family=(("*", 40),)))
+    plan = build_plan(inp, search=search)
+    assert plan.gaps and plan.fixes and plan.fixes[0].complete
+    for fix in plan.fixes:
+        fixed = apply_fix(inp, fix)
+        after = build_plan(fixed, with_fixes=False)
+        assert not after.gaps and len(fixed.cudagraph_capture_sizes or ()) > 40
+        assert all(len(g) <= 40 for g in after.graphs.values()), fix.command_line
 
 
 def test_over_budget_candidates_build_no_dispatcher() -> None:
