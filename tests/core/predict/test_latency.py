@@ -462,21 +462,19 @@ def test_an_uncompiled_plan_says_its_steps_were_not_measured(tmp_path: Path, set
     fixes are not ranked by them and none is withheld."""
     from cgplan.core.predict.latency import UNCOMPILED_CAVEAT
 
-    config = tmp_path / "eager.yaml"
-    config.write_text(
-        f"model: {ROOT / 'configs/models/llama-3.1-8b'}\nmax_num_seqs: 256\n{setting}\n"
-        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
-    )
-    _, plan = plan_file(config)
+    def planned(name: str, extra: str):  # type: ignore[no-untyped-def]
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(
+            f"model: {ROOT / 'configs/models/llama-3.1-8b'}\nmax_num_seqs: 256\n{extra}"
+            "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
+        )
+        return plan_file(config)[1]
+
+    plan = planned("eager", f"{setting}\n")
     assert plan.compilation_mode == "NONE" and plan.latency is not None
     assert UNCOMPILED_CAVEAT in plan.latency.caveats
     assert UNCOMPILED_CAVEAT in plan.latency.extrapolated
     assert plan.latency.not_offered == ()
-    compiled = tmp_path / "compiled.yaml"
-    compiled.write_text(
-        f"model: {ROOT / 'configs/models/llama-3.1-8b'}\nmax_num_seqs: 256\n"
-        "cgplan: {vllm_version: 0.33.0, platform: H200}\n"
-    )
-    _, plan = plan_file(compiled)
+    plan = planned("compiled", "")
     assert plan.compilation_mode == "VLLM_COMPILE" and plan.latency is not None
     assert UNCOMPILED_CAVEAT not in plan.latency.caveats and not plan.latency.extrapolated
