@@ -127,6 +127,24 @@ def test_explicit_max_keeps_decode_sizes() -> None:
     assert graph_count(pol) > graph_count(up)
 
 
+def test_explicit_max_keeps_the_widest_decode_size_at_the_maximum(tmp_path: Path) -> None:
+    """vllm#54933's reproducer (max_num_seqs 6, six speculative tokens, explicit maximum 42 = 6 x 7):
+    upstream ends the list at 40 and truncates the maximum to it; vllm#55004 bounds the uniform decode
+    sizes by the explicit maximum, inclusively, so the 42-token verify graph stays (ladder.py's
+    `n * ql <= cap`: 42 is off the 8-stride, only the decode sizes can bring it)."""
+    cfg = tmp_path / "issue54933.yaml"
+    cfg.write_text(
+        "model: configs/models/tiny-llama\nmax_num_seqs: 6\nmax_cudagraph_capture_size: 42\n"
+        "speculative_config:\n  method: eagle\n  num_speculative_tokens: 6\n"
+        "cgplan:\n  vllm_version: 0.33.0\n  platform: hopper\n"
+    )
+    inp = load_config(cfg).input
+    up = build_plan(inp)
+    pol = build_plan(inp, policy=BUILTIN_POLICIES["explicit-max-keeps-decode"])
+    assert up.capture_sizes == (1, 2, 4, 8, 16, 24, 32, 40) and up.max_capture_size == 40
+    assert 42 in pol.capture_sizes and pol.max_capture_size == 42
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 80), st.sampled_from([0.5, 1.0, 3.0, 10.0])), min_size=1, max_size=20),
