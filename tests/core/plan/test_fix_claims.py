@@ -39,6 +39,7 @@ from cgplan.core.plan.gaps import (
     _still_open,
     config_yaml,
     fix_flags,
+    graph_count,
     padding_ratio,
     range_padding,
     step_padding,
@@ -46,9 +47,11 @@ from cgplan.core.plan.gaps import (
 from cgplan.core.plan.policies import BUILTIN_POLICIES, CapturePolicy
 from cgplan.core.predict.cost import plan_cost_totals
 from cgplan.core.vllm.ladder import request_counts, token_grid
+from cgplan.io.config import load_config
 from cgplan.io.cost_coefficients import default_coefficients
 from tests.core.plan.test_fix_definitions import _batches, _closed_naively, _planned, small_configs
 from tests.core.plan.test_fix_search import apply_fix
+from tests.paths import ROOT_DIR
 
 COEFFICIENTS = default_coefficients()
 
@@ -340,6 +343,34 @@ def test_budget_breaks_are_each_budgets_definition(a: PlanInput, b: PlanInput, d
         budgets.max_total_graphs is not None and floor > budgets.max_total_graphs and floor > totals[0]
     )
     assert _floor_breaks(before, floor, budgets) == floor_breaks
+
+
+def test_graph_budgets_hold_at_their_limit() -> None:
+    """A budget is a maximum: a candidate with exactly `max_total_graphs` graphs (or a family's
+    limit) keeps it; one graph more breaks it (the property test above draws limits at +-1 of the
+    totals at random; this pins the limit itself)."""
+    base = dataclasses.replace(
+        load_config(ROOT_DIR / "configs/examples/pr50488-eagle-k16.yaml").input, max_num_seqs=16
+    )
+    before = build_plan(base)
+    after = build_plan(dataclasses.replace(base, max_num_seqs=64))
+    total, total0 = graph_count(after), graph_count(before)
+    target = len(after.graphs["target"])
+    assert total > total0
+    assert _graph_breaks(before.graphs, after.graphs, FixBudgets(max_total_graphs=total)) == []
+    assert _graph_breaks(before.graphs, after.graphs, FixBudgets(max_total_graphs=total - 1)) == [
+        f"{total} graphs in all > {total - 1}"
+    ]
+    assert (
+        _graph_breaks(before.graphs, after.graphs, FixBudgets(max_graphs_per_family=(("target", target),)))
+        == []
+    )
+    assert _graph_breaks(
+        before.graphs, after.graphs, FixBudgets(max_graphs_per_family=(("target", target - 1),))
+    ) == [f"target: {target} graphs > {target - 1}"]
+    # the floor precheck agrees with the count at the limit
+    assert not _floor_breaks(before, total, FixBudgets(max_total_graphs=total))
+    assert _floor_breaks(before, total, FixBudgets(max_total_graphs=total - 1))
 
 
 def _int(x: float | None) -> int | None:
