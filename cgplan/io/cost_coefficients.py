@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cgplan.core.predict.cost import CostCoefficients, cost_input_for, unsplit_full_graphs
+from cgplan.core.predict.cost import CAPTURE_TIME_BASES, CostCoefficients, cost_input_for, unsplit_full_graphs
 from cgplan.errors import ConfigError, ReportError, preview
 from cgplan.io.config import load_config
 from cgplan.io.files import ReadError, read_json, read_yaml
@@ -82,7 +82,10 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
             continue
         v = doc[name]
         kind = str(f.type)
-        if kind == "float":
+        if kind == "float | None" and v is None:
+            values[name] = None
+            continue
+        if kind in ("float", "float | None"):
             if isinstance(v, bool) or not isinstance(v, int | float) or v != v or abs(v) > 1e9:
                 raise ConfigError(name, f"expected a number, got {preview(v)}", source=source)
             values[name] = float(v)
@@ -100,6 +103,12 @@ def load_coefficients(path: str | Path) -> CostCoefficients:
             values[name] = v
         else:  # tuples
             values[name] = _tuple_field(name, v, source)
+    if values.get("capture_time_basis", "capture") not in CAPTURE_TIME_BASES:
+        raise ConfigError(
+            "capture_time_basis",
+            f"expected one of {', '.join(CAPTURE_TIME_BASES)} (got {preview(values['capture_time_basis'])})",
+            source=source,
+        )
     unknown = sorted(str(k) for k in doc if k not in _FIELDS and k not in ("kind", "schema_version"))
     if unknown:
         key = unknown[0] if unknown[0].isprintable() and len(unknown[0]) <= 80 else preview(unknown[0])
@@ -116,12 +125,16 @@ def _tuple_field(name: str, v: object, source: str) -> tuple[Any, ...]:
     """A list field checked entry by entry: what the cost model multiplies or compares with."""
     if not isinstance(v, list):
         raise ConfigError(name, f"expected a list (got {preview(v)})", source=source)
-    if name == "band_ratio":
+    if name in ("band_ratio", "capture_band_ratio"):
         ok = len(v) == 2 and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
-        if not ok or not 0 < v[0] <= v[1] <= _MAX_RATIO:
+        # a capture band of [0, 0] is "not recorded" (a set fitted before it was kept)
+        unrecorded = ok and name == "capture_band_ratio" and v[0] == v[1] == 0
+        if not unrecorded and (not ok or not 0 < v[0] <= v[1] <= _MAX_RATIO):
             raise ConfigError(
                 name,
-                f"expected [low, high] with 0 < low <= high <= {_MAX_RATIO:g} (got {preview(v)})",
+                f"expected [low, high] with 0 < low <= high <= {_MAX_RATIO:g}"
+                + (" (or [0, 0]: not recorded)" if name == "capture_band_ratio" else "")
+                + f" (got {preview(v)})",
                 source=source,
             )
         return (float(v[0]), float(v[1]))
@@ -267,6 +280,7 @@ def observation_from_report(
                 g.torch_reserved_delta_bytes,
                 g.capture_time_ms,
                 g.num_reqs,
+                g.window_time_ms,
             )
         )
     est, took = m.vllm.estimated_cudagraph_gib, m.vllm.capture_took_gib

@@ -253,7 +253,13 @@ def _plan_body(plan: PlanDocument, uniform: Mapping[int, tuple[ReqRange, ...]] |
                 if kv is None and plan.kv_cache is not None and plan.kv_cache.withheld
                 else ""
             )
-            + f" · capture ~{cost.capture_s:.1f} s · {escape(cost.gpu)} cost model</p>"
+            + f" · capture ~{cost.capture_s:.1f} s"
+            + (
+                f" ({cost.capture_low_s:.1f}..{cost.capture_high_s:.1f} s)"
+                if cost.capture_low_s is not None and cost.capture_high_s is not None
+                else " (no band)"
+            )
+            + f" · {escape(cost.gpu)} cost model</p>"
         )
         domain = cost.domain
         if domain is not None and domain.outside:

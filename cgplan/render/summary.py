@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from cgplan.core.model.modes import Mode
 from cgplan.core.model.notation import ladder_text
+from cgplan.core.model.predictions import CostPrediction
 from cgplan.core.model.types import DispatchRange, Fix, Plan
 from cgplan.core.plan.gaps import graph_count, range_padding, step_padding, tier_batches
 
@@ -449,7 +450,7 @@ def cost_lines(plan: Plan) -> list[str]:
     lines = [
         f'predicted graph memory{per_rank} (capture phase, as vLLM\'s "took X GiB"): {c.total_mib:,.0f} MiB '
         f"({c.low_mib:,.0f}..{c.high_mib:,.0f}{band}) {_where(plan, c.high_mib)}{kv_text} · "
-        f"capture ~{c.capture_s:.1f} s "
+        f"capture ~{c.capture_s:.1f} s ({capture_band_text(c)}) "
         f"· {c.gpu} cost model"
     ]
     if d.inside:
@@ -465,6 +466,13 @@ def cost_lines(plan: Plan) -> list[str]:
     lines.append(f"    warmup runs during capture: {c.warmup_mib:,.0f} MiB")
     lines.extend(f"  caveat: {x}" for x in c.caveats)
     return lines
+
+
+def capture_band_text(c: CostPrediction) -> str:
+    """The capture time's band, as measured on the fitted reports (widened outside the domain)."""
+    if c.capture_band_s is None:
+        return "no band: the coefficient set records none"
+    return f"{c.capture_band_s[0]:.1f}..{c.capture_band_s[1]:.1f} s"
 
 
 def latency_withheld_line(plan: Plan) -> str:

@@ -76,6 +76,13 @@ def _coefficients(tmp_path: Path, edit: dict[object, object]) -> Path:
             r":largest_graph_tokens_range: expected \[lowest, highest\]",
         ),
         ({"split_kv_backends": [1, [2]]}, r":split_kv_backends: expected a list of names"),
+        (
+            {"capture_band_ratio": [0, 1.5]},
+            r":capture_band_ratio: expected \[low, high\].*\[0, 0\]: not recorded",
+        ),
+        ({"capture_band_ratio": [1.2, 0.9]}, r":capture_band_ratio: expected \[low, high\]"),
+        ({"capture_time_basis": "wall"}, r":capture_time_basis: expected one of capture, window"),
+        ({"capture_overhead_s_v1": "1"}, r":capture_overhead_s_v1: expected a number"),
         ({"fitted_on": "x"}, r":fitted_on: expected a list"),
         ({5: 1}, r":5: unknown key"),
     ],

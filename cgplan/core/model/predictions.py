@@ -72,6 +72,8 @@ class CostPrediction:
     capture_s: float
     """Predicted capture-phase wall time."""
     gpu: str
+    capture_band_s: tuple[float, float] | None = None
+    """The capture time's band (low, high) in seconds; None where the coefficients record none."""
     caveats: tuple[str, ...] = ()
     """Why this prediction may be less trustworthy than the band says."""
     domain: CostDomain = field(default_factory=lambda: CostDomain(fitted=""))

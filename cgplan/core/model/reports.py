@@ -134,6 +134,9 @@ class PredictedCost:
     by_family_mode: tuple[FamilyModeCost, ...] = ()
     caveats: tuple[str, ...] = ()
     domain: CostDomain | None = None
+    capture_low_s: float | None = None
+    capture_high_s: float | None = None
+    """The capture time's band (None: no figure, or a set that records no band)."""
     absent: frozenset[str] = NO_KEYS
 
 

@@ -151,8 +151,25 @@ class CostCoefficients:
     whose largest graph lies outside extrapolates them (an 8B ladder to 2,048 tokens from fits that
     reach 1,024). (0, 0): not recorded (a set fitted before the range was kept): every plan is
     outside."""
+    capture_time_basis: str = "capture"
+    """What the per-graph capture-time terms (`capture_ms_per_*`) were fitted on: "capture", the
+    graph's capture call alone, the warmup runs before it left to `capture_overhead_s`; or
+    "window", the graph's warmup runs and capture together (what each capture size adds to the
+    capture phase), `capture_overhead_s` then being the phase's fixed rest. The fit keeps the basis
+    with the narrower measured/predicted band over its reports: on the dense set the window (a
+    constant overhead priced an 8-graph ladder at 2.8 s where it took 0.95 s), on the MoE/MLA set the
+    capture call (Triton's fused-MoE JIT compiles in whichever warmup first meets a token count:
+    a fixed cost, not a per-graph one)."""
+    capture_overhead_s_v1: float | None = None
+    """`capture_overhead_s` of model runner V1 where the fit measured it apart (None: the same)."""
+    capture_band_ratio: tuple[float, float] = (0.0, 0.0)
+    """Lowest and highest measured/predicted capture-phase wall time over the fitted reports: the
+    capture-time figure's band, as `band_ratio` is the memory figure's. (0, 0): not recorded (a set
+    fitted before it was kept): the figure is shown without a band and says so."""
 
 
+CAPTURE_TIME_BASES = ("capture", "window")
+"""`CostCoefficients.capture_time_basis`'s values."""
 SMALL_ALLOCATION_MIB = 0.5
 """The widest activation (bf16) of a piece at which its graph still held only small allocations.
 PyTorch's caching allocator serves requests up to 1 MiB (kSmallSize) from 2 MiB blocks and larger
@@ -341,6 +358,22 @@ def _exec_mib(c: CostCoefficients, mode: str, pieces: int, layers: int, shared_l
     return c.exec_mib_per_full_graph + c.exec_mib_per_full_layer * layers + shared
 
 
+def capture_overhead_s(c: CostCoefficients, model_runner: str) -> float:
+    """The capture phase's time outside the per-graph terms, for this runner."""
+    if model_runner == "v1" and c.capture_overhead_s_v1 is not None:
+        return c.capture_overhead_s_v1
+    return c.capture_overhead_s
+
+
+def capture_band_s(c: CostCoefficients, capture_s: float, band_factor: float) -> tuple[float, float] | None:
+    """The capture-time figure's band (None where the set recorded none), widened as the memory
+    band is outside the validated domain."""
+    low, high = c.capture_band_ratio
+    if high <= 0:
+        return None
+    return (capture_s * low / band_factor, capture_s * high * band_factor)
+
+
 def _capture_ms(c: CostCoefficients, mode: str, pieces: int, layers: int) -> float:
     if mode == "PIECEWISE":
         return c.capture_ms_per_piece * pieces
@@ -414,7 +447,9 @@ def predict_cost(
         if families - {"target"}:
             warmup += c.warmup_mib_drafter
     total = warmup + sum(g.pool_mib + g.exec_mib for g in costs)
-    capture_s = (c.capture_overhead_s + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
+    capture_s = (
+        (capture_overhead_s(c, inp.model_runner) + sum(g.capture_ms for g in costs) / 1000) if costs else 0.0
+    )
     domain = (
         cost_domain(inp, c, graph_regimes(graphs, inp), largest_graph_tokens(graphs))
         if costs
@@ -428,6 +463,7 @@ def predict_cost(
         low_mib=total * c.band_ratio[0] / domain.band_factor,
         high_mib=total * c.band_ratio[1] * domain.band_factor,
         capture_s=capture_s,
+        capture_band_s=capture_band_s(c, capture_s, domain.band_factor) if costs else None,
         gpu=c.gpu,
         caveats=_caveats(inp, c, bool(costs)),
         domain=domain,
@@ -519,7 +555,7 @@ def predict_totals(
     domain = cost_domain(inp, c, graph_regimes(graphs, inp), largest_graph_tokens(graphs))
     return CostTotals(
         total,
-        c.capture_overhead_s + sum(g[5] for g in parts) / 1000,
+        capture_overhead_s(c, inp.model_runner) + sum(g[5] for g in parts) / 1000,
         domain,
         total * c.band_ratio[0] / domain.band_factor,
         total * c.band_ratio[1] * domain.band_factor,

@@ -6,6 +6,7 @@ Apart from cost.py so that `plan`, which only predicts, does not build these typ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -14,6 +15,7 @@ from cgplan.core.predict.cost import (
     SPLIT_KV_BACKENDS,
     CostCoefficients,
     CostInput,
+    _capture_ms,
     _exec_mib,
     _full_alone,
     _piecewise_need,
@@ -41,6 +43,8 @@ class ObservedGraph:
     capture_ms: float
     num_reqs: int | None = None
     """The requests the graph was captured for (None: any, or a report that does not say)."""
+    window_ms: float | None = None
+    """The graph's warmup runs and capture together (None: a report that does not say)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ def fit_coefficients(
     ex_y: list[float] = []
     t_rows: list[list[float]] = []
     t_y: list[float] = []
+    w_y: list[float] = []  # the same graphs' windows (warmups and capture); -1: not reported
     # the shared-expert graph state is a term only where the fit saw such layers (else 0: the
     # column would make the least squares singular)
     with_shared = any(_shared_layers(o, g.family) for o in observations for g in o.graphs)
@@ -176,6 +181,7 @@ def fit_coefficients(
                     [float(g.pieces), 0.0, 0.0] if mode == "PIECEWISE" else [0.0, 1.0, float(layers)]
                 )
                 t_y.append(g.capture_ms)
+                w_y.append(g.window_ms if g.window_ms is not None else -1.0)
     if not ex_rows:
         raise FitError("the reports hold no graph measurements")
     per_piece, per_full, per_layer, *per_shared = _lstsq_non_negative(ex_rows, ex_y)
@@ -199,7 +205,6 @@ def fit_coefficients(
     full_base: dict[str, list[float]] = {"v1": [], "v2": []}
     warm: dict[str, list[float]] = {"v1": [], "v2": []}
     warm_drafter: list[tuple[str, float]] = []
-    overhead_s: list[float] = []
     small_pw: list[float] = []  # target PIECEWISE pools of small allocations only
     warm_small_v2: list[float] = []  # V2 warmups of ladders in that regime
     full_small_v2: list[float] = []  # V2 FULL bases (pool - kv) of graphs in that regime
@@ -248,8 +253,6 @@ def fit_coefficients(
             warm_small_v2.append(outside)
         else:
             warm[o.inp.model_runner].append(outside)
-        if o.capture_wall_s is not None:
-            overhead_s.append(o.capture_wall_s - sum(g.capture_ms for g in o.graphs) / 1000)
     if len(pw_rows) < 2 or len(pw_rows) < len(pw_rows[0]):
         raise FitError("need at least two reports with target PIECEWISE graphs")
     pw_base, pw_slope, *pw_dense = _lstsq(pw_rows, pw_y)
@@ -311,7 +314,6 @@ def fit_coefficients(
         warmup_mib_v1=w_v1,
         warmup_mib_v2=w_v2,
         warmup_mib_drafter=w_d,
-        capture_overhead_s=_med(overhead_s, "a capture-phase time") if overhead_s else 0.0,
         hidden_size_range=(min(widths), max(widths)),
         largest_graph_tokens_range=(min(largest), max(largest)),
         fitted_on=tuple(o.name for o in observations),
@@ -331,10 +333,64 @@ def fit_coefficients(
         warmup_mib_small_v2=_med(warm_small_v2, "a small-ladder V2 warmup") if warm_small_v2 else 0.0,
         full_pool_base_mib_v2_small=_med(full_small_v2, "a small V2 FULL graph") if full_small_v2 else 0.0,
     )
+    coeffs = _fit_capture_time(observations, coeffs, t_rows, t_y, w_y)
     checks = check_coefficients(observations, coeffs)
     ratios = [ch.measured_mib / ch.predicted_mib for ch in checks if ch.predicted_mib > 0]
     band = (round(min(1.0, *ratios), 4), round(max(1.0, *ratios), 4))
     return replace(coeffs, band_ratio=band), checks
+
+
+def _fit_capture_time(
+    observations: Sequence[CostObservation],
+    coeffs: CostCoefficients,
+    t_rows: Sequence[Sequence[float]],
+    t_y: Sequence[float],
+    w_y: Sequence[float],
+) -> CostCoefficients:
+    """The capture-time terms on each basis the reports allow (`CostCoefficients.capture_time_basis`),
+    the overhead per runner (the median of each report's wall time less its graphs' terms), and
+    the basis whose measured/predicted band over the reports is the narrower (by its widest ratio,
+    either way, on a log scale)."""
+    bases = [("capture", t_y)]
+    if w_y and min(w_y) >= 0:
+        bases.append(("window", w_y))
+    timed = [o for o in observations if o.capture_wall_s is not None]
+    best: tuple[float, CostCoefficients] | None = None
+    for basis, ys in bases:
+        t_piece, t_full, t_layer = _lstsq_non_negative(t_rows, ys)
+        c = replace(
+            coeffs,
+            capture_time_basis=basis,
+            capture_ms_per_piece=t_piece,
+            capture_ms_per_full_graph=t_full,
+            capture_ms_per_full_layer=t_layer,
+        )
+        rest: dict[str, list[float]] = {"v1": [], "v2": []}
+        for o in timed:
+            terms_s = sum(_capture_ms(c, g.mode, g.pieces, _layers(o, g.family)) for g in o.graphs) / 1000
+            rest[o.inp.model_runner].append(o.capture_wall_s - terms_s)  # type: ignore[operator]
+        both = [x for v in rest.values() for x in v]
+        if not both:  # no report timed its capture phase: no time figure to fit
+            return replace(
+                c, capture_overhead_s=0.0, capture_overhead_s_v1=None, capture_band_ratio=(0.0, 0.0)
+            )
+        v2 = _med(rest["v2"], "a V2 capture-phase time") if rest["v2"] else _med(both, "a capture-phase time")
+        v1 = _med(rest["v1"], "a V1 capture-phase time") if rest["v1"] else None
+        c = replace(
+            c, capture_overhead_s=max(0.0, v2), capture_overhead_s_v1=None if v1 is None else max(0.0, v1)
+        )
+        ratios = [
+            o.capture_wall_s / p  # type: ignore[operator]
+            for o in timed
+            if (p := predict_cost(o.plan_graphs(), o.inp, c).capture_s) > 0
+        ]
+        if not ratios:
+            continue
+        c = replace(c, capture_band_ratio=(round(min(1.0, *ratios), 4), round(max(1.0, *ratios), 4)))
+        spread = max(abs(math.log(r)) for r in ratios)
+        if best is None or spread < best[0]:
+            best = (spread, c)
+    return best[1] if best is not None else coeffs
 
 
 def check_coefficients(observations: Sequence[CostObservation], c: CostCoefficients) -> tuple[FitCheck, ...]:

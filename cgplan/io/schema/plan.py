@@ -44,6 +44,8 @@ def cost_to_dict(c: CostPrediction | None) -> dict[str, Any] | None:
         # no figure: none of its parts either (the table prints none; JSON gave the sections)
         "warmup_mib": round(c.warmup_mib, 1) if figure else None,
         "capture_s": round(c.capture_s, 2) if figure else None,
+        "capture_low_s": round(c.capture_band_s[0], 2) if figure and c.capture_band_s else None,
+        "capture_high_s": round(c.capture_band_s[1], 2) if figure and c.capture_band_s else None,
         "by_family_mode": [
             {
                 "family": fm.family,

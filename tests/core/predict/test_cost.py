@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -474,3 +475,91 @@ def test_the_2048_ladder_is_printed_outside_the_domain() -> None:
     lo, hi = SHIPPED.largest_graph_tokens_range
     assert max(plan.capture_sizes) == 2048 > hi
     assert cost.domain.outside == (f"largest graph 2048 tokens (fitted: {lo}..{hi})",)
+
+
+# ---- capture time (issue 29: every printed figure states its domain) -----------------------------
+
+
+def _capture_ratios(names: list[str], c: CostCoefficients) -> list[float]:
+    return [
+        ch.measured_capture_s / ch.predicted_capture_s
+        for ch in check_coefficients(_obs(names), c)
+        if ch.measured_capture_s is not None
+    ]
+
+
+def test_capture_time_is_fitted_on_the_graph_windows_and_holds_out_in_its_band() -> None:
+    """The capture phase is the graphs' windows (warmup runs and capture) plus ~0.5 s (V2) or ~1 s
+    (V1): with the warmups as one constant the dense set priced an 8-graph ladder at 2.8 s where
+    the GPU took 0.95 s (test-llama8b-max8-mns32). On the windows, 10 of the 12 held-out captures
+    fall inside the band the fit records (0.87..1.51); the other two within 10% of its edges (0.86,
+    and 1.60 for an explicit 23-size list). Run to run a capture's time varies by about 30%: a band,
+    not a point."""
+    assert SHIPPED.capture_time_basis == "window"
+    assert (
+        SHIPPED.capture_overhead_s_v1 is not None
+        and SHIPPED.capture_overhead_s_v1 > SHIPPED.capture_overhead_s
+    )
+    low, high = SHIPPED.capture_band_ratio
+    ratios = _capture_ratios(HELD_OUT, SHIPPED)
+    assert len(ratios) == len(HELD_OUT)
+    inside = [r for r in ratios if low <= r <= high]
+    assert len(inside) >= len(ratios) - 2, sorted(ratios)
+    assert all(low / 1.1 <= r <= high * 1.1 for r in ratios), sorted(ratios)
+    small = _capture_ratios(["test-llama8b-max8-mns32-vllm"], SHIPPED)[0]
+    assert 0.8 <= small <= 1.25
+
+
+def test_the_fit_keeps_the_capture_basis_with_the_narrower_band() -> None:
+    """Without windows in the reports the fit can only price the capture calls (and a constant):
+    its band over the same reports is wider, so where windows exist the fit keeps them."""
+    obs = _obs(FIT)
+    stripped = [
+        dataclasses.replace(o, graphs=tuple(dataclasses.replace(g, window_ms=None) for g in o.graphs))
+        for o in obs
+    ]
+    on_capture, _ = fit_coefficients(stripped, SHIPPED.gpu, SHIPPED.measured_with)
+    assert on_capture.capture_time_basis == "capture"
+
+    def spread(c: CostCoefficients) -> float:
+        return max(abs(math.log(x)) for x in c.capture_band_ratio)
+
+    assert spread(on_capture) > spread(SHIPPED)
+    # the band is the fit's own measured/predicted range, 1.0 inside it
+    ratios = _capture_ratios(FIT, SHIPPED)
+    assert SHIPPED.capture_band_ratio == (round(min(1.0, *ratios), 4), round(max(1.0, *ratios), 4))
+
+
+def test_capture_overhead_follows_the_runner() -> None:
+    graphs = {"target": [("PIECEWISE", 64), ("FULL", 64)]}
+    v1 = predict_cost(graphs, CostInput(_shape(), _shape(layers=1), "v1"), SHIPPED)
+    v2 = predict_cost(graphs, CostInput(_shape(), _shape(layers=1), "v2"), SHIPPED)
+    assert SHIPPED.capture_overhead_s_v1 is not None
+    assert v1.capture_s - v2.capture_s == pytest.approx(
+        SHIPPED.capture_overhead_s_v1 - SHIPPED.capture_overhead_s
+    )
+    # the band is the fit's ratios around the figure, widened by the domain's factor
+    assert v2.capture_band_s is not None
+    f = v2.domain.band_factor
+    assert v2.capture_band_s[0] == pytest.approx(v2.capture_s * SHIPPED.capture_band_ratio[0] / f)
+    assert v2.capture_band_s[1] == pytest.approx(v2.capture_s * SHIPPED.capture_band_ratio[1] * f)
+
+
+def test_a_set_without_a_capture_band_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(Path(DEFAULT_COEFFICIENTS).read_text())
+    del doc["capture_band_ratio"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    cfg = ROOT / "configs/examples/pr50488-eagle-k16.yaml"
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, _ = run(monkeypatch, capsys, "plan", cfg, "--coefficients", path)
+    assert code == 0 and "(no band: the coefficient set records none)" in " ".join(out.split())
+    code, out, _ = run(monkeypatch, capsys, "plan", cfg, "--coefficients", path, "--json")
+    cost = json.loads(out)["predicted_cost"]
+    assert cost["capture_s"] is not None and cost["capture_low_s"] is None and cost["capture_high_s"] is None
+    code, out, _ = run(monkeypatch, capsys, "plan", cfg, "--json")
+    shipped = json.loads(out)["predicted_cost"]
+    assert shipped["capture_low_s"] < shipped["capture_s"] < shipped["capture_high_s"]
