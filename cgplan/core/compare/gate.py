@@ -307,7 +307,7 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 Check(
                     "max_pool_gib",
                     True,
-                    "no pool memory figure (plan without a cost model)",
+                    f"no pool memory figure ({side.pool_withheld or 'plan without a cost model'})",
                     True,
                     limit=policy.max_pool_gib,
                 )
@@ -331,7 +331,13 @@ def evaluate_gate(policy: GatePolicy, side: Side, baseline: Side | None = None) 
                 Check(
                     "max_capture_seconds",
                     True,
-                    "no capture time (not a capture report)",
+                    "no capture time ("
+                    + (
+                        (side.pool_withheld or "plan without a cost model")
+                        if side.kind == "plan"
+                        else "not a capture report"
+                    )
+                    + ")",
                     True,
                     limit=policy.max_capture_seconds,
                 )

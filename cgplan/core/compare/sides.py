@@ -290,7 +290,10 @@ def side_from_plan(
         graph_sections_bytes=sections,
         model_runner=plan.model_runner,
         kv_bytes_per_token=plan.kv_bytes_per_token if plan.graph_memory_reserved else None,
-        capture_time_s=round(plan.cost.capture_s, 2) if plan.cost is not None and plan.cost.graphs else None,
+        # withheld with the memory figure: the two share one domain (no figure, no gate on it)
+        capture_time_s=round(plan.cost.capture_s, 2)
+        if plan.cost is not None and plan.cost.graphs and plan.cost.domain.figure
+        else None,
         expected_step_ms=plan.latency.expected_step_ms if plan.latency is not None else None,
         eager_time_share=plan.latency.expected_eager_share if plan.latency is not None else None,
         gap_costs=tuple(costs),

@@ -234,6 +234,20 @@ def test_capture_time_limit_holds_at_the_figure_and_fails_a_hair_under() -> None
     assert (none.passed, none.skipped, none.detail) == (True, True, "no capture time (not a capture report)")
 
 
+def test_a_withheld_figure_gates_neither_memory_nor_capture_time() -> None:
+    """B200 is outside the cost model's domain with no figure: the plan printed none, but its
+    capture time still reached the gate (1.6 s held to max_capture_seconds) as though validated."""
+    s = side(ROOT_DIR / "tests/data/domain/b200.yaml")
+    assert s.pool_bytes is None and s.capture_time_s is None
+    assert s.pool_withheld is not None and s.pool_withheld.startswith("no figure: outside the validated domain (")
+    pool = only({"max_pool_gib": 0.001}, s)
+    secs = only({"max_capture_seconds": 0.001}, s)
+    for check in (pool, secs):
+        assert (check.passed, check.skipped) == (True, True)
+    assert pool.detail == f"no pool memory figure ({s.pool_withheld})"
+    assert secs.detail == f"no capture time ({s.pool_withheld})"
+
+
 def test_memory_and_time_of_a_partial_capture_fail_under_their_limits() -> None:
     s = side(OOM_REPORT)
     assert s.pool_bytes is not None and s.capture_time_s is not None
