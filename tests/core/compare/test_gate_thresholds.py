@@ -239,7 +239,9 @@ def test_a_withheld_figure_gates_neither_memory_nor_capture_time() -> None:
     capture time still reached the gate (1.6 s held to max_capture_seconds) as though validated."""
     s = side(ROOT_DIR / "tests/data/domain/b200.yaml")
     assert s.pool_bytes is None and s.capture_time_s is None
-    assert s.pool_withheld is not None and s.pool_withheld.startswith("no figure: outside the validated domain (")
+    assert s.pool_withheld is not None and s.pool_withheld.startswith(
+        "no figure: outside the validated domain ("
+    )
     pool = only({"max_pool_gib": 0.001}, s)
     secs = only({"max_capture_seconds": 0.001}, s)
     for check in (pool, secs):
