@@ -326,21 +326,23 @@ def _optimize(
     graph_budget = max_graphs if max_graphs is not None else graph_count(default_plan)
     default_costed = with_cost(default_plan, inp, coeffs)
     default_mem = _memory_mib(default_costed)
-    default_cap = (
-        default_costed.cost.capture_s if default_costed.cost and default_costed.cost.graphs else None
-    )
+    default_cap = _capture_s(default_costed)
     default_t = expected(lat, default_plan, inp, traffic.uniform_decode, traffic.mixed).step_ms
     if objective == "time":
+        c = default_costed.cost
+        why = (
+            f"outside the validated domain: {'; '.join(c.domain.outside)}"
+            if c is not None and c.graphs and not c.domain.figure
+            else "no cost model figure"
+        )
+        # no candidate has a figure either: the budget would be silently not held
         if max_memory_mib is not None and default_mem is None:
-            # no candidate has a figure either: the budget would be silently not held
-            c = default_costed.cost
-            why = (
-                f"outside the validated domain: {'; '.join(c.domain.outside)}"
-                if c is not None and c.graphs and not c.domain.figure
-                else "no cost model figure"
-            )
             raise ConfigError(
                 "--max-graph-memory-mib", f"cannot be held: no predicted graph memory for this config ({why})"
+            )
+        if max_capture_s is not None and default_cap is None:
+            raise ConfigError(
+                "--max-capture-s", f"cannot be held: no predicted capture time for this config ({why})"
             )
         mem_budget = max_memory_mib if max_memory_mib is not None else default_mem
         plan, mem, cap_s, t = _optimize_time(
@@ -426,7 +428,7 @@ def _optimize(
         default_memory_mib=default_mem,
         memory_mib=_memory_mib(costed),
         default_capture_s=default_cap,
-        capture_s=costed.cost.capture_s if costed.cost and costed.cost.graphs else None,
+        capture_s=_capture_s(costed),
         latency_gpu=lat.gpu,
         notes=notes,
         caveats=_caveats(lat, inp, default_costed),
@@ -438,6 +440,13 @@ def _memory_mib(costed: Plan) -> float | None:
     or outside every fitted domain: the number would be one the cost model disowns)."""
     c = costed.cost
     return c.total_mib if c is not None and c.graphs and c.domain.figure else None
+
+
+def _capture_s(costed: Plan) -> float | None:
+    """The predicted capture time of a costed plan, None where the memory figure is withheld (the
+    two share one validated domain)."""
+    c = costed.cost
+    return c.capture_s if c is not None and c.graphs and c.domain.figure else None
 
 
 def _caveats(lat: LatencyCoefficients, inp: PlanInput, costed: Plan) -> tuple[str, ...]:
@@ -622,7 +631,7 @@ def _consider(
             continue
         costed = with_cost(candidate, changed, coeffs)
         mem = _memory_mib(costed)
-        cap_s = costed.cost.capture_s if costed.cost and costed.cost.graphs else None
+        cap_s = _capture_s(costed)
         if mem_budget is not None and mem is not None and mem > mem_budget:
             continue
         if max_capture_s is not None and cap_s is not None and cap_s > max_capture_s:

@@ -408,6 +408,8 @@ def test_optimize_gives_no_memory_figure_where_plan_gives_none() -> None:
     deploy = ROOT / "tests/data/corpus-deploy/deploy-mla-mtp5-tp4-dcp4-sm120.yaml"
     o = optimize_config(deploy, ROOT / "configs/traffic/decode-heavy-mns32.json", Overrides())
     assert o.default_memory_mib is None and o.memory_mib is None
+    # the capture time shares the memory figure's domain: withheld with it
+    assert o.default_capture_s is None and o.capture_s is None
     said = [c for c in o.caveats if c.startswith("graph memory: no figure · outside the validated domain")]
     assert said and "attention backend TRITON_MLA" in said[0]
     # inside a domain the figure stays
@@ -428,6 +430,8 @@ def test_optimize_refuses_a_memory_budget_it_cannot_hold() -> None:
     traffic = ROOT / "configs/traffic/decode-heavy-mns32.json"
     with pytest.raises(ConfigError, match=r"--max-graph-memory-mib: cannot be held: .*outside the validated"):
         optimize_config(deploy, traffic, Overrides(), objective="time", max_memory_mib=100.0)
+    with pytest.raises(ConfigError, match=r"--max-capture-s: cannot be held: .*outside the validated"):
+        optimize_config(deploy, traffic, Overrides(), objective="time", max_capture_s=60.0)
     # inside a domain the budget is held
     held = optimize_config(
         MOE / "fit-qwen3-mns64.yaml", traffic, Overrides(), objective="time", max_memory_mib=10_000.0
