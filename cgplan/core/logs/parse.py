@@ -330,10 +330,10 @@ def _non_default_args(text: str) -> dict[str, Any]:
     for key in ("max_num_seqs", "max_num_batched_tokens"):
         if m := re.search(rf"'{key}': (\d+)", text):
             out[key] = int(m.group(1))
-    if m := re.search(r"'num_speculative_tokens_per_batch_size': \[", text):
-        listed = _balanced(text, m.end() - 1)
+    if m := re.search(r"'num_speculative_tokens_per_batch_size': (?=\[)", text):
+        listed = _balanced(text, m.end()) or ""  # not closed: "" is no literal either
         try:
-            schedule = ast.literal_eval(listed) if listed else None
+            schedule = ast.literal_eval(listed)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             schedule = None
         out["speculative_config"] = {"num_speculative_tokens_per_batch_size": schedule}
@@ -988,7 +988,7 @@ class _Parser:
             # a metrics table after its first row and ran the bars of two lines into one)
             line = line[:-1]
         if "\r" not in line:
-            if line and _may_match(line):
+            if _may_match(line):  # an empty line holds no keyword
                 self.keyword_segment(line, True)
             else:
                 self.other_segment(line, True)
@@ -996,7 +996,7 @@ class _Parser:
         parts = line.split("\r")
         last_part = len(parts) - 1
         for n, seg in enumerate(parts):
-            if seg and _may_match(seg):
+            if _may_match(seg):
                 self.keyword_segment(seg, n == last_part)
             else:
                 self.other_segment(seg, n == last_part)

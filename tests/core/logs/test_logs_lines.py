@@ -817,3 +817,39 @@ def test_a_restart_after_serving_tables_reads_from_its_non_default_args_line() -
     alone = parse_log(startup)
     assert parsed.engine_starts == 2 and parsed.metrics == () == alone.metrics
     assert dataclasses.replace(parsed, engine_starts=1) == alone
+
+
+ATTENTION_CONFIG = (
+    "AttentionConfig(backend=<AttentionBackendEnum.FLASH_ATTN: "
+    "'vllm.v1.attention.backends.flash_attn.FlashAttentionBackend'>, "
+    "backend_per_kind={}, flash_attn_version=None, use_prefill_decode_attention=False, "
+    "flash_attn_max_num_splits_for_cuda_graph=32, tq_max_kv_splits_for_cuda_graph=32, "
+    "use_trtllm_attention=None, disable_flashinfer_q_quantization=False, "
+    "mla_prefill_backend=None, use_prefill_query_quantization=False, "
+    "use_fp4_indexer_cache=False, indexer_kv_dtype='bf16', use_non_causal=False, "
+    "sparse_mla_force_mqa=False, flex_attn_block_m=None, flex_attn_block_n=None, "
+    "flex_attn_q_block_size=None, flex_attn_kv_block_size=None)"
+)
+"""`repr(AttentionConfig(backend="FLASH_ATTN"))` as vLLM 0.26.0 prints it (its oracle venv): what
+`vllm serve --attention-config '{"backend": "FLASH_ATTN"}'` puts in the "non-default args" dict
+(arg_utils' `parse_dataclass` makes the config object), a repr that is no Python literal."""
+
+
+def test_a_non_default_args_dict_with_a_config_object_reads_its_schedule_and_limits() -> None:
+    """A dict holding a config object's repr is no literal: its capture-relevant keys are read one
+    by one, the dynamic-SD schedule among them. The real dynamic-SD run's line with vLLM's repr
+    of that config added as one more entry: the schedule and limits are the unedited line's."""
+    line = first("'num_speculative_tokens_per_batch_size': [[").rstrip()
+    whole = parse_log(line)
+    assert line.endswith("}") and whole.dynamic_sd_schedule and whole.max_num_seqs is not None
+    edited = f"{line[:-1]}, 'attention_config': {ATTENTION_CONFIG}}}"
+    with pytest.raises(ValueError):
+        ast.literal_eval(
+            re.sub(r"<(\w+(?:\.\w+)+): [^<>]*>", r"'\1'", edited.split("non-default args: ", 1)[1])
+        )
+    parsed = parse_log(edited)
+    assert parsed.has_non_default_args and parsed.dynamic_sd_schedule == whole.dynamic_sd_schedule
+    assert (parsed.max_num_seqs, parsed.max_num_batched_tokens) == (
+        whole.max_num_seqs,
+        whole.max_num_batched_tokens,
+    )
