@@ -292,8 +292,9 @@ def _compilation_config(config: str) -> dict[str, Any]:
 def _engine_fields(config: str) -> dict[str, Any]:
     out = _compilation_config(config)
     # `speculative_config=None` without speculation (VllmConfig.__str__)
-    if spec := re.search(r"speculative_config=SpeculativeConfig\(", config):
-        body = _balanced(config, spec.end() - 1) or config[spec.end() - 1 :]
+    if spec := re.search(r"speculative_config=SpeculativeConfig(?=\()", config):
+        # the repr's span from its "("; on a line cut inside it, the rest of the line
+        body = _balanced(config, spec.end()) or config[spec.end() :]
         if m := re.search(r"method=(['\"])(.*?)\1", body):
             out["speculative_method"] = m.group(2)
         if m := re.search(r"num_spec_tokens=(\d+)", body):
@@ -329,10 +330,10 @@ def _non_default_args(text: str) -> dict[str, Any]:
     for key in ("max_num_seqs", "max_num_batched_tokens"):
         if m := re.search(rf"'{key}': (\d+)", text):
             out[key] = int(m.group(1))
-    if m := re.search(r"'num_speculative_tokens_per_batch_size': \[", text):
-        listed = _balanced(text, m.end() - 1)
+    if m := re.search(r"'num_speculative_tokens_per_batch_size': (?=\[)", text):
+        listed = _balanced(text, m.end()) or ""  # not closed: "" is no literal either
         try:
-            schedule = ast.literal_eval(listed) if listed else None
+            schedule = ast.literal_eval(listed)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             schedule = None
         out["speculative_config"] = {"num_speculative_tokens_per_batch_size": schedule}
@@ -457,9 +458,8 @@ class _Region:
         self.table: dict[str, Any] | None = None
         self.tracker = _BarTracker(fmt)
 
-        self.deferred: list[tuple[int, str, bool] | bool] = []
-        """Segments fed but not read yet, and `close_table` calls (their `only_with_rows`), in
-        order (see `feed`)."""
+        self.deferred: list[tuple[int, str, bool]] = []
+        """Segments fed but not read yet, in order (see `feed`)."""
         self.deferred_chars = 0
         self.eager = False
         """Read each segment as it is fed: the region outlived `DEFERRED_CHARS` of deferred text
@@ -467,21 +467,9 @@ class _Region:
         self.in_table = False
         """A metrics table is open once every segment fed is read (`_read`'s `table`, known
         before the segments are read: see `_follow_table`)."""
-        self.table_rows = False
-        """That table has rows."""
-
-    def close_table(self, only_with_rows: bool) -> None:
-        """What a skipped segment does to an open metrics table (see `_Pending`)."""
-        if self.in_table and (self.table_rows or not only_with_rows):
-            self.in_table = False
-        if self.eager:
-            self._close_table(only_with_rows)
-        else:
-            self.deferred.append(only_with_rows)
-
-    def _close_table(self, only_with_rows: bool) -> None:
-        if self.table is not None and (self.table["rows"] or not only_with_rows):
-            self.table = None
+        self.table_rows: bool
+        """That table has rows: set with every table `_follow_table` opens and read only while one
+        is open (`in_table` first), so it has no value before the first."""
 
     def feed(self, i: int, seg: str, ends_line: bool) -> None:
         """One segment (a line, or a part of it between tqdm's carriage returns), number `i`.
@@ -528,10 +516,7 @@ class _Region:
         """Read the deferred segments."""
         deferred, self.deferred, self.deferred_chars = self.deferred, [], 0
         for item in deferred:
-            if isinstance(item, bool):
-                self._close_table(item)
-            else:
-                self._read(*item)
+            self._read(*item)
 
     def _read(self, i: int, seg: str, ends_line: bool) -> None:
         """`feed`'s work on one segment."""
@@ -863,9 +848,9 @@ class _Pending:
     after the previous engine's start-up: at its last "non-default args" line, else after its
     "init engine ... took" line, else right after the previous engine line. Only what a
     pre-engine segment can change is kept: segments some log format reads there (config
-    warnings, bars, metrics lines) verbatim; inside a possible metrics table, of each run of the
-    others only whether it held a message or an empty segment (all they can do is end the
-    table); outside one, nothing. So the memory is that of one engine's start-up, not the file.
+    warnings, bars, metrics lines) verbatim, and inside a possible metrics table its empty
+    segments too (they end a table that has rows); of the others, nothing. So the memory is that
+    of one engine's start-up, not the file.
 
     Outside a table, a keyword segment that cannot open one is only kept or not: it is deferred
     (as `_Region.feed` defers) and tested when the next engine line replays it, so the segments
@@ -873,9 +858,8 @@ class _Pending:
     """
 
     def __init__(self) -> None:
-        self.items: list[tuple[int, str, bool] | bool] = []
-        """(i, segment, ends_line), or for a run of skipped segments `close_table`'s
-        `only_with_rows` (False: the run held a message; True: only empty segments)."""
+        self.items: list[tuple[int, str, bool]] = []
+        """(i, segment, ends_line) of each segment kept."""
         self.in_table = False
         """A metrics-table header was kept and no message line has ended that table since."""
         self.deferred: list[tuple[int, str, bool]] = []
@@ -888,57 +872,49 @@ class _Pending:
         self.deferred = []
         self.deferred_chars = 0
 
-    def add(self, i: int, seg: str, ends_line: bool, may_match: bool) -> None:
-        """Segment `i`; `may_match` is `_may_match(seg)`."""
-        if not self.in_table:
-            if not may_match:
-                return  # outside a table only keyword lines count before the engine line
-            if _HEADER_GUARD not in seg:
-                # `_add` would only keep it or not: it cannot open a table
-                self.deferred.append((i, seg, ends_line))
-                self.deferred_chars += len(seg)
-                if self.deferred_chars > DEFERRED_CHARS:
-                    self.flush()
-                return
+    def add(self, i: int, seg: str, ends_line: bool) -> None:
+        """Segment `i`: a keyword segment, or while a table is open any other (outside one only
+        keyword lines count before the engine line, and `_Parser.other_segment` gives no other)."""
+        if self.in_table:
+            self._add_in_table(i, seg, ends_line)
+            return
+        if _HEADER_GUARD not in seg:
+            # it cannot open a table: it is only kept or not, which `flush` tests
+            self.deferred.append((i, seg, ends_line))
+            self.deferred_chars += len(seg)
+            if self.deferred_chars > DEFERRED_CHARS:
+                self.flush()
+            return
+        # A metrics-table header (every log format's metrics_header pattern is the guard's text:
+        # tests/core/logs/test_logs_stream.py): kept after the segments deferred before it, and
+        # the table it opens followed from here.
         self.flush()
-        self._add(i, seg, ends_line)
+        self.items.append((i, seg, ends_line))
+        self.in_table = True
 
     def flush(self) -> None:
-        """Test the deferred segments (what `_add` does with them outside a table)."""
+        """Test the deferred segments: kept where a pattern read outside a table matches."""
         deferred, self.deferred, self.deferred_chars = self.deferred, [], 0
         for item in deferred:
             if _pre_engine_outside_table(item[1]):
                 self.items.append(item)
 
-    def _add(self, i: int, seg: str, ends_line: bool) -> None:
-        if seg and (_PRE_ENGINE.search(seg) if self.in_table else _pre_engine_outside_table(seg)):
+    def _add_in_table(self, i: int, seg: str, ends_line: bool) -> None:
+        """A segment inside a possible metrics table (`items` ends at its header or after it;
+        nothing is deferred, as the header flushed what was)."""
+        if not seg or _PRE_ENGINE.search(seg):
+            # a metrics-table line, or an empty segment (it ends a table that has rows)
             self.items.append((i, seg, ends_line))
-            self.in_table = self.in_table or bool(_TABLE_HEADER.search(seg))
-            return
-        if not self.in_table:
-            return
-        last = self.items[-1] if self.items else None
-        if last is False:
-            return  # the run already holds a message: the table ends there
-        if seg and not _message(seg):
-            return  # a bare log prefix: no effect
-        if not seg:
-            if last is not True:
-                self.items.append(True)
-            return
-        if last is True:
-            self.items[-1] = False
-        else:
-            self.items.append(False)
-        self.in_table = False
+        elif _message(seg):
+            # A message ends the table and is not kept: the next segment the replay feeds (a kept
+            # config warning, bar or header, or the engine line itself) is a message no
+            # metrics-line pattern matches, and ends it there. A bare log prefix does nothing.
+            self.in_table = False
 
     def replay(self, region: _Region) -> None:
         self.flush()
         for item in self.items:
-            if isinstance(item, bool):
-                region.close_table(item)
-            else:
-                region.feed(*item)
+            region.feed(*item)
 
 
 def _union(fields: tuple[str, ...]) -> re.Pattern[str]:
@@ -966,7 +942,6 @@ _PRE_ENGINE = _union(
     )
 )
 """What a segment before the engine line is read with, in any log format."""
-_TABLE_HEADER = _union(("metrics_header",))
 
 _PRE_ENGINE_OUTSIDE_TABLE = tuple(
     (GUARDS[f], _union((f,)))
@@ -1013,7 +988,7 @@ class _Parser:
             # a metrics table after its first row and ran the bars of two lines into one)
             line = line[:-1]
         if "\r" not in line:
-            if line and _may_match(line):
+            if _may_match(line):  # an empty line holds no keyword
                 self.keyword_segment(line, True)
             else:
                 self.other_segment(line, True)
@@ -1021,7 +996,7 @@ class _Parser:
         parts = line.split("\r")
         last_part = len(parts) - 1
         for n, seg in enumerate(parts):
-            if seg and _may_match(seg):
+            if _may_match(seg):
                 self.keyword_segment(seg, n == last_part)
             else:
                 self.other_segment(seg, n == last_part)
@@ -1033,7 +1008,7 @@ class _Parser:
         if self.region.in_table:
             self.region.feed(i, seg, ends_line)
         if self.pending.in_table:
-            self.pending.add(i, seg, ends_line, False)
+            self.pending.add(i, seg, ends_line)
 
     def keyword_segment(self, seg: str, ends_line: bool) -> None:
         """A segment that holds one of `KEYWORDS`."""
@@ -1048,15 +1023,16 @@ class _Parser:
             region.feed(i, seg, ends_line)
             return
         self.region.feed(i, seg, ends_line)
+        fmt, g = LOG_FORMATS[0], GUARDS  # as in `_Region._read`: a pattern only where its text is
         if not self.engine_starts:
-            self.pending.add(i, seg, ends_line, True)
-        elif GUARDS["non_default_args"] in seg and LOG_FORMATS[0].non_default_args.search(seg):
+            self.pending.add(i, seg, ends_line)
+        elif fmt.non_default_args.search(seg) if g["non_default_args"] in seg else None:
             self.pending.clear()
-            self.pending.add(i, seg, ends_line, True)
-        elif GUARDS["engine_ready"] in seg and LOG_FORMATS[0].engine_ready.search(seg):
+            self.pending.add(i, seg, ends_line)
+        elif fmt.engine_ready.search(seg) if g["engine_ready"] in seg else None:
             self.pending.clear()
         else:
-            self.pending.add(i, seg, ends_line, True)
+            self.pending.add(i, seg, ends_line)
 
     def block(self, text: str) -> None:
         """Lines joined by newlines (no trailing one). Only the lines that hold a `KEYWORDS`

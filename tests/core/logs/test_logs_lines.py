@@ -24,6 +24,7 @@ import pytest
 
 from cgplan.core.logs import parse as logs
 from cgplan.core.logs.parse import GUARDS, LogError, LogEvent, ParsedLog, parse_lines, parse_log
+from cgplan.core.vllm.log_formats import LOG_FORMATS
 from tests.paths import ROOT_DIR, TESTS_DIR
 
 LOGS = TESTS_DIR / "data" / "logs"
@@ -721,3 +722,134 @@ def test_a_dynamic_sd_schedule_is_read_only_whole() -> None:
     assert schedule([*raw[:-1], [raw[-1][0], raw[-1][1], True]]) is None
     assert schedule([*raw[:-1], 5]) is None
     assert schedule(None) is None and logs._schedule({}) is None
+
+
+# ---------------------------------------------------------------- issue 35: seed-8103 survivors
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_an_engine_line_cut_inside_its_speculative_config_reads_what_it_holds(spec: str) -> None:
+    """A log cut while its engine line was written, inside `SpeculativeConfig(...)`: the repr has
+    no closing parenthesis, so the rest of the line is read. The method is read once its quotes
+    are both there, K once its digits end the cut text (a cut inside them reads fewer: not
+    asserted), and nothing else of the repr is taken for them."""
+    line = first(f"speculative_config={spec},")
+    opening = "speculative_config=SpeculativeConfig("
+    at = line.index(opening) + len(opening)
+    close = at + len(spec) - len("SpeculativeConfig(") - 1  # the repr's own ")"
+    method = between(spec, "method='", "'")
+    k = int(between(spec, "num_spec_tokens=", ")"))
+    assert line[close] == ")" and line[:close].endswith(f"num_spec_tokens={k}")
+    for cut in range(at, close + 1):
+        part = parse_log(line[:cut])
+        assert part.vllm_version is not None and part.engine_starts == 1
+        assert part.speculative_method == (method if f"method='{method}'" in line[at:cut] else None), cut
+        if "num_spec_tokens=" not in line[at:cut]:
+            assert part.num_speculative_tokens is None
+    assert parse_log(line[:close]).num_speculative_tokens == k
+    assert parse_log(line[: close + 1]).speculative_method == method
+
+
+def test_a_non_default_args_line_without_max_num_seqs_reads_none() -> None:
+    """`vllm serve` without `--max-num-seqs`: vLLM's `get_non_default_args` lists only what differs
+    from EngineArgs' defaults, so the dict has no max_num_seqs. The real line with that entry
+    taken out: no max_num_seqs is read, the dict and the batched-token limit are as printed."""
+    line = first("non-default args: {", where="'max_num_seqs': ")
+    (entry,) = re.findall(r", 'max_num_seqs': \d+(?=[,}])", line)
+    edited = line.replace(entry, "", 1)
+    args = ast.literal_eval(
+        re.sub(r"<(\w+(?:\.\w+)+): [^<>]*>", r"'\1'", edited.split("non-default args: ", 1)[1])
+    )
+    assert "max_num_seqs" not in args
+    parsed = parse_log(edited)
+    assert parsed.has_non_default_args and parsed.engine_args == args
+    assert parsed.max_num_seqs is None
+    assert parsed.max_num_batched_tokens == args.get("max_num_batched_tokens")
+
+
+def test_a_table_ended_by_a_message_keeps_no_serving_line_for_the_next_engine() -> None:
+    """After a start-up, `_Pending` keeps a metrics table's lines for the next engine; the message
+    line that ends the table ends that too, so the serving lines after it (the real log's keyword
+    lines no pre-engine pattern reads, and an empty line and a bare prefix between) are not held:
+    the memory of a start-up, not of the hours of serving. The next engine still gets the table."""
+    text = _text(LOGS / "tiny-nospec-vllm.log.gz").split("\n")
+    startup = text[: 1 + next(n for n, line in enumerate(text) if GUARDS["engine_ready"] in line)]
+    table = _table()
+    ended_by = first("Kernel JIT monitor activated")
+    serving = [*_keyword_lines(), ended_by, "", table[1]] * 50
+    parser = logs._Parser()
+    for line in [*startup, *table, ended_by]:
+        parser.line(line)
+    assert parser.engine_starts == 1 and not parser.pending.in_table
+    held = list(parser.pending.items)
+    assert [seg for _, seg, _ in held] == [line for line in table if message(line)]  # not its bare prefixes
+    for line in serving:
+        parser.line(line)
+    parser.pending.flush()
+    assert parser.pending.items == held and not parser.pending.in_table
+    parser.line(ENGINES["0.26.0"])
+    assert parser.region.result("-", parser.engine_starts).metrics == parse_log("\n".join(table)).metrics
+
+
+def test_an_engine_line_is_no_other_line() -> None:
+    """No line pattern of any log format but the engine's matches a real engine line (every one
+    the logs hold): `_Region._read` reads the engine line's own segment (`i == engine_at`) as
+    after the engine line, and reading it as one before (only the config-time patterns) gives
+    the same, which benchmarks/mutation-equivalents.json relies on."""
+    engines = {line for line in lines() if GUARDS["engine"] in line}
+    assert len(engines) >= 20
+    for fmt in LOG_FORMATS:
+        for field in dataclasses.fields(fmt):
+            pattern = getattr(fmt, field.name)
+            if isinstance(pattern, re.Pattern) and field.name != "engine":
+                assert not any(pattern.search(line) for line in engines), (fmt.since, field.name)
+
+
+def test_a_restart_after_serving_tables_reads_from_its_non_default_args_line() -> None:
+    """A start-up, a `--cudagraph-metrics` table while serving, then a restart (the same real log
+    again, whose first line is its "non-default args" line): that line starts the next engine's
+    region, so the table, logged before it, is not the restarted engine's, which reads as its
+    own lines alone."""
+    startup = _text(LOGS / "tiny-nospec-vllm.log.gz")
+    assert GUARDS["non_default_args"] in startup.split("\n", 1)[0]
+    serving = "\n".join([*_table(), first("Kernel JIT monitor activated")])
+    parsed = parse_log("\n".join([startup, serving, startup]))
+    alone = parse_log(startup)
+    assert parsed.engine_starts == 2 and parsed.metrics == () == alone.metrics
+    assert dataclasses.replace(parsed, engine_starts=1) == alone
+
+
+ATTENTION_CONFIG = (
+    "AttentionConfig(backend=<AttentionBackendEnum.FLASH_ATTN: "
+    "'vllm.v1.attention.backends.flash_attn.FlashAttentionBackend'>, "
+    "backend_per_kind={}, flash_attn_version=None, use_prefill_decode_attention=False, "
+    "flash_attn_max_num_splits_for_cuda_graph=32, tq_max_kv_splits_for_cuda_graph=32, "
+    "use_trtllm_attention=None, disable_flashinfer_q_quantization=False, "
+    "mla_prefill_backend=None, use_prefill_query_quantization=False, "
+    "use_fp4_indexer_cache=False, indexer_kv_dtype='bf16', use_non_causal=False, "
+    "sparse_mla_force_mqa=False, flex_attn_block_m=None, flex_attn_block_n=None, "
+    "flex_attn_q_block_size=None, flex_attn_kv_block_size=None)"
+)
+"""`repr(AttentionConfig(backend="FLASH_ATTN"))` as vLLM 0.26.0 prints it (its oracle venv): what
+`vllm serve --attention-config '{"backend": "FLASH_ATTN"}'` puts in the "non-default args" dict
+(arg_utils' `parse_dataclass` makes the config object), a repr that is no Python literal."""
+
+
+def test_a_non_default_args_dict_with_a_config_object_reads_its_schedule_and_limits() -> None:
+    """A dict holding a config object's repr is no literal: its capture-relevant keys are read one
+    by one, the dynamic-SD schedule among them. The real dynamic-SD run's line with vLLM's repr
+    of that config added as one more entry: the schedule and limits are the unedited line's."""
+    line = first("'num_speculative_tokens_per_batch_size': [[").rstrip()
+    whole = parse_log(line)
+    assert line.endswith("}") and whole.dynamic_sd_schedule and whole.max_num_seqs is not None
+    edited = f"{line[:-1]}, 'attention_config': {ATTENTION_CONFIG}}}"
+    with pytest.raises(ValueError):
+        ast.literal_eval(
+            re.sub(r"<(\w+(?:\.\w+)+): [^<>]*>", r"'\1'", edited.split("non-default args: ", 1)[1])
+        )
+    parsed = parse_log(edited)
+    assert parsed.has_non_default_args and parsed.dynamic_sd_schedule == whole.dynamic_sd_schedule
+    assert (parsed.max_num_seqs, parsed.max_num_batched_tokens) == (
+        whole.max_num_seqs,
+        whole.max_num_batched_tokens,
+    )

@@ -379,3 +379,10 @@ def test_gunzip_reads_members_padding_and_refuses_a_cut_or_corrupt_file() -> Non
     for bad in (blob[:10], blob[:40], blob[:-1], bytes(flipped), blob + b"garbage"):
         with pytest.raises((EOFError, zlib.error)):
             b"".join(gunzip_blocks(io.BytesIO(bad)))
+
+
+def test_a_segment_with_the_table_header_text_is_a_header() -> None:
+    """Every log format's metrics_header pattern is its GUARDS text itself: `_Pending.add` keeps a
+    segment holding that text as a header and opens the table without searching it."""
+    assert {fmt.metrics_header.pattern for fmt in LOG_FORMATS} == {GUARDS["metrics_header"]}
+    assert not set(GUARDS["metrics_header"]) & set(".^$*+?{}[]\\|()")  # a literal: matches itself only
