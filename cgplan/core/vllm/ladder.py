@@ -40,10 +40,9 @@ def request_counts(max_reqs: int, ceiling: int) -> list[int]:
     [1, 2, 4, 8, 16, 20]
     """
     max_reqs = min(max_reqs, ceiling)
-    counts = [n for n in (1, 2, 4) if n <= max_reqs]
-    counts += list(range(8, min(max_reqs + 1, 256), 8))
-    counts += list(range(256, max_reqs + 1, 16))
-    return sorted({*counts, max_reqs})
+    # vLLM's default token grid (1, 2, 4, multiples of 8 below 256, of 16 above) over request
+    # counts, with the widest count itself
+    return sorted({*token_grid(max_reqs, interactivity=False), max_reqs})
 
 
 def token_grid(max_size: int, interactivity: bool) -> list[int]:

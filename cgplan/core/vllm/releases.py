@@ -590,10 +590,7 @@ _E = TypeVar("_E", bound=_Since)
 
 def since_entry(table: Sequence[_E], release: str) -> _E:
     """The entry of a `since`-keyed table (oldest first, each `since` a supported release) that
-    applies to the supported `release`: the last one whose `since` is not newer."""
+    applies to the supported `release`: the last one whose `since` is not newer. Every table
+    starts at the oldest supported release, so one always applies."""
     at = SUPPORTED_VERSIONS.index(release)
-    chosen = table[0]
-    for entry in table:
-        if SUPPORTED_VERSIONS.index(entry.since) <= at:
-            chosen = entry
-    return chosen
+    return [entry for entry in table if SUPPORTED_VERSIONS.index(entry.since) <= at][-1]

@@ -226,3 +226,16 @@ def test_a_fix_whose_memory_is_outside_the_domain_says_so(tmp_path: Path) -> Non
         assert "outside the validated domain: largest graph 2048 tokens" in f.summary
     text = render_table(plan)
     assert "MiB, extrapolated)" in text.split("\n")[1] or "MiB, extrapolated)" in text.split("\n")[2]
+
+
+def test_the_worst_padding_names_the_fewest_requests_among_equal_worsts(tmp_path: Path) -> None:
+    """Sizes 2 and 6 at one token a request: 1 request pads to 2 and 3 requests to 6, both +100%.
+    The plan names the first (fewest requests), as it reads the batches in order."""
+    cfg = tmp_path / "ties.yaml"
+    cfg.write_text(
+        "model: configs/models/tiny-llama\nmax_num_seqs: 6\n"
+        "compilation_config:\n  cudagraph_capture_sizes: [2, 6]\n"
+        "cgplan:\n  vllm_version: 0.33.0\n  platform: hopper\n"
+    )
+    sp = step_padding(plan_file(cfg)[1])
+    assert (sp.worst_pct, sp.worst_reqs, sp.worst_query_len) == (100.0, 1, 1)
