@@ -31,7 +31,27 @@ def calibration_table(cal: Calibration) -> str:
         lines.append(f"held-out: {len(cal.held_out)} reports, worst error {100 * worst:.1f}%")
     lo, hi = cal.coefficients.band_ratio
     lines.append(f"band shown with predictions: measured/predicted within {lo:.3f}..{hi:.3f} on the fit")
+    if (capture := capture_band_line(cal)) is not None:
+        lines.append(capture)
     return "\n".join(lines) + "\n"
+
+
+def capture_band_line(cal: Calibration) -> str | None:
+    """The capture time's band and basis, and how many held-out reports fall inside it."""
+    c = cal.coefficients
+    lo, hi = c.capture_band_ratio
+    if hi <= 0:
+        return None
+    held = [
+        x.measured_capture_s / x.predicted_capture_s
+        for x in cal.held_out
+        if x.measured_capture_s is not None and x.predicted_capture_s > 0
+    ]
+    inside = sum(1 for r in held if lo <= r <= hi)
+    return (
+        f"capture time ({c.capture_time_basis} basis): measured/predicted within {lo:.3f}..{hi:.3f} on the fit"
+        + (f"; held out: {inside} of {len(held)} inside" if held else "")
+    )
 
 
 def calibration_markdown(cal: Calibration) -> str:
@@ -61,6 +81,8 @@ def calibration_markdown(cal: Calibration) -> str:
         lines.append(f"Held out: {len(cal.held_out)} reports, worst error {100 * worst:.1f}%.")
     lo, hi = cal.coefficients.band_ratio
     lines.append(f"Band shown with predictions: measured/predicted within {lo:.3f}..{hi:.3f} on the fit.")
+    if (capture := capture_band_line(cal)) is not None:
+        lines.append(capture[0].upper() + capture[1:] + ".")
     return "\n".join(lines) + "\n"
 
 
