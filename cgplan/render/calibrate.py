@@ -49,8 +49,8 @@ def capture_band_line(cal: Calibration) -> str | None:
     ]
     inside = sum(1 for r in held if lo <= r <= hi)
     return (
-        f"capture time ({c.capture_time_basis} basis): measured/predicted within {lo:.3f}..{hi:.3f} on the fit"
-        + (f"; held out: {inside} of {len(held)} inside" if held else "")
+        f"capture time ({c.capture_time_basis} basis): measured/predicted within "
+        f"{lo:.3f}..{hi:.3f} on the fit" + (f"; held out: {inside} of {len(held)} inside" if held else "")
     )
 
 

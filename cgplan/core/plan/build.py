@@ -718,8 +718,10 @@ def _families(cap: _Captured) -> _Captured:
                 notes.append(
                     Note(
                         "drafter_eager",
+                        # vLLM's words (dflash/speculator.py `init_cudagraph_manager`): the backend
+                        # alone, its support level (below UNIFORM_BATCH) is the reason
                         f"{'DFlash' if spec.method == 'dflash' else 'DSpark'} draft attention "
-                        f"({parallel_draft.draft_backend(inp, rules)}, {support.name}) does not support full "
+                        f"({parallel_draft.draft_backend(inp, rules)}) does not support full "
                         "CUDA graphs; running the draft eagerly.",
                     )
                 )
