@@ -989,11 +989,28 @@ def _parse_document(
     if doc.get("speculative_config") is not None:
         sc = _snake_keys(_mapping(doc["speculative_config"], "speculative_config"), "speculative_config")
         _check_keys(sc, _SPEC_KEYS, "speculative_config")
-        if "method" not in sc:
+        if sc.get("method") is None:
+            # vLLM infers it (`SpeculativeConfig.__post_init__`): ngram for model "ngram", else
+            # from the draft's name and config (EAGLE, EAGLE3, DFlash, DSpark, MTP), else draft_model
             raise ConfigError(
-                "speculative_config.method", "missing (expected one of " + ", ".join(SPEC_METHODS) + ")"
+                "speculative_config.method",
+                "not given: vLLM infers the method from the draft model's name and config, which "
+                "cgplan does not model; name it (one of " + ", ".join(SPEC_METHODS) + ")",
             )
-        method = _choice(sc["method"], "speculative_config.method", SPEC_METHODS)
+        method_raw = sc["method"]
+        spec_rules = rules_for(version)
+        if isinstance(method_raw, str) and method_raw.strip() not in SPEC_METHODS:
+            name = method_raw.strip()
+            if name in spec_rules.mtp_model_types:
+                notes.append(f"method `{name}` is deprecated and replaced with mtp.")
+                method_raw = "mtp"
+            elif name in spec_rules.unmodelled_speculative_methods:
+                raise ConfigError(
+                    "speculative_config.method",
+                    f"{name}: a vLLM {version} speculative method cgplan does not model yet "
+                    f"(it models {', '.join(SPEC_METHODS)})",
+                )
+        method = _choice(method_raw, "speculative_config.method", SPEC_METHODS)
         k = _int(sc, "num_speculative_tokens", "speculative_config")
         if method == "suffix":
             depth = _suffix_checks(sc)

@@ -162,6 +162,13 @@ class VllmRules:
     drafter_prefill_full: str = "target"
     """V2 drafter-prefill FULL graphs: "target" (the target's set), "pow2" or "none"."""
     # DFlash, DSpark, suffix decoding (#31): vllm/config/vllm.py, v1/worker/gpu/spec_decode/.
+    mtp_model_types: tuple[str, ...] = ()
+    """vllm/config/speculative.py `MTPModelTypes`: method names `SpeculativeConfig.__post_init__`
+    replaces by "mtp", warning "method `X` is deprecated and replaced with mtp." (recorded:
+    tests/data/oracle-spec-methods/methods.json, scripts/oracle/spec_methods.py)."""
+    unmodelled_speculative_methods: tuple[str, ...] = ()
+    """The rest of `SpeculativeMethod` beside cgplan's SPEC_METHODS and the MTP model types: names
+    vLLM accepts that cgplan refuses as not modelled (not as unknown)."""
     v2_forced_methods: tuple[str, ...] = ("dspark",)
     """Methods `use_v2_model_runner` sends to V2 before any other check (DSpark, 0.26–0.28: "V1
     can't run dspark"); V2's unsupported features then refuse instead of falling back."""
@@ -252,6 +259,36 @@ _V0_26 = VllmRules(
         "suffix": "speculative method 'suffix'",
     },
     drafter_decode_per_k=False,
+    mtp_model_types=(
+        "bailing_hybrid_mtp",
+        "deepseek_mtp",
+        "ernie_mtp",
+        "exaone4_5_mtp",
+        "exaone_moe_mtp",
+        "gemma4_mtp",
+        "glm4_moe_lite_mtp",
+        "glm4_moe_mtp",
+        "glm_ocr_mtp",
+        "hy_v3_mtp",
+        "inkling_mtp",
+        "longcat_flash_mtp",
+        "mimo_mtp",
+        "mimo_v2_mtp",
+        "minimax_m3_mtp",
+        "mtp",
+        "nemotron_h_mtp",
+        "pangu_ultra_moe_mtp",
+        "qwen3_5_mtp",
+        "qwen3_next_mtp",
+        "step3p5_mtp",
+    ),
+    unmodelled_speculative_methods=(
+        "custom_class",
+        "extract_hidden_states",
+        "medusa",
+        "mlp_speculator",
+        "ngram_gpu",
+    ),
     # vllm/v1/worker/gpu/spec_decode/autoregressive/: EAGLE, EAGLE3 and MTP.
     v2_drafter_methods=("eagle", "eagle3", "mtp"),
     v2_breakable_pads_piecewise_reqs=True,
@@ -303,6 +340,7 @@ _r = _release(
     replace(
         _r,
         version="0.27.0",
+        mtp_model_types=(*_r.mtp_model_types, *("kimi_k3_mtp",)),
         v2_default_moe_architectures=(
             *(_r.v2_default_moe_architectures or ()),
             "KimiK3ForConditionalGeneration",
@@ -328,6 +366,7 @@ _r = _release(
     replace(
         _r,
         version="0.28.0",
+        mtp_model_types=(*_r.mtp_model_types, *("bailing_hybrid_v3_mtp", "dots3_note_mtp")),
         # vllm/config/cache.py CacheDType gains nvfp4_4over6
         kv_cache_dtypes=(*_r.kv_cache_dtypes, "nvfp4_4over6"),
         sm100_ceiling_1024=True,
@@ -350,6 +389,7 @@ _r = _release(
     replace(
         _r,
         version="0.29.0",
+        mtp_model_types=(*_r.mtp_model_types, *("hy_v4_mtp", "qwen4_exp_mtp")),
         hybrid_attention_layer_types=("attention", "full_attention"),
         decode_sizes=DecodeSizes.SPEC,
         v2_tiers=V2Tiers.DENSE_LOOKUP,
@@ -381,6 +421,7 @@ _r = _release(
     replace(
         _r,
         version="0.30.0",
+        mtp_model_types=(*_r.mtp_model_types, *("glm5_next_mtp",)),
         # _get_v2_model_runner_unsupported_features names ngram as "speculative method 'ngram'"
         # (vllm#40704's list; 0.29.0 said "ngram/ngram_gpu speculative decoding")
         v2_runner_unsupported_methods={
@@ -452,6 +493,9 @@ _r = _release(
     replace(
         _r,
         version="0.33.0",
+        mtp_model_types=(*_r.mtp_model_types, *("step5_mtp",)),
+        # medusa and mlp_speculator leave SpeculativeMethod
+        unmodelled_speculative_methods=("custom_class", "extract_hidden_states", "ngram_gpu"),
         # CacheDType gains the octave layouts; CacheConfig validates cache_dtype itself
         kv_cache_dtypes=_insert_after(
             _r.kv_cache_dtypes, "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3", "octave_k3v3_compact"
