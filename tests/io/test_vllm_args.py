@@ -467,7 +467,9 @@ def test_errors_after_parsing_point_at_the_flag() -> None:
     err = located(f"serve {MODEL} --attention-backend FLASHMLB")
     assert err.message.startswith("--vllm-args:--attention-backend: unknown value; did you mean 'FLASHMLA'?")
     err = located(f"serve {MODEL} --spec-tokens 3")
-    assert err.message.startswith("--vllm-args:--speculative-config.method: not given: vLLM infers the method")
+    assert err.message.startswith(
+        "--vllm-args:--speculative-config.method: not given: vLLM infers the method"
+    )
     err = located(f"serve {MODEL} --max-cudagraph-capture-size -1")
     assert err.message.startswith("--vllm-args:--max-cudagraph-capture-size: out of range (got -1;")
     # 0 is vLLM's own "no graphs" value: with graphs on vLLM's assertion refuses it, at the flag
