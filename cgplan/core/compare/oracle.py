@@ -16,6 +16,7 @@ FIELDS = (
     "vllm_version",
     "model_runner",
     "cudagraph_mode",
+    "compilation_mode",
     "capture_sizes",
     "max_capture_size",
     "dynamic_sd",
@@ -36,6 +37,7 @@ RULES: dict[str, str] = {
     "vllm_version": "the release whose rules were applied",
     "model_runner": "V1 or V2 model runner (core/vllm/resolve.py)",
     "cudagraph_mode": "the cudagraph mode after the attention backend (core/vllm/resolve.py)",
+    "compilation_mode": "the compilation mode (enforce_eager, TORCH_COMPILE_DISABLE; core/vllm/resolve.py)",
     "capture_sizes": "the capture-size ladder (core/vllm/ladder.py)",
     "max_capture_size": "max_cudagraph_capture_size (core/vllm/ladder.py)",
     "dynamic_sd": "the dynamic-SD schedule lookup (core/vllm/dynamic_sd.py)",
@@ -185,6 +187,7 @@ def vllm_answer(doc: dict[str, Any]) -> dict[str, Any]:
         "vllm_version": version,
         "model_runner": "v2" if v2 else "v1",
         "cudagraph_mode": rt["resolved_cudagraph_mode"],
+        "compilation_mode": cfg.get("compilation_mode"),
         "capture_sizes": rt["cudagraph_capture_sizes"],
         "max_capture_size": rt["max_cudagraph_capture_size"],
         "dynamic_sd": None if not dyn else {"lookup": dyn.get("lookup_ranges")},
@@ -330,6 +333,10 @@ def field_agreement(exp: dict[str, Any], got: dict[str, Any], *, reason: bool = 
             # decode length; cgplan also lists the dynamic-SD tiers' own): those are compared
             mine = got.get(key)
             out[key] = isinstance(mine, dict) and all(mine.get(q) == rows for q, rows in exp[key].items())
+            continue
+        if key == "compilation_mode":
+            # the plan's JSON names the mode only where it is not VLLM_COMPILE
+            out[key] = exp[key] is None or got.get(key, "VLLM_COMPILE") == exp[key]
             continue
         out[key] = got.get(key) == exp[key]
     return out

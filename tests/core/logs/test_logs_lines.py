@@ -853,3 +853,19 @@ def test_a_non_default_args_dict_with_a_config_object_reads_its_schedule_and_lim
         whole.max_num_seqs,
         whole.max_num_batched_tokens,
     )
+
+
+def test_a_carriage_return_ends_the_segment_before_it() -> None:
+    """A 'non-default args' line then a tqdm redraw's carriage return and another message on the
+    same line (stdout and stderr interleaved): the dict before the '\\r' is read whole, as on a
+    line of its own (read as one segment, its literal ran into the next message and was lost)."""
+    args = first("non-default args: ")
+    kv = first("Available KV cache memory: ")
+    alone = parse_lines([args, kv])
+    joined = parse_lines([args + "\r" + kv])
+    assert alone.max_num_seqs is not None and alone.has_non_default_args
+    assert (joined.max_num_seqs, joined.has_non_default_args, joined.available_kv_cache_gib) == (
+        alone.max_num_seqs,
+        True,
+        alone.available_kv_cache_gib,
+    )

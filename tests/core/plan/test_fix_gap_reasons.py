@@ -84,6 +84,8 @@ def test_an_eager_gap_above_the_maximum_names_the_ceiling_it_came_from(
     origin = "(SM10x, vllm#49390)" if sm100_1024 else f"(1024 on SM10x from vLLM {since}, vllm#49390)"
     for g in eager:
         assert f"the {platform.value} platform's default ceiling {ceiling} {origin}" in g.reason, g.reason
+        # max_num_seqs x 6 x 2 = 12,288 is past the ceiling: the minimum of the two is the maximum
+        assert f"infers the maximum as min(max_num_seqs×6×2 = 12288, {ceiling}) = {ceiling}" in g.reason
 
 
 @pytest.mark.parametrize("k", [None, 1, 5])
