@@ -1343,6 +1343,14 @@ def _all2all(value: object) -> str | None:
         raise _err(
             "all2all_backend", "must be a string", value, "an all-to-all backend such as deepep_low_latency"
         )
+    if value.strip() == "moonep":
+        # vllm/config/vllm.py (0.31+): MoonEP's dispatch/combine are eager-only, so wherever
+        # all-to-all is used vLLM sets cudagraph_mode NONE, besides its own BF16/EPLB checks
+        raise ConfigError(
+            "all2all_backend",
+            "moonep: cgplan does not model it yet (vLLM 0.31+ turns CUDA graphs off wherever MoonEP's "
+            "all-to-all runs)",
+        )
     return value.strip()
 
 

@@ -571,7 +571,9 @@ def deepep_high_throughput_off(inp: PlanInput, decision: ModeDecision, notes: li
     otherwise), and after the capture sizes are set (they stay as computed)."""
     if (
         decision.mode is Mode.NONE
-        or inp.optimization_level == 0
+        # `if self.mode != CompilationMode.VLLM_COMPILE: return` comes first: -O0, mode none,
+        # TORCH_COMPILE_DISABLE or breakable graphs keep the mode (0.30+: FULL_DECODE_ONLY)
+        or decision.compilation.mode != VLLM_COMPILE
         or (inp.all2all_backend or DEFAULT_ALL2ALL_BACKEND) != "deepep_high_throughput"
         or inp.data_parallel_size <= 1
         or not inp.model.is_moe

@@ -353,7 +353,8 @@ def test_graph_budgets_hold_at_their_limit() -> None:
         load_config(ROOT_DIR / "configs/examples/pr50488-eagle-k16.yaml").input, max_num_seqs=16
     )
     before = build_plan(base)
-    after = build_plan(dataclasses.replace(base, max_num_seqs=64))
+    after_inp = dataclasses.replace(base, max_num_seqs=64)
+    after = build_plan(after_inp)
     total, total0 = graph_count(after), graph_count(before)
     target = len(after.graphs["target"])
     assert total > total0
@@ -371,6 +372,18 @@ def test_graph_budgets_hold_at_their_limit() -> None:
     # the floor precheck agrees with the count at the limit
     assert not _floor_breaks(before, total, FixBudgets(max_total_graphs=total))
     assert _floor_breaks(before, total, FixBudgets(max_total_graphs=total - 1))
+    # the memory and capture-time budgets hold at their figure too, and break just under it
+    costs = (plan_cost_totals(before, base, COEFFICIENTS), plan_cost_totals(after, after_inp, COEFFICIENTS))
+    mib, secs = costs[1].total_mib, costs[1].capture_s
+    assert mib > costs[0].total_mib and secs > costs[0].capture_s
+    assert _budget_breaks(before, after, costs, FixBudgets(max_pool_mib=mib, max_capture_s=secs)) == ()
+    under = _budget_breaks(
+        before,
+        after,
+        costs,
+        FixBudgets(max_pool_mib=math.nextafter(mib, 0), max_capture_s=math.nextafter(secs, 0)),
+    )
+    assert [b.split(" ")[-1] for b in under] == ["GiB", "s"], under
 
 
 def _int(x: float | None) -> int | None:

@@ -89,3 +89,17 @@ def test_no_method_is_not_modelled_inference(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="not given: vLLM infers the method from the draft model's name"):
         load_config(path)
+
+
+def test_moonep_is_not_modelled(tmp_path: Path) -> None:
+    """vLLM 0.31+ sets cudagraph_mode NONE wherever MoonEP's all-to-all runs (vllm/config/vllm.py):
+    cgplan, which does not model that, must not plan graphs for it."""
+    path = tmp_path / "moonep.yaml"
+    text = (TESTS_DIR / "data/corpus-deploy/a2a-ht-dp2-moe-ep.yaml").read_text()
+    path.write_text(
+        text.replace("deepep_high_throughput", "moonep").replace(
+            "configs/models/", str(MTP.parents[3] / "configs/models") + "/"
+        )
+    )
+    with pytest.raises(ConfigError, match="all2all_backend: moonep: cgplan does not model it yet"):
+        load_config(path)
