@@ -6,6 +6,7 @@ Mirrors vllm/v1/spec_decode/dynamic/utils.py, byte-identical in 0.26.0–0.33.0:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 
@@ -82,12 +83,12 @@ def lookup_ranges(
             runs.append((first, last, k))
 
     # normalize_schedule: sorted, disjoint, the first range starting at 1 (so no gap before it)
-    next_batch, last_k = 1, parsed[0][2]
-    for start, end, k in parsed:
-        fill(next_batch, start - 1, last_k)  # a gap carries the previous K (nothing without one)
+    for (start, end, k), (after, _, _) in itertools.pairwise(parsed):
         fill(start, end, k)
-        next_batch, last_k = end + 1, k
-    fill(next_batch, max_batch_size, last_k)  # the tail carries the last K
+        fill(end + 1, after - 1, k)  # a gap carries the previous K
+    last_start, last_end, last_k = parsed[-1]
+    fill(last_start, last_end, last_k)
+    fill(last_end + 1, max_batch_size, last_k)  # the tail carries the last K
     return runs
 
 

@@ -91,3 +91,21 @@ def test_a_missing_outcome_list_names_six_runs_then_counts_the_rest(missing: int
     assert detail.count("requests × 1") == min(missing, 6)
     assert detail.endswith(f" and {missing - 6} more runs") == (missing > 6)
     assert "more runs" not in detail or missing > 6
+
+
+def test_a_long_failure_is_cut_to_its_budget_with_an_ellipsis() -> None:
+    """A capture's failure text in a check is at most `_FAILURE_CHARS` characters, the last three
+    an ellipsis; one that fits is kept whole."""
+    from types import SimpleNamespace
+
+    from cgplan.core.compare import gate as gate_mod
+
+    limit = gate_mod._FAILURE_CHARS
+    words = "CUDA out of memory. Tried to allocate 2.00 GiB " * 10
+    cut = gate_mod._incomplete(SimpleNamespace(status="partial", failure=words))  # type: ignore[arg-type]
+    assert cut is not None and cut.startswith("capture partial (") and cut.endswith("...)")
+    inside = cut.removeprefix("capture partial (").removesuffix(")")
+    assert len(inside) <= limit and inside == words[: limit - 3].rstrip() + "..."
+    whole = "x" * limit
+    failed = SimpleNamespace(status="failed", failure=whole)
+    assert gate_mod._incomplete(failed) == f"capture failed ({whole})"  # type: ignore[arg-type]
