@@ -1348,7 +1348,7 @@ def _all2all(value: object) -> str | None:
         # all-to-all is used vLLM sets cudagraph_mode NONE, besides its own BF16/EPLB checks
         raise ConfigError(
             "all2all_backend",
-            "moonep: cgplan does not model it yet (vLLM 0.31+ turns CUDA graphs off wherever MoonEP's "
+            "moonep: cgplan does not model it yet (vLLM turns CUDA graphs off wherever MoonEP's "
             "all-to-all runs)",
         )
     return value.strip()
